@@ -1,0 +1,40 @@
+"""Benchmarks run by ``jaxlean bench``: each module here registers one.
+
+Every benchmark measures a baseline and jaxlean side by side in one process and
+reports ratios; see :mod:`jaxlean.bench._registry`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from jaxlean.bench._registry import (
+    REGISTRY,
+    BenchContext,
+    Benchmark,
+    BenchResult,
+    Comparison,
+    Plot,
+    Target,
+    register,
+)
+
+__all__ = [
+    "BenchContext",
+    "BenchResult",
+    "Benchmark",
+    "Comparison",
+    "Plot",
+    "Target",
+    "available",
+    "register",
+]
+
+
+def available() -> dict[str, Benchmark]:
+    """Import every benchmark module of this package and return the registry, by name."""
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+    return dict(sorted(REGISTRY.items()))

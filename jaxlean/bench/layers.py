@@ -1,0 +1,117 @@
+"""``jaxlean bench layers``: a deep MLP-block stack as a Python loop vs ``scan_layers``.
+
+For each depth, the gradient step of a residual MLP-block stack is compiled
+ahead of time as (a) a Python loop over the layers (the baseline: N traced
+copies) and (b) ``scan_layers`` with remat None, ``"full"`` and nested
+(sqrt-N blocks). Reported: trace+lower seconds, compile seconds, XLA temp
+bytes, and step time at one depth.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxlean.bench._measure import aot_compile, wall_times
+from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
+from jaxlean.layers import scan_layers, stack
+
+WIDTH, HIDDEN, TOKENS = 128, 512, 256
+
+
+def init_block(key: jax.Array) -> dict:
+    k1, k2 = jax.random.split(key)
+    return {
+        "scale": jnp.ones(WIDTH),
+        "w_in": jax.random.normal(k1, (WIDTH, HIDDEN)) / math.sqrt(WIDTH),
+        "w_out": jax.random.normal(k2, (HIDDEN, WIDTH)) / math.sqrt(HIDDEN) * 0.5,
+    }
+
+
+def block(params: dict, h: jax.Array) -> jax.Array:
+    normed = h * jax.lax.rsqrt(jnp.mean(h**2, axis=-1, keepdims=True) + 1e-6) * params["scale"]
+    return h + jax.nn.gelu(normed @ params["w_in"]) @ params["w_out"]
+
+
+def loop_loss(layers: list, x: jax.Array) -> jax.Array:
+    h = x
+    for layer in layers:
+        h = block(layer, h)
+    return jnp.mean(h**2)
+
+
+def scan_loss(remat, nested):
+    def loss(stacked: dict, x: jax.Array) -> jax.Array:
+        h, _ = scan_layers(lambda layer, h, _: (block(layer, h), None), stacked, x,
+                           remat=remat, nested=nested)
+        return jnp.mean(h**2)
+
+    return loss
+
+
+def variants(depth: int) -> list[tuple[str, str, object]]:
+    """``(series, label, loss)`` for each jaxlean variant; nested blocks of ~sqrt(depth)."""
+    nested = max(2, round(math.sqrt(depth)))
+    return [
+        ("scan", "scan", scan_loss(None, None)),
+        ("scan remat=full", "scan remat=full", scan_loss("full", None)),
+        ("scan nested", f"scan nested={nested} remat=full", scan_loss("full", nested)),
+    ]
+
+
+@register("layers", "deep MLP-block stack: Python loop vs scan_layers (compile s, temp bytes)")
+def run(ctx: BenchContext) -> BenchResult:
+    depths = [4, 16, 64] if ctx.quick else [4, 16, 64, 256]
+    result = BenchResult("layers", f"gradient step of an MLP-block stack ({TOKENS}x{WIDTH}, "
+                         f"hidden {HIDDEN}) vs depth")
+    x = jax.random.normal(jax.random.key(0), (TOKENS, WIDTH))
+    compile_s: dict[str, dict[int, float]] = {}
+    temp: dict[str, dict[int, float]] = {}
+    step_calls: dict[str, tuple] = {}
+    for depth in depths:
+        layers = [init_block(k) for k in jax.random.split(jax.random.key(depth), depth)]
+        stacked = stack(layers)
+        ctx.step(f"depth {depth}: Python loop")
+        loop = aot_compile(jax.grad(loop_loss), layers, x)
+        compile_s.setdefault("loop", {})[depth] = loop.compile_s
+        temp.setdefault("loop", {})[depth] = loop.temp_bytes
+        if depth == 16:
+            step_calls["loop"] = (loop.executable, (layers, x))
+        for series, name, loss in variants(depth):
+            ctx.step(f"depth {depth}: {name}")
+            scanned = aot_compile(jax.grad(loss), stacked, x)
+            compile_s.setdefault(series, {})[depth] = scanned.compile_s
+            temp.setdefault(series, {})[depth] = scanned.temp_bytes
+            case = f"depth={depth}"
+            result.compare(case, "trace+lower", "s", loop.trace_lower_s, scanned.trace_lower_s,
+                           name, "python loop")
+            result.compare(case, "compile", "s", loop.compile_s, scanned.compile_s, name,
+                           "python loop")
+            result.compare(case, "temp memory", "bytes", loop.temp_bytes, scanned.temp_bytes, name,
+                           "python loop")
+            if depth == 16 and series == "scan":
+                step_calls["scan"] = (scanned.executable, (stacked, x))
+    ctx.step("depth 16: step time, loop and scan sampled in alternation")
+    loop_step, scan_step = wall_times(step_calls["loop"], step_calls["scan"])
+    result.compare("depth=16", "step time", "s", loop_step, scan_step, "scan", "python loop")
+
+    deep = max(d for d in depths if d <= 64)
+    result.target(f"scan compile(depth {deep}) / compile(depth 4)",
+                  compile_s["scan"][deep] / compile_s["scan"][4], 1.5)
+    result.target(f"loop compile / scan compile at depth {deep}",
+                  compile_s["loop"][deep] / compile_s["scan"][deep], 5, ">=")
+    result.target(f"temp bytes remat=full / no remat at depth {deep}",
+                  temp["scan remat=full"][deep] / temp["scan"][deep], 0.25)
+    result.target(f"temp bytes nested / remat=full at depth {deep}",
+                  temp["scan nested"][deep] / temp["scan remat=full"][deep], 1.0)
+    result.target("step time scan / loop at depth 16", scan_step / loop_step, 1.2)
+
+    result.plots.append(Plot("compile", "compile seconds of the gradient step", "depth",
+                             "compile s", {k: (list(v), list(v.values()))
+                                           for k, v in compile_s.items()}, logx=True, logy=True))
+    result.plots.append(Plot("memory", "XLA temp bytes of the gradient step", "depth",
+                             "temp MiB", {k: (list(v), [b / 2**20 for b in v.values()])
+                                          for k, v in temp.items()}, logx=True, logy=True))
+    return result

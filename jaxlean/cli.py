@@ -1,0 +1,90 @@
+"""The ``jaxlean`` command: ``jaxlean bench [NAME ...]`` runs benchmarks side by side;
+``jaxlean cache info|clear|prune|check`` looks after the persistent compilation cache."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from jaxlean.cache_cli import add_cache_parser
+
+console = Console()
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import jax
+
+    from jaxlean.bench import BenchContext, available
+    from jaxlean.bench._report import rich_tables, write_outputs
+
+    registry = available()
+    if args.list:
+        for name, bench in registry.items():
+            console.print(f"[bold]{name}[/bold]  {bench.description}")
+        return 0
+    unknown = [name for name in args.names if name not in registry]
+    if unknown:
+        console.print(f"[red]unknown benchmark(s): {', '.join(unknown)}; "
+                      f"available: {', '.join(registry)}[/red]")
+        return 2
+    # Compile times must be measured, not served from a persistent cache.
+    jax.config.update("jax_enable_compilation_cache", False)
+    selected = [registry[name] for name in (args.names or registry)]
+    command = "jaxlean " + shlex.join(sys.argv[1:])
+    results = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        overall = progress.add_task("benchmarks", total=len(selected))
+        for bench in selected:
+            task = progress.add_task(f"{bench.name}: starting", total=None)
+
+            def step(message: str, task=task, name=bench.name) -> None:
+                progress.update(task, description=f"{name}: {message}")
+
+            start = time.perf_counter()
+            result = bench.run(BenchContext(quick=args.quick, step=step))
+            progress.remove_task(task)
+            progress.advance(overall)
+            for table in rich_tables(result):
+                progress.console.print(table)
+            for note in result.notes:
+                progress.console.print(f"  {note}")
+            progress.console.print(f"  [dim]{bench.name} took {time.perf_counter() - start:.1f} s"
+                                   "[/dim]\n")
+            results.append(result)
+    if args.out:
+        for path in write_outputs(results, Path(args.out), command):
+            console.print(f"wrote {path}")
+    failed = [(r.name, t.description) for r in results for t in r.targets if not t.passed]
+    for name, description in failed:
+        console.print(f"[bold red]target missed[/bold red] {name}: {description}")
+    return 1 if failed and args.strict else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jaxlean", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    bench = commands.add_parser("bench", help="run benchmarks: baseline and jaxlean side by side")
+    bench.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    bench.add_argument("--quick", action="store_true", help="small sizes: under 3 minutes on CPU")
+    bench.add_argument("--out", metavar="DIR", help="write results.json, results.md and plots")
+    bench.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    bench.add_argument("--strict", action="store_true", help="exit 1 if any target is missed")
+    bench.set_defaults(handler=_bench)
+    add_cache_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
