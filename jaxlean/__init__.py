@@ -4,6 +4,14 @@ Runs of identical layers are traced once (``scan_layers``, ``Sequential``) with
 per-layer rematerialisation; see ``README.md`` for each capability.
 """
 
+from jaxlean.compile import (
+    CacheStats,
+    CompileReport,
+    FunctionCacheStats,
+    cache_stats,
+    compile_report,
+    enable_compilation_cache,
+)
 from jaxlean.errors import (
     CacheError,
     CheckpointError,
@@ -16,7 +24,10 @@ from jaxlean.errors import (
     StructureError,
     TreeError,
 )
+from jaxlean.fit import History, TrainOutput, fit, make_train_fn
 from jaxlean.layers import scan_layers, stack, unstack
+from jaxlean.loss import cross_entropy, token_logprobs
+from jaxlean.optim import PackedParams, pack_params, packed, unpack_params
 from jaxlean.remat import resolve_policy
 from jaxlean.sequential import Sequential
 
@@ -24,18 +35,34 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CacheError",
+    "CacheStats",
     "CheckpointError",
+    "CompileReport",
     "ConfigError",
     "DataError",
+    "FunctionCacheStats",
     "GraphError",
+    "History",
     "JaxleanError",
     "MorphologyError",
     "NonFiniteError",
+    "PackedParams",
     "Sequential",
     "StructureError",
+    "TrainOutput",
     "TreeError",
+    "cache_stats",
+    "compile_report",
+    "cross_entropy",
+    "enable_compilation_cache",
+    "fit",
+    "make_train_fn",
+    "pack_params",
+    "packed",
     "resolve_policy",
     "scan_layers",
     "stack",
+    "token_logprobs",
+    "unpack_params",
     "unstack",
 ]

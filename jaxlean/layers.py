@@ -9,8 +9,9 @@ equal across layers and is kept once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import equinox as eqx
 import jax
@@ -103,6 +104,23 @@ def _merge_blocks(tree: Any) -> Any:
     return jax.tree.map(lambda leaf: leaf.reshape(-1, *leaf.shape[2:]), tree)
 
 
+def _nbytes(tree: Any) -> int:
+    """Bytes of the array leaves of ``tree`` (tracers included)."""
+    return sum(math.prod(jnp.shape(leaf)) * jnp.result_type(leaf).itemsize
+               for leaf in jax.tree.leaves(tree))
+
+
+def auto_block_size(depth: int, carry_bytes: int, layer_bytes: int) -> int:
+    """Block size ``k`` for two-level checkpointing that minimises the bytes held for backward.
+
+    The outer scan keeps one carry per block (``depth / k`` carries); recomputing a
+    block keeps ``k`` carries and the block's ``k`` layer gradients. Minimising
+    ``depth/k * carry + k * (carry + layer)`` gives ``k = sqrt(depth * carry / (carry + layer))``.
+    """
+    best = math.sqrt(depth * carry_bytes / max(carry_bytes + layer_bytes, 1))
+    return max(1, min(depth, round(best)))
+
+
 def scan_layers(
     f: Callable[[Any, Carry, Any], tuple[Carry, Any]],
     stacked: Any,
@@ -110,7 +128,7 @@ def scan_layers(
     xs: Any = None,
     *,
     remat: RematOption = None,
-    nested: int | None = None,
+    nested: int | Literal["auto"] | None = None,
     unroll: int | bool = 1,
 ) -> tuple[Carry, Any]:
     """Apply a stack of layers in order with one trace of ``f``, like ``lax.scan``.
@@ -127,7 +145,10 @@ def scan_layers(
         nested: if set to ``k``, two-level (sqrt-N) checkpointing: an outer scan over
             blocks of ``k`` layers saves only the carry between blocks and recomputes a
             block in the backward pass; inside a block ``remat`` applies per layer. A
-            depth that is not a multiple of ``k`` ends with a shorter block.
+            depth that is not a multiple of ``k`` ends with a shorter block. ``"auto"``
+            picks ``k`` from the sizes of the carry and of one layer
+            (:func:`auto_block_size`); when that gives 1, nesting cannot help and the
+            layers are scanned with ``remat`` alone.
         unroll: passed to ``lax.scan`` (the inner scan when ``nested`` is set).
 
     Returns:
@@ -150,8 +171,14 @@ def scan_layers(
     layer_body = remat_body(body, remat)
     if nested is None:
         return lax.scan(layer_body, init, (params, xs), unroll=unroll)
-    if not isinstance(nested, int) or nested < 1:
-        raise ConfigError(f"nested must be a positive number of layers per block, got {nested!r}")
+    if nested == "auto":
+        layer_bytes = _nbytes(params) // depth + _nbytes(xs) // depth
+        nested = auto_block_size(depth, _nbytes(init), layer_bytes)
+        if nested == 1:
+            return lax.scan(layer_body, init, (params, xs), unroll=unroll)
+    if isinstance(nested, bool) or not isinstance(nested, int) or nested < 1:
+        raise ConfigError(
+            f"nested must be a positive number of layers per block or 'auto', got {nested!r}")
 
     def run_block(carry, block_inputs):
         return lax.scan(layer_body, carry, block_inputs, unroll=unroll)

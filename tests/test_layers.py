@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jaxlean import ConfigError, StructureError, scan_layers, stack, unstack
+from jaxlean.layers import auto_block_size
 
 
 def make_layers(depth, width=5, seed=0):
@@ -47,7 +48,7 @@ REMATS = [None, "full", "dots", "dots_no_batch", "offload",
 CASES = (
     [(remat, None) for remat in REMATS]
     + [("full", nested) for nested in (1, 3, 4, 7, 9)]
-    + [(None, 3), ("dots", 4), ("offload", 3)]
+    + [(None, 3), ("dots", 4), ("offload", 3), ("full", "auto"), (None, "auto")]
 )
 
 
@@ -164,3 +165,10 @@ def test_scan_layers_rejects_bad_inputs():
     with pytest.raises(StructureError, match="disagree on the number of layers"):
         scan_layers(layer_fn, {"w": jnp.ones((3, 5, 5)), "b": jnp.ones((2, 5)),
                                "act": jnp.tanh}, jnp.ones(5))
+
+
+def test_auto_block_size_balances_block_carries_against_block_gradients():
+    assert auto_block_size(64, carry_bytes=1, layer_bytes=0) == 8
+    assert auto_block_size(64, carry_bytes=1, layer_bytes=3) == 4
+    assert auto_block_size(4, carry_bytes=1, layer_bytes=4) == 1
+    assert auto_block_size(3, carry_bytes=10, layer_bytes=0) == 2

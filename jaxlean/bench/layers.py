@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from jaxlean.bench._measure import aot_compile, wall_times
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
-from jaxlean.layers import scan_layers, stack
+from jaxlean.layers import auto_block_size, scan_layers, stack
 
 WIDTH, HIDDEN, TOKENS = 128, 512, 256
 
@@ -51,13 +51,15 @@ def scan_loss(remat, nested):
     return loss
 
 
-def variants(depth: int) -> list[tuple[str, str, object]]:
-    """``(series, label, loss)`` for each jaxlean variant; nested blocks of ~sqrt(depth)."""
-    nested = max(2, round(math.sqrt(depth)))
+def variants(stacked: dict, x: jax.Array) -> list[tuple[str, str, object]]:
+    """``(series, label, loss)`` for each jaxlean variant; nested picks its block size."""
+    depth = len(stacked["scale"])
+    layer_bytes = sum(leaf.nbytes for leaf in jax.tree.leaves(stacked)) // depth
+    nested = auto_block_size(depth, x.nbytes, layer_bytes)
     return [
         ("scan", "scan", scan_loss(None, None)),
         ("scan remat=full", "scan remat=full", scan_loss("full", None)),
-        ("scan nested", f"scan nested={nested} remat=full", scan_loss("full", nested)),
+        ("scan nested", f"scan nested=auto ({nested}) remat=full", scan_loss("full", "auto")),
     ]
 
 
@@ -79,7 +81,7 @@ def run(ctx: BenchContext) -> BenchResult:
         temp.setdefault("loop", {})[depth] = loop.temp_bytes
         if depth == 16:
             step_calls["loop"] = (loop.executable, (layers, x))
-        for series, name, loss in variants(depth):
+        for series, name, loss in variants(stacked, x):
             ctx.step(f"depth {depth}: {name}")
             scanned = aot_compile(jax.grad(loss), stacked, x)
             compile_s.setdefault(series, {})[depth] = scanned.compile_s

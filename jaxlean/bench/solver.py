@@ -1,0 +1,136 @@
+"""Benchmark ``solver``: gradients through tree and tridiagonal solves, and a cable model.
+
+Seed 001: autodiff through a Hines elimination loop made the backward pass
+O(n^2) (788x the forward at 10k compartments). Side by side in one process:
+(a) that loop differentiated by ``jax.grad``, (b) ``tree_solve`` with the
+implicit rule, (c) on path graphs ``lax.linalg.tridiagonal_solve``; then a
+10k-compartment HH cell for 200 steps, and jaxley on the same cell if installed.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlean.bench._cable_case import cable_timings
+from jaxlean.bench._measure import aot_compile, wall_time
+from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
+from jaxlean.bench._solver_cases import (
+    dominant_system,
+    gradient_of,
+    loop_solve,
+    random_branched_tree,
+)
+from jaxlean.linalg import Tree, tree_solve
+
+BASELINE_GRADIENT_MAX_NODES = 10_000  # O(n^2): ~1 s at 10k here, ~100 s at 100k
+
+
+def _forward_and_gradient(solve, args) -> tuple[float, float]:
+    weights = jnp.linspace(-1.0, 1.0, args[3].shape[-1], dtype=args[3].dtype)
+    forward = aot_compile(solve, *args)
+    gradient = aot_compile(gradient_of(solve, weights), *args)
+    repeats = dict(repeats=7, min_seconds=0.1)
+    return (wall_time(forward.executable, *args, **repeats),
+            wall_time(gradient.executable, *args, **repeats))
+
+
+def _record(result, case, name, baseline, ours, baseline_name, variant):
+    result.compare(case, "forward", "s", baseline[0], ours[0], variant, baseline_name)
+    result.compare(case, "gradient", "s", baseline[1], ours[1], variant, baseline_name)
+
+
+def _tree_cases(ctx, result, sizes, dtypes, timings, baseline_max):
+    for dtype in dtypes:
+        label = jnp.dtype(dtype).name
+        for n in sizes:
+            ctx.step(f"random tree, {n} nodes, {label}")
+            tree = Tree.from_parents(random_branched_tree(n))
+            args = dominant_system(n, dtype)
+            ours = _forward_and_gradient(lambda *a, tree=tree: tree_solve(tree, *a), args)
+            timings[("tree", label, n)] = ours
+            case = f"tree {n // 1000}k {label}"
+            if n <= baseline_max:
+                loop = _forward_and_gradient(loop_solve(tree), args)
+                timings[("loop", label, n)] = loop
+                _record(result, case, "", loop, ours, "autodiff loop", "tree_solve")
+                result.compare(case, "gradient/forward", "x", loop[1] / loop[0],
+                               ours[1] / ours[0], "tree_solve", "autodiff loop")
+            else:
+                result.compare(case, "forward", "s", float("nan"), ours[0], "tree_solve",
+                               "autodiff loop")
+                result.compare(case, "gradient", "s", float("nan"), ours[1], "tree_solve",
+                               "autodiff loop")
+                result.compare(case, "gradient/forward", "x", float("nan"), ours[1] / ours[0],
+                               "tree_solve", "autodiff loop")
+
+
+def _path_cases(ctx, result, sizes, dtypes, timings):
+    for dtype in dtypes:
+        label = jnp.dtype(dtype).name
+        for n in sizes:
+            ctx.step(f"path graph, {n} nodes, {label}")
+            tree = Tree.from_parents(np.arange(n) - 1)
+            args = dominant_system(n, dtype)
+
+            def lax_solve(lower, diag, upper, b):
+                dl, du = lower.at[0].set(0), jnp.roll(upper, -1).at[-1].set(0)
+                return jax.lax.linalg.tridiagonal_solve(dl, diag, du, b[:, None])[:, 0]
+
+            reference = _forward_and_gradient(lax_solve, args)
+            ours = _forward_and_gradient(lambda *a, tree=tree: tree_solve(tree, *a), args)
+            timings[("path", label, n)] = (reference, ours)
+            _record(result, f"path {n // 1000}k {label}", "", reference, ours,
+                    "lax tridiagonal_solve", "tree_solve")
+
+
+def _targets(result, timings, sizes, dtypes):
+    largest, middle = sizes[-1], sizes[-2]
+    for dtype in dtypes:
+        label = jnp.dtype(dtype).name
+        for n in (middle, largest):
+            forward, gradient = timings[("tree", label, n)]
+            result.target(f"tree_solve gradient/forward at {n // 1000}k, {label} (seed: 3.8)",
+                          gradient / forward, 3.0)
+        for index, what in enumerate(("forward", "gradient")):
+            ratio = timings[("tree", label, largest)][index] / timings[("tree", label, middle)][
+                index]
+            result.target(f"tree_solve {what} time({largest // 1000}k)/time({middle // 1000}k), "
+                          f"{label} (linear: 1.2 x size ratio)", ratio, 1.2 * largest / middle)
+        reference, ours = timings[("path", label, largest)]
+        result.target(f"path {largest // 1000}k {label}: tree_solve forward / lax "
+                      "tridiagonal_solve", ours[0] / reference[0], 1.5)
+
+
+def _plots(result, timings, sizes, dtypes):
+    for dtype in dtypes:
+        label = jnp.dtype(dtype).name
+        series = {}
+        for kind, name in (("tree", "tree_solve"), ("loop", "autodiff loop")):
+            xs = [n for n in sizes if (kind, label, n) in timings]
+            for index, what in enumerate(("forward", "gradient")):
+                series[f"{name} {what}"] = (xs, [timings[(kind, label, n)][index] for n in xs])
+        result.plots.append(Plot(f"solver_{label}", f"random branched trees ({label}, CPU)",
+                                 "nodes", "seconds per call", series, logx=True, logy=True))
+
+
+@register("solver", "tree/tridiagonal solve gradients vs autodiff loop; HH cable vs jaxley")
+def run(ctx: BenchContext) -> BenchResult:
+    result = BenchResult("solver", "implicit-diff tree solves vs autodiff through the loop")
+    sizes = [1_000, 10_000] if ctx.quick else [1_000, 10_000, 100_000]
+    dtypes = [jnp.float64] if ctx.quick else [jnp.float64, jnp.float32]
+    timings: dict = {}
+    with jax.enable_x64(True):
+        baseline_max = 1_000 if ctx.quick else BASELINE_GRADIENT_MAX_NODES
+        _tree_cases(ctx, result, sizes, dtypes, timings, baseline_max)
+        _path_cases(ctx, result, sizes, dtypes, timings)
+    _targets(result, timings, sizes, dtypes)
+    _plots(result, timings, sizes, dtypes)
+    result.notes.append(
+        f"The autodiff loop is measured up to {baseline_max} nodes only: its gradient grows as "
+        "n^2 (about 0.5-1 s per call at 10k here, so minutes per call at 100k).")
+    cable_timings(ctx, result, n_compartments=1_000 if ctx.quick else 10_000)
+    result.notes.append(f"backend {jax.default_backend()}; tree_solve schedule "
+                        "'sequential' (Hines) on CPU, 'level' on GPU.")
+    return result

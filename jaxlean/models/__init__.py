@@ -1,0 +1,1 @@
+"""Reference workloads built on jaxlean: a Llama/Qwen-style transformer and more."""

@@ -1,0 +1,210 @@
+"""tree_solve against a dense jnp.linalg.solve on random diagonally dominant forests."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jaxlean.errors import NonFiniteError, TreeError
+from jaxlean.linalg import Tree, tree_solve
+
+SCHEDULES = ["sequential", "level"]
+SETTINGS = settings(max_examples=8, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def path(n):
+    return np.arange(n) - 1
+
+
+def star(n):
+    return np.concatenate([[-1], np.zeros(n - 1, dtype=int)])
+
+
+def binary(n):
+    return (np.arange(n) - 1) // 2
+
+
+def forest(n):
+    parents = binary(n)
+    parents[n // 2] = -1
+    return parents
+
+
+SHAPES = {"path": path, "star": star, "binary": binary, "forest": forest}
+
+
+@st.composite
+def random_forests(draw):
+    """Parent arrays of random forests under a random renumbering of the nodes.
+
+    Sizes come from a short list so the dense reference compiles once per size.
+    """
+    n = draw(st.sampled_from([1, 7, 20]))
+    parents = [-1] + [draw(st.integers(-1, i - 1)) if draw(st.booleans()) and i % 5 == 0
+                      else draw(st.integers(0, i - 1)) for i in range(1, n)]
+    relabel = np.asarray(draw(st.permutations(range(n))))
+    out = np.full(n, -1)
+    for node, parent in enumerate(parents):
+        out[relabel[node]] = -1 if parent < 0 else relabel[parent]
+    return out
+
+
+def dominant_system(parents, seed, dtype, batch=()):
+    """Random entries with |diag| larger than the sum of off-diagonals in every row and column."""
+    rng = np.random.default_rng(seed)
+    n = parents.size
+    lower, upper = rng.uniform(-1, 1, (2, *batch, n))
+    degree = np.bincount(parents[parents >= 0], minlength=n) + 1
+    diag = (degree + 1.0) * rng.choice([-1, 1], (*batch, n)) * rng.uniform(1, 2, (*batch, n))
+    b = rng.normal(size=(*batch, n))
+    return tuple(jnp.asarray(a, dtype) for a in (lower, diag, upper, b))
+
+
+def dense(parents, lower, diag, upper):
+    """The matrix itself, built with differentiable scatters (``parents`` may be traced)."""
+    n = parents.shape[0]
+    nodes = jnp.arange(n)
+    is_root = parents < 0
+    up = jnp.where(is_root, nodes, parents)
+    a = jnp.zeros((*diag.shape[:-1], n, n), diag.dtype)
+    a = a.at[..., nodes, nodes].set(diag)
+    a = a.at[..., nodes, up].add(jnp.where(is_root, 0, lower))
+    return a.at[..., up, nodes].add(jnp.where(is_root, 0, upper))
+
+
+@jax.jit
+def dense_solve(parents, lower, diag, upper, b):
+    return jnp.linalg.solve(dense(jnp.asarray(parents), lower, diag, upper), b[..., None])[..., 0]
+
+
+def value_grad_jvp(solve, weights, args, tangents):
+    """Loss value, gradient w.r.t. all four inputs and a JVP, in one compiled call."""
+
+    @jax.jit
+    def run(args, tangents):
+        loss = lambda *a: jnp.sum(weights * jnp.tanh(solve(*a)))
+        return (solve(*args), jax.grad(loss, argnums=(0, 1, 2, 3))(*args),
+                jax.jvp(loss, args, tangents)[1])
+
+    return run(args, tangents)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("dtype,tol", [(jnp.float32, 2e-5), (jnp.float64, 1e-12)])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matches_dense_on_named_shapes(shape, dtype, tol, schedule):
+    with jax.enable_x64(dtype == jnp.float64):
+        parents = SHAPES[shape](17)
+        tree = Tree.from_parents(parents)
+        args = dominant_system(parents, 0, dtype)
+        x = tree_solve(tree, *args, schedule=schedule)
+        assert x.dtype == dtype
+        np.testing.assert_allclose(x, dense_solve(jnp.asarray(parents), *args), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@SETTINGS
+@given(parents=random_forests(), seed=st.integers(0, 2**16))
+def test_random_forests_values_and_gradients(schedule, parents, seed):
+    with jax.enable_x64():
+        tree = Tree.from_parents(parents)
+        args = dominant_system(parents, seed, jnp.float64)
+        tangents = dominant_system(parents, seed + 2, jnp.float64)
+        weights = jnp.asarray(np.random.default_rng(seed + 1).normal(size=parents.size))
+        ours = value_grad_jvp(lambda *a: tree_solve(tree, *a, schedule=schedule),
+                              weights, args, tangents)
+        want = value_grad_jvp(lambda *a: dense_solve(jnp.asarray(parents), *a),
+                              weights, args, tangents)
+        for got, ref in zip(jax.tree.leaves(ours), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_float32_gradients_match_dense(schedule):
+    parents = binary(20)
+    tree = Tree.from_parents(parents)
+    args = dominant_system(parents, 3, jnp.float32)
+    weights = jnp.linspace(-1, 1, parents.size)
+    ours = value_grad_jvp(lambda *a: tree_solve(tree, *a, schedule=schedule), weights, args, args)
+    want = value_grad_jvp(lambda *a: dense_solve(jnp.asarray(parents), *a), weights, args, args)
+    for got, ref in zip(jax.tree.leaves(ours), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_vmap_over_rhs_and_matrices_under_jit(schedule):
+    with jax.enable_x64():
+        parents = forest(15)
+        tree = Tree.from_parents(parents)
+        lower, diag, upper, b = dominant_system(parents, 4, jnp.float64, batch=(3,))
+        solve = jax.jit(jax.vmap(lambda lo, d, up, rhs: tree_solve(tree, lo, d, up, rhs,
+                                                                   schedule=schedule)))
+        want = dense_solve(jnp.asarray(parents), lower, diag, upper, b)
+        np.testing.assert_allclose(solve(lower, diag, upper, b), want, rtol=1e-12)
+        one_matrix = jax.vmap(lambda rhs: tree_solve(tree, lower[0], diag[0], upper[0], rhs,
+                                                     schedule=schedule))(b)
+        want = dense_solve(jnp.asarray(parents), lower[0], diag[0], upper[0], b)
+        np.testing.assert_allclose(one_matrix, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_batched_entries_and_several_right_hand_sides(schedule):
+    with jax.enable_x64():
+        parents = binary(9)
+        tree = Tree.from_parents(parents)
+        lower, diag, upper, _ = dominant_system(parents, 5, jnp.float64, batch=(2,))
+        b = jnp.asarray(np.random.default_rng(6).normal(size=(2, 9, 4)))
+        x = tree_solve(tree, lower, diag, upper, b, schedule=schedule)
+        want = jnp.linalg.solve(dense(jnp.asarray(parents), lower, diag, upper), b)
+        assert x.shape == (2, 9, 4)
+        np.testing.assert_allclose(x, want, rtol=1e-12)
+
+
+def test_schedules_agree_on_a_deep_tree():
+    with jax.enable_x64():
+        parents = np.concatenate([path(300), 300 + binary(200)])
+        parents[300] = 299
+        tree = Tree.from_parents(parents)
+        args = dominant_system(parents, 7, jnp.float64)
+        np.testing.assert_allclose(tree_solve(tree, *args, schedule="level"),
+                                   tree_solve(tree, *args, schedule="sequential"), rtol=1e-12)
+
+
+def test_tree_structure_has_children_before_parents():
+    parents = np.array([3, 3, -1, 2, 0, -1])
+    tree = Tree.from_parents(parents)
+    position = {node: i for i, node in enumerate(tree.order)}
+    assert sorted(tree.order.tolist()) == [0, 1, 3, 4]
+    for child in tree.order:
+        if parents[parents[child]] >= 0:
+            assert position[child] < position[parents[child]]
+    assert tree.depth == 3
+    assert tree.levels.tolist() == [[1, 4], [0, 6], [3, 6]]
+
+
+@pytest.mark.parametrize("parents,match", [
+    ([-1, 0, 5], "node 2 has parent 5"),
+    ([-1, -2], "node 1 has parent -2"),
+    ([-1, 1], "node 1 is its own parent"),
+    ([-1, 0, 3, 2], "node [23] is on a cycle"),
+    ([[0]], "1-D"),
+    ([0.5], "integer"),
+])
+def test_bad_parents_name_the_node(parents, match):
+    with pytest.raises(TreeError, match=match):
+        Tree.from_parents(parents)
+
+
+def test_check_reports_non_finite_node():
+    parents = path(4)
+    tree = Tree.from_parents(parents)
+    diag = jnp.array([1.0, 0.0, 1.0, 1.0])
+    with pytest.raises(NonFiniteError, match="node"):
+        tree_solve(tree, jnp.zeros(4), diag, jnp.zeros(4), jnp.ones(4), check=True)
+    unchecked = tree_solve(tree, jnp.zeros(4), diag, jnp.zeros(4), jnp.ones(4))
+    assert not bool(jnp.isfinite(unchecked).all())
