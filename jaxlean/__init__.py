@@ -25,7 +25,9 @@ from jaxlean.errors import (
     TreeError,
 )
 from jaxlean.fit import History, TrainOutput, fit, make_train_fn
+from jaxlean.graph import FnNode, Graph, chain_edges
 from jaxlean.layers import scan_layers, stack, unstack
+from jaxlean.linalg import Tree, tree_solve, tridiagonal_solve
 from jaxlean.loss import cross_entropy, token_logprobs
 from jaxlean.optim import PackedParams, pack_params, packed, unpack_params
 from jaxlean.remat import resolve_policy
@@ -40,7 +42,9 @@ __all__ = [
     "CompileReport",
     "ConfigError",
     "DataError",
+    "FnNode",
     "FunctionCacheStats",
+    "Graph",
     "GraphError",
     "History",
     "JaxleanError",
@@ -50,8 +54,10 @@ __all__ = [
     "Sequential",
     "StructureError",
     "TrainOutput",
+    "Tree",
     "TreeError",
     "cache_stats",
+    "chain_edges",
     "compile_report",
     "cross_entropy",
     "enable_compilation_cache",
@@ -63,6 +69,8 @@ __all__ = [
     "scan_layers",
     "stack",
     "token_logprobs",
+    "tree_solve",
+    "tridiagonal_solve",
     "unpack_params",
     "unstack",
 ]

@@ -95,7 +95,7 @@ def markdown(results: list[BenchResult], command: str) -> str:
     for result in results:
         parts.append(f"## {result.name}: {result.title}\n")
         parts.append(_markdown_table(_COMPARISON_HEADER, _comparison_rows(result)))
-        parts.append("ratio = jaxlean / baseline (below 1: jaxlean costs less)\n")
+        parts.append("\nratio = jaxlean / baseline (below 1: jaxlean costs less)\n")
         if result.targets:
             parts.append(_markdown_table(_TARGET_HEADER, _target_rows(result)) + "\n")
         parts += [f"- {note}" for note in result.notes]
