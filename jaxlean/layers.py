@@ -113,12 +113,18 @@ def _nbytes(tree: Any) -> int:
 def auto_block_size(depth: int, carry_bytes: int, layer_bytes: int) -> int:
     """Block size ``k`` for two-level checkpointing that minimises the bytes held for backward.
 
-    The outer scan keeps one carry per block (``depth / k`` carries); recomputing a
-    block keeps ``k`` carries and the block's ``k`` layer gradients. Minimising
-    ``depth/k * carry + k * (carry + layer)`` gives ``k = sqrt(depth * carry / (carry + layer))``.
+    The outer scan keeps one carry per block (``ceil(depth / k)`` carries); recomputing
+    a block keeps ``k`` carries and the block's ``k`` layer gradients. A depth that is
+    not a multiple of ``k`` needs a separate last block, whose parameter gradient is
+    joined to the others' in a buffer the size of all parameters, so such ``k`` pay
+    that too. The cheapest ``k`` under this model wins (the larger on ties).
     """
-    best = math.sqrt(depth * carry_bytes / max(carry_bytes + layer_bytes, 1))
-    return max(1, min(depth, round(best)))
+
+    def cost(k: int) -> int:
+        remainder_cost = depth * layer_bytes if depth % k else 0
+        return -(-depth // k) * carry_bytes + k * (carry_bytes + layer_bytes) + remainder_cost
+
+    return min(range(depth, 0, -1), key=cost)
 
 
 def scan_layers(
@@ -147,8 +153,8 @@ def scan_layers(
             block in the backward pass; inside a block ``remat`` applies per layer. A
             depth that is not a multiple of ``k`` ends with a shorter block. ``"auto"``
             picks ``k`` from the sizes of the carry and of one layer
-            (:func:`auto_block_size`); when that gives 1, nesting cannot help and the
-            layers are scanned with ``remat`` alone.
+            (:func:`auto_block_size`); when that gives 1 or ``depth``, nesting cannot
+            help and the layers are scanned with ``remat`` alone.
         unroll: passed to ``lax.scan`` (the inner scan when ``nested`` is set).
 
     Returns:
@@ -174,7 +180,7 @@ def scan_layers(
     if nested == "auto":
         layer_bytes = _nbytes(params) // depth + _nbytes(xs) // depth
         nested = auto_block_size(depth, _nbytes(init), layer_bytes)
-        if nested == 1:
+        if nested in (1, depth):
             return lax.scan(layer_body, init, (params, xs), unroll=unroll)
     if isinstance(nested, bool) or not isinstance(nested, int) or nested < 1:
         raise ConfigError(

@@ -171,4 +171,7 @@ def test_auto_block_size_balances_block_carries_against_block_gradients():
     assert auto_block_size(64, carry_bytes=1, layer_bytes=0) == 8
     assert auto_block_size(64, carry_bytes=1, layer_bytes=3) == 4
     assert auto_block_size(4, carry_bytes=1, layer_bytes=4) == 1
-    assert auto_block_size(3, carry_bytes=10, layer_bytes=0) == 2
+    assert auto_block_size(32, carry_bytes=4, layer_bytes=1) == 4
+    # 7 layers cannot be split evenly: a remainder block costs a parameter-sized buffer.
+    assert auto_block_size(7, carry_bytes=1, layer_bytes=10) == 1
+    assert auto_block_size(7, carry_bytes=100, layer_bytes=1) == 2

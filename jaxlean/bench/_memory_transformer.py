@@ -11,17 +11,20 @@ Gradients of the remat and non-remat steps are compared at a small depth.
 
 from __future__ import annotations
 
-import math
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from jaxlean.bench._measure import aot_compile
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot
+from jaxlean.bench._transformer_steps import (
+    abstract_model,
+    scanned_step,
+    split_layers,
+    unrolled_step,
+)
 from jaxlean.layers import stack, unstack
-from jaxlean.loss import cross_entropy
-from jaxlean.models.transformer import Transformer, TransformerConfig, loss
+from jaxlean.models.transformer import Transformer, TransformerConfig
 
 MIB = 2**20
 FULL = dict(config=dict(vocab_size=4096, hidden_size=256, intermediate_size=704, num_heads=8,
@@ -31,50 +34,10 @@ QUICK = dict(config=dict(vocab_size=512, hidden_size=64, intermediate_size=176, 
 BASELINE = "unrolled loop, no remat"
 
 
-def unrolled_loss(model: Transformer, layers: list, tokens: jax.Array, targets: jax.Array):
-    """The seed's baseline: a Python loop over separate layers, no remat (same chunked loss)."""
-    length = tokens.shape[1]
-    h = model.embed[tokens]
-    mask = jnp.tril(jnp.ones((length, length), bool))[None]
-    positions = jnp.broadcast_to(jnp.arange(length), tokens.shape)
-    for layer in layers:
-        h, _ = layer(h, positions, mask)
-    inputs, head = model.head(model.norm(h))
-    return cross_entropy(inputs, head, targets)
-
-
-def _variants(depth: int) -> dict[str, tuple]:
-    """name -> (remat, nested) of the scanned step.
-
-    Nested blocks have the largest size ``k <= sqrt(depth)`` that divides the
-    depth: a shorter last block would be compiled as a second, separate body.
-    """
-    block = max(k for k in range(1, math.isqrt(depth) + 1) if depth % k == 0)
+def _variants() -> dict[str, tuple]:
+    """name -> (remat, nested) of the scanned step; nested picks its own block size."""
     return {'jaxlean scan, remat="full"': ("full", None),
-            f'jaxlean scan, remat="full", nested={block}': ("full", block)}
-
-
-def _scanned_step(remat, nested):
-    def step(model, tokens, targets):
-        return jax.grad(loss)(model, tokens, targets, remat=remat, nested=nested)
-    return step
-
-
-def _baseline_step(model, layers, tokens, targets):
-    return jax.grad(unrolled_loss, argnums=(0, 1))(model, layers, tokens, targets)
-
-
-def _abstract(config: TransformerConfig, shape: tuple[int, int]):
-    model = eqx.filter_eval_shape(lambda: Transformer(config, key=jax.random.key(0)))
-    tokens = jax.ShapeDtypeStruct(shape, jnp.int32)
-    return model, tokens
-
-
-def _split_layers(model: Transformer, depth: int):
-    """(model without its stacked layers, list of per-layer modules) for the baseline."""
-    layers = [jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype), model.layers)
-              for _ in range(depth)]
-    return eqx.tree_at(lambda m: m.layers, model, None), layers
+            'jaxlean scan, remat="full", nested="auto"': ("full", "auto")}
 
 
 def _max_relative_gap(grads, reference) -> float:
@@ -96,7 +59,7 @@ def _gradient_gap(ctx: BenchContext, config: TransformerConfig, shape: tuple[int
     outer_grads, layer_grads = compiled[BASELINE](outer, layers, tokens, targets)
     unrolled = eqx.tree_at(lambda m: m.layers, outer_grads, stack(layer_grads),
                            is_leaf=lambda node: node is None)
-    scanned = jax.jit(_scanned_step(None, None))(model, tokens, targets)
+    scanned = jax.jit(scanned_step(None, None))(model, tokens, targets)
     remat_grads = [step(model, tokens, targets) for name, step in compiled.items()
                    if name != BASELINE]
     return max(_max_relative_gap(grads, reference)
@@ -112,17 +75,16 @@ def measure_transformer_memory(ctx: BenchContext, result: BenchResult) -> None:
     smallest: dict = {}
     for depth in depths:
         config = TransformerConfig(num_layers=depth, **sizes)
-        model, tokens = _abstract(config, shape)
+        model, tokens = abstract_model(config, shape)
         ctx.step(f"transformer depth {depth}: compiling {BASELINE}")
-        base = aot_compile(_baseline_step, *_split_layers(model, depth), tokens, tokens)
+        base = aot_compile(unrolled_step, *split_layers(model, depth), tokens, tokens)
         temps.setdefault(BASELINE, {})[depth] = base.temp_bytes
         if depth == depths[0]:
             smallest[BASELINE] = base.executable
-        for name, (remat, nested) in _variants(depth).items():
+        for name, (remat, nested) in _variants().items():
             ctx.step(f"transformer depth {depth}: compiling {name}")
-            compiled = aot_compile(_scanned_step(remat, nested), model, tokens, tokens)
-            key = name.split(", nested=")[0] + (", nested~sqrt(depth)" if nested else "")
-            temps.setdefault(key, {})[depth] = compiled.temp_bytes
+            compiled = aot_compile(scanned_step(remat, nested), model, tokens, tokens)
+            temps.setdefault(name, {})[depth] = compiled.temp_bytes
             if depth == depths[0]:
                 smallest[name] = compiled.executable
             case = f"transformer step, depth {depth}"

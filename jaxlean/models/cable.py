@@ -5,7 +5,10 @@ a cylinder; neighbours couple through the resistance of their two halves. Per
 step, gates advance by exponential Euler at the old voltage, then the voltage
 solves ``(C/dt + G + axial) v_new = C/dt v + G E + stimulus`` (backward Euler)
 with :func:`jaxlean.linalg.tree_solve`, so the gradient of a whole simulation
-costs about one more solve per step. Everything in ``params`` is differentiable.
+costs about one more solve per step. The parts of the matrix that do not change
+over time (axial coupling, capacitance, leak) are built once outside the time
+loop; the backward pass keeps only each step's state and solve output and
+recomputes the cheap elementwise work. Everything in ``params`` is differentiable.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend.core import Primitive
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.linalg import Tree, tree_solve
@@ -98,18 +102,42 @@ def n_steps(dt: float, t_max: float) -> int:
     return round(t_max / dt)
 
 
-def _axial_matrix(cell: Cell, p: Params, dt: float, g_membrane: jax.Array):
-    """Tree-matrix entries of backward Euler, every row divided by its membrane area."""
+def _children_by_parent(cell: Cell) -> tuple[np.ndarray, np.ndarray]:
+    """Non-root compartments sorted by parent, and those parents (for a sorted segment sum)."""
+    children = np.flatnonzero(cell.tree.parents >= 0)
+    children = children[np.argsort(cell.tree.parents[children], kind="stable")]
+    return children, cell.tree.parents[children]
+
+
+def _static_matrix(cell: Cell, p: Params, dt: float):
+    """The parts of the backward-Euler matrix that stay fixed over a simulation.
+
+    Every row is divided by its membrane area. Returns ``lower``, ``upper`` and
+    the diagonal without the membrane conductance (``C/dt`` plus axial coupling),
+    all computed once per simulation rather than once per step.
+    """
     parent = np.where(cell.tree.parents < 0, np.arange(cell.n), cell.tree.parents)
     area = 2e-8 * jnp.pi * p["radius"] * p["length"]
     half_resistance = p["axial_resistivity"] * 0.5e4 * p["length"] / (jnp.pi * p["radius"] ** 2)
     g_axial = jnp.where(cell.tree.parents < 0, 0.0,
                         1.0 / (half_resistance + half_resistance[parent]))
-    coupling = jnp.zeros(cell.n, g_axial.dtype).at[parent].add(g_axial) + g_axial
+    children, their_parents = _children_by_parent(cell)
+    from_children = jax.ops.segment_sum(g_axial[children], their_parents, cell.n,
+                                        indices_are_sorted=True)
     lower = -1e3 * g_axial / area
     upper = -1e3 * g_axial / area[parent]
-    diag = p["capacitance"] / dt + 1e3 * g_membrane + 1e3 * coupling / area
+    diag = p["capacitance"] / dt + 1e3 * (from_children + g_axial) / area
     return lower, diag, upper, area
+
+
+def _save_only_solves(primitive: Primitive, *_, **__) -> bool:
+    """Rematerialisation policy of a time step: keep the solve's output, recompute the rest.
+
+    Saving every intermediate of a step (about 40 arrays per compartment) made
+    the backward pass memory-bound; the elementwise work is cheaper to redo, the
+    solve is not.
+    """
+    return primitive.name == "custom_linear_solve"
 
 
 def _broadcast(cell: Cell, params: Params) -> Params:
@@ -149,21 +177,29 @@ def simulate(cell: Cell, params: Params, stimuli: Sequence[Stimulus], dt: float,
         raise ConfigError(f"stimulus currents need {steps} values (t_max / dt); "
                           f"got {currents.shape[0]}")
 
+    lower, diag_fixed, upper, area = _static_matrix(cell, p, dt)
+    diag_fixed = diag_fixed + 1e3 * p["g_leak"]
+    leak_drive = 1e3 * p["g_leak"] * p["e_leak"]
+    capacitance_dt = p["capacitance"] / dt
+    stimulus_scale = 1e-3 / area[targets]
+    if hh:
+        g_na, g_k = 1e3 * p["g_na"], 1e3 * p["g_k"]
+
     def step(carry, current):
         v, gates = carry
-        g_membrane, driving = p["g_leak"], p["g_leak"] * p["e_leak"]
+        diag, rhs = diag_fixed, capacitance_dt * v + leak_drive
         if hh:
             gates = channels.advance(gates, v, dt)
-            g_na, g_k = channels.conductances(gates, p["g_na"], p["g_k"])
-            g_membrane = g_membrane + g_na + g_k
-            driving = driving + g_na * p["e_na"] + g_k * p["e_k"]
-        lower, diag, upper, area = _axial_matrix(cell, p, dt, g_membrane)
-        injected = jnp.zeros_like(v).at[targets].add(current)
-        rhs = p["capacitance"] / dt * v + 1e3 * driving + 1e-3 * injected / area
+            open_na, open_k = channels.conductances(gates, g_na, g_k)
+            diag = diag + open_na + open_k
+            rhs = rhs + open_na * p["e_na"] + open_k * p["e_k"]
+        if targets.size:
+            rhs = rhs.at[targets].add(stimulus_scale * current)
         v = tree_solve(cell.tree, lower, diag, upper, rhs)
         state = {"v": v, **gates}
         return (v, gates), {name: state[name][record] for name in states}
 
+    step = jax.checkpoint(step, policy=_save_only_solves)
     v0 = p["v_init"]
     gates0 = channels.steady_state(v0) if hh else {}
     _, trace = lax.scan(step, (v0, gates0), currents)
