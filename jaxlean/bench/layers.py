@@ -1,10 +1,11 @@
-"""``jaxlean bench layers``: a deep MLP-block stack as a Python loop vs ``scan_layers``.
+"""``jaxlean bench layers``: deep layer stacks as a Python loop vs ``scan_layers``.
 
 For each depth, the gradient step of a residual MLP-block stack is compiled
 ahead of time as (a) a Python loop over the layers (the baseline: N traced
 copies) and (b) ``scan_layers`` with remat None, ``"full"`` and nested
-(sqrt-N blocks). Reported: trace+lower seconds, compile seconds, XLA temp
-bytes, and step time at one depth.
+(``"auto"`` blocks). Reported: trace+lower seconds, compile seconds, XLA temp
+bytes, and step time at one depth. The same compile comparison is then made
+for the reference transformer's decoder block.
 """
 
 from __future__ import annotations
@@ -16,7 +17,18 @@ import jax.numpy as jnp
 
 from jaxlean.bench._measure import aot_compile, wall_times
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
+from jaxlean.bench._transformer_steps import (
+    abstract_model,
+    scanned_step,
+    split_layers,
+    unrolled_step,
+)
 from jaxlean.layers import auto_block_size, scan_layers, stack
+from jaxlean.models.transformer import TransformerConfig
+
+TRANSFORMER = dict(vocab_size=512, hidden_size=128, intermediate_size=352, num_heads=4,
+                   num_kv_heads=2)
+TRANSFORMER_TOKENS = (1, 128)
 
 WIDTH, HIDDEN, TOKENS = 128, 512, 256
 
@@ -93,11 +105,13 @@ def run(ctx: BenchContext) -> BenchResult:
                            "python loop")
             result.compare(case, "temp memory", "bytes", loop.temp_bytes, scanned.temp_bytes, name,
                            "python loop")
-            if depth == 16 and series == "scan":
-                step_calls["scan"] = (scanned.executable, (stacked, x))
-    ctx.step("depth 16: step time, loop and scan sampled in alternation")
-    loop_step, scan_step = wall_times(step_calls["loop"], step_calls["scan"])
-    result.compare("depth=16", "step time", "s", loop_step, scan_step, "scan", "python loop")
+            if depth == 16 and series in ("scan", "scan remat=full"):
+                step_calls[series] = (scanned.executable, (stacked, x))
+    ctx.step("depth 16: step times, sampled in alternation")
+    loop_step, *scan_steps = wall_times(*step_calls.values())
+    step_s = dict(zip(list(step_calls)[1:], scan_steps, strict=True))
+    for series, seconds in step_s.items():
+        result.compare("depth=16", "step time", "s", loop_step, seconds, series, "python loop")
 
     deep = max(d for d in depths if d <= 64)
     result.target(f"scan compile(depth {deep}) / compile(depth 4)",
@@ -108,12 +122,47 @@ def run(ctx: BenchContext) -> BenchResult:
                   temp["scan remat=full"][deep] / temp["scan"][deep], 0.25)
     result.target(f"temp bytes nested / remat=full at depth {deep}",
                   temp["scan nested"][deep] / temp["scan remat=full"][deep], 1.0)
-    result.target("step time scan / loop at depth 16", scan_step / loop_step, 1.2)
+    for series, seconds in step_s.items():
+        result.target(f"step time {series} / loop at depth 16", seconds / loop_step, 1.2)
+    result.notes.append(
+        "step time: a scan without remat writes each layer's residuals into stacked buffers "
+        "and reads them back in the backward pass; remat='full' recomputes them instead "
+        "(compare the two step-time rows)")
 
+    transformer_s = _transformer_block(ctx, result, [4, 16] if ctx.quick else [4, 16, 64])
     result.plots.append(Plot("compile", "compile seconds of the gradient step", "depth",
                              "compile s", {k: (list(v), list(v.values()))
-                                           for k, v in compile_s.items()}, logx=True, logy=True))
+                                           for k, v in {**compile_s, **transformer_s}.items()},
+                             logx=True, logy=True))
     result.plots.append(Plot("memory", "XLA temp bytes of the gradient step", "depth",
                              "temp MiB", {k: (list(v), [b / 2**20 for b in v.values()])
                                           for k, v in temp.items()}, logx=True, logy=True))
     return result
+
+
+def _transformer_block(ctx: BenchContext, result: BenchResult, depths: list[int]) -> dict:
+    """Compile seconds of a transformer's loss+gradient, unrolled loop vs scan (remat full)."""
+    seconds: dict[str, dict[int, float]] = {"transformer loop": {}, "transformer scan": {}}
+    for depth in depths:
+        model, tokens = abstract_model(TransformerConfig(num_layers=depth, **TRANSFORMER),
+                                       TRANSFORMER_TOKENS)
+        ctx.step(f"transformer depth {depth}: Python loop")
+        loop = aot_compile(unrolled_step, *split_layers(model, depth), tokens, tokens)
+        ctx.step(f"transformer depth {depth}: scan")
+        scanned = aot_compile(scanned_step("full", None), model, tokens, tokens)
+        case = f"transformer depth={depth}"
+        for metric, base, value in [("trace+lower", loop.trace_lower_s, scanned.trace_lower_s),
+                                    ("compile", loop.compile_s, scanned.compile_s)]:
+            result.compare(case, metric, "s", base, value, "scan remat=full", "python loop")
+        seconds["transformer loop"][depth] = loop.trace_lower_s + loop.compile_s
+        seconds["transformer scan"][depth] = scanned.trace_lower_s + scanned.compile_s
+    deep, scan = depths[-1], seconds["transformer scan"]
+    result.target(f"transformer: scan trace+compile(depth {deep}) / (depth 4)",
+                  scan[deep] / scan[4], 1.5)
+    result.target(f"transformer: loop / scan trace+compile at depth {deep}",
+                  seconds["transformer loop"][deep] / scan[deep], 5, ">=")
+    result.notes.append(
+        f"transformer block: hidden {TRANSFORMER['hidden_size']}, {TRANSFORMER['num_heads']} "
+        f"heads ({TRANSFORMER['num_kv_heads']} kv), MLP {TRANSFORMER['intermediate_size']}, "
+        f"{TRANSFORMER_TOKENS[0]}x{TRANSFORMER_TOKENS[1]} tokens; compiled, not run")
+    return seconds
