@@ -225,7 +225,8 @@ def make_train_fn(
             def step(inner):
                 theta, opt_state, i, loss_sum, bad_step = inner
                 index = jax.lax.dynamic_slice_in_dim(order, i * batch_size, batch_size)
-                batch = jax.tree.map(lambda x: jnp.take(x, index, axis=0), data)
+                # Indices are in bounds: "clip" gathers without the masking of "fill".
+                batch = jax.tree.map(lambda x: jnp.take(x, index, axis=0, mode="clip"), data)
                 loss, grads = loss_and_grad(theta, batch)
                 updates, opt_state = tx.update(grads, opt_state, theta)
                 theta = optax.apply_updates(theta, updates)

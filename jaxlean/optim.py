@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -197,7 +198,8 @@ def _trainable_flags(paths: list[tuple], params: Any, trainable: Trainable) -> l
     """One bool per leaf path from a bool pytree (prefix of params), a predicate, or None."""
     if trainable is None:
         return [True] * len(paths)
-    if callable(trainable) and not isinstance(trainable, bool):
+    # A mask built from an Equinox model (``eqx.filter``-style) is callable too: it is a pytree.
+    if callable(trainable) and not isinstance(trainable, bool | eqx.Module):
         return [bool(trainable(path)) for path in paths]
     flags = dict(jax.tree_util.tree_flatten_with_path(trainable)[0])
     for path, flag in flags.items():

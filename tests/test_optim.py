@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -260,3 +261,14 @@ def test_sharded_leaves_pack_without_all_gather_on_four_devices(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "packed collectives: []" in done.stdout and done.stdout.strip().endswith("ok")
+
+
+def test_equinox_module_mask_is_a_pytree_not_a_predicate():
+    """A callable Equinox model used as a bool mask (eqx-style) selects leaves by position."""
+    model = eqx.nn.Linear(3, 2, key=jax.random.key(0))
+    mask = eqx.tree_at(lambda m: (m.weight, m.bias), model, (True, False))
+    tx = packed(optax.sgd(1.0), trainable=mask)
+    grads = jax.tree.map(jnp.ones_like, model)
+    updates, _ = tx.update(grads, tx.init(model), model)
+    np.testing.assert_array_equal(updates.weight, -np.ones((2, 3)))
+    np.testing.assert_array_equal(updates.bias, np.zeros(2))
