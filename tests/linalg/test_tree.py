@@ -208,3 +208,19 @@ def test_check_reports_non_finite_node():
         tree_solve(tree, jnp.zeros(4), diag, jnp.zeros(4), jnp.ones(4), check=True)
     unchecked = tree_solve(tree, jnp.zeros(4), diag, jnp.zeros(4), jnp.ones(4))
     assert not bool(jnp.isfinite(unchecked).all())
+
+
+def test_solver_numbering_puts_parents_first_and_is_skipped_when_already_so():
+    rng = np.random.default_rng(3)
+    n = 200
+    parents = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)])
+    shuffle = rng.permutation(n)
+    renamed = np.full(n, -1)
+    renamed[shuffle] = np.where(parents < 0, -1, shuffle[parents])
+    tree = Tree.from_parents(renamed)
+    assert sorted(tree.permutation.tolist()) == list(range(n))
+    local = tree.local.parents
+    assert local[0] == -1 and np.all(local[1:] < np.arange(1, n))
+    np.testing.assert_array_equal(
+        local[1:], np.argsort(tree.permutation)[renamed[tree.permutation[1:]]])
+    assert Tree.from_parents(np.array([-1, 0, 0, 1, 1])).local is None
