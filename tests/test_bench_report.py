@@ -16,6 +16,8 @@ def sample_result():
     result.target("compile ratio", 0.25, 0.5)
     result.target("speed-up", 4.0, 5.0, ">=")
     result.plots.append(Plot("compile", "compile s", "n", "s", {"loop": ([1, 2], [1.0, 2.0])}))
+    result.plots.append(Plot("warm", "cold vs warm", "workload", "s",
+                             {"cold": (["a", "b"], [2.0, 3.0]), "warm": (["a", "b"], [0.1, 0.2])}))
     return result
 
 
@@ -35,7 +37,7 @@ def test_format_value_units():
 def test_write_outputs(tmp_path):
     paths = write_outputs([sample_result()], tmp_path, "jaxlean bench demo")
     names = sorted(p.name for p in paths)
-    assert names == ["demo_compile.png", "results.json", "results.md"]
+    assert names == ["demo_compile.png", "demo_warm.png", "results.json", "results.md"]
     payload = json.loads((tmp_path / "results.json").read_text())
     bench = payload["benchmarks"][0]
     assert bench["comparisons"][0]["ratio"] == pytest.approx(0.25)

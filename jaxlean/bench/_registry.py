@@ -50,13 +50,13 @@ class Target:
 
 @dataclasses.dataclass(frozen=True)
 class Plot:
-    """A line plot: ``series`` maps a label to ``(xs, ys)``."""
+    """A plot: ``series`` maps a label to ``(xs, ys)``; string ``xs`` give grouped bars."""
 
     name: str
     title: str
     xlabel: str
     ylabel: str
-    series: dict[str, tuple[list[float], list[float]]]
+    series: dict[str, tuple[list, list[float]]]
     logx: bool = False
     logy: bool = False
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import jax
 from rich.table import Table
 
-from jaxlean.bench._registry import BenchResult
+from jaxlean.bench._registry import BenchResult, Plot
 
 _BYTE_UNITS = [("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)]
 
@@ -103,6 +103,21 @@ def markdown(results: list[BenchResult], command: str) -> str:
     return "\n".join(parts)
 
 
+def _draw(ax, plot: Plot) -> None:
+    """Lines over numeric x values; grouped bars over categories (string x values)."""
+    series = list(plot.series.items())
+    if not any(isinstance(x, str) for _, (xs, _) in series for x in xs):
+        for label, (xs, ys) in series:
+            ax.plot(xs, ys, marker="o", label=label)
+        return
+    categories = list(dict.fromkeys(x for _, (xs, _) in series for x in xs))
+    width = 0.8 / len(series)
+    for i, (label, (xs, ys)) in enumerate(series):
+        positions = [categories.index(x) + (i - (len(series) - 1) / 2) * width for x in xs]
+        ax.bar(positions, ys, width, label=label)
+    ax.set_xticks(range(len(categories)), categories, rotation=15)
+
+
 def write_outputs(results: list[BenchResult], out_dir: Path, command: str) -> list[Path]:
     """Write ``results.json``, ``results.md`` and one PNG per plot into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -123,8 +138,7 @@ def write_outputs(results: list[BenchResult], out_dir: Path, command: str) -> li
     for result in results:
         for plot in result.plots:
             fig, ax = plt.subplots(figsize=(6, 4))
-            for label, (xs, ys) in plot.series.items():
-                ax.plot(xs, ys, marker="o", label=label)
+            _draw(ax, plot)
             ax.set(title=plot.title, xlabel=plot.xlabel, ylabel=plot.ylabel)
             if plot.logx:
                 ax.set_xscale("log")

@@ -192,8 +192,7 @@ def run(ctx: BenchContext) -> BenchResult:
                               (cold_first, cold["first_result_s"]),
                               (warm_first, warm["first_result_s"])):
             series.append(value)
-    xs = list(range(len(names)))
-    xlabel = "workload: " + ", ".join(f"{i}={n}" for i, n in enumerate(names))
+    xs, xlabel = list(names), "workload"
     result.plots.append(Plot("cold_vs_warm", "compile seconds, cold vs warm process", xlabel,
                              "compile seconds", {"cold process": (xs, cold_compile),
                                                  "warm process": (xs, warm_compile)}, logy=True))
