@@ -33,9 +33,9 @@ import jax
 
 from jaxlean._graph_plan import INPUT, OUTPUT, Edge, Plan, Spec, build_plan
 from jaxlean._pytree import is_array
-from jaxlean.errors import ConfigError, GraphError
+from jaxlean.errors import GraphError
 from jaxlean.layers import depth_of, scan_layers, stack, unstack
-from jaxlean.remat import REMAT_NAMES, RematOption, remat_body
+from jaxlean.remat import RematOption, remat_body, resolve_policy
 
 
 class FnNode(eqx.Module):
@@ -133,9 +133,7 @@ class Graph(eqx.Module):
         """
         if not isinstance(nodes, Mapping):
             raise GraphError(f"nodes must be a dict name -> module, got {type(nodes).__name__}")
-        if isinstance(remat, str) and remat not in REMAT_NAMES:
-            raise ConfigError(f"unknown remat option {remat!r}; use None, one of "
-                              f"{list(REMAT_NAMES)} or a jax.checkpoint policy")
+        resolve_policy(remat)
         modules = {name: _as_module(name, node) for name, node in nodes.items()}
         plan = build_plan(modules, edges, scan=scan)
         for name in plan.unused:
