@@ -19,16 +19,10 @@ from rich.table import Table
 
 from jaxlean._cache_check import compare, run_once
 from jaxlean._cache_dir import clear, default_cache_dir, list_entries, parse_size, prune
+from jaxlean._units import format_bytes
 from jaxlean.errors import CacheError
 
 console = Console(soft_wrap=True)
-
-
-def _size(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{int(n)} B"
 
 
 def _when(timestamp: float) -> str:
@@ -45,7 +39,8 @@ def _info(args: argparse.Namespace) -> int:
     if not entries:
         console.print(f"{directory}: no cache entries")
         return 0
-    console.print(f"{directory}: {len(entries)} entries, {_size(sum(e.size for e in entries))}; "
+    total = format_bytes(sum(e.size for e in entries))
+    console.print(f"{directory}: {len(entries)} entries, {total}; "
                   f"oldest used {_when(entries[0].last_used)}, "
                   f"newest used {_when(entries[-1].last_used)}")
     per_function: dict[str, list] = collections.defaultdict(list)
@@ -53,7 +48,7 @@ def _info(args: argparse.Namespace) -> int:
         per_function[entry.function].append(entry)
     table = Table("function", "entries", "size", "last used")
     for name, group in sorted(per_function.items(), key=lambda item: -len(item[1])):
-        table.add_row(name, str(len(group)), _size(sum(e.size for e in group)),
+        table.add_row(name, str(len(group)), format_bytes(sum(e.size for e in group)),
                       _when(max(e.last_used for e in group)))
     console.print(table)
     return 0
@@ -62,7 +57,7 @@ def _info(args: argparse.Namespace) -> int:
 def _clear(args: argparse.Namespace) -> int:
     directory = _directory(args)
     count, freed = clear(directory)
-    console.print(f"{directory}: removed {count} entries ({_size(freed)})")
+    console.print(f"{directory}: removed {count} entries ({format_bytes(freed)})")
     return 0
 
 
@@ -76,8 +71,8 @@ def _prune(args: argparse.Namespace) -> int:
     removed = prune(directory, limit)
     left = list_entries(directory)
     console.print(f"{directory}: removed {len(removed)} least recently used entries "
-                  f"({_size(sum(e.size for e in removed))}); {len(left)} entries, "
-                  f"{_size(sum(e.size for e in left))} left (limit {_size(limit)})")
+                  f"({format_bytes(sum(e.size for e in removed))}); {len(left)} entries, "
+                  f"{format_bytes(sum(e.size for e in left))} left (limit {format_bytes(limit)})")
     return 0
 
 

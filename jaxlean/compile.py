@@ -27,6 +27,7 @@ from rich.table import Table
 from jaxlean._cache_dir import default_cache_dir, prune
 from jaxlean._cache_stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
 from jaxlean._cache_store import SafeFileCache
+from jaxlean._units import format_bytes
 from jaxlean.errors import CacheError
 
 __all__ = [
@@ -159,7 +160,6 @@ def cache_stats(reset: bool = False) -> CacheStats:
     return snapshot(reset)
 
 
-_BYTES = {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10, "B": 1}
 _HLO_INSTRUCTION = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%[\w.\-]+[ \t]*=[ \t]", re.MULTILINE)
 _STABLEHLO_OP = re.compile(r'^[ \t]*(?:%[^=\n]*=[ \t]*)?"?(?:stablehlo|chlo|mhlo)\.', re.MULTILINE)
 
@@ -190,10 +190,7 @@ class CompileReport:
 
     def _rows(self) -> list[tuple[str, str]]:
         def size(value: int | None) -> str:
-            if value is None:
-                return "n/a"
-            unit = next(u for u in ("GiB", "MiB", "KiB", "B") if value >= _BYTES[u] or u == "B")
-            return f"{value / _BYTES[unit]:.2f} {unit}" if unit != "B" else f"{value} B"
+            return "n/a" if value is None else format_bytes(value)
 
         return [
             ("trace", f"{self.trace_s:.3f} s"), ("lower", f"{self.lower_s:.3f} s"),

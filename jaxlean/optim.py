@@ -27,6 +27,7 @@ import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlean._pytree import is_array
 from jaxlean.errors import StructureError
 
 Trainable = Any | Callable[[tuple], bool] | None
@@ -151,10 +152,6 @@ class Layout:
                              out_specs=tuple(leaf.spec for leaf in leaves))(buffer)
 
 
-def _is_array(leaf: Any) -> bool:
-    return isinstance(leaf, (jax.Array, np.ndarray, np.generic))
-
-
 @dataclasses.dataclass(frozen=True)
 class _Placement:
     """How a leaf is laid out over devices; ``key`` decides which leaves share a buffer."""
@@ -244,7 +241,7 @@ def make_layout(params: Any, trainable: Trainable = None) -> Layout:
     leaves: list[_Leaf | None] = []
     static = []
     for index, ((path, value), flag) in enumerate(zip(with_paths, flags, strict=True)):
-        if not _is_array(value):
+        if not is_array(value):
             leaves.append(None)
             static.append((index, value))
             continue
@@ -393,7 +390,7 @@ def packed(
             out[index] = value
         for index in layout.frozen():
             leaf = layout.leaves[index]
-            same = _is_array(grads[index]) and grads[index].dtype == leaf.dtype
+            same = is_array(grads[index]) and grads[index].dtype == leaf.dtype
             out[index] = jnp.zeros_like(grads[index]) if same else jnp.zeros(leaf.shape, leaf.dtype)
         return jax.tree_util.tree_unflatten(layout.treedef, out), PackedState(inner, layout)
 

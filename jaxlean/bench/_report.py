@@ -11,9 +11,8 @@ from pathlib import Path
 import jax
 from rich.table import Table
 
+from jaxlean._units import format_bytes
 from jaxlean.bench._registry import BenchResult, Plot
-
-_BYTE_UNITS = [("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)]
 
 
 def format_value(value: float, unit: str) -> str:
@@ -21,10 +20,7 @@ def format_value(value: float, unit: str) -> str:
     if not math.isfinite(value):
         return str(value)
     if unit == "bytes":
-        for name, size in _BYTE_UNITS:
-            if abs(value) >= size:
-                return f"{value / size:.2f} {name}"
-        return f"{value:.0f} B"
+        return format_bytes(value)
     if unit == "s":
         if abs(value) >= 1:
             return f"{value:.2f} s"
