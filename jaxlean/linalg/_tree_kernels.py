@@ -23,19 +23,23 @@ import numpy as np
 from jax import lax
 
 
-def eliminate_sequential(order: np.ndarray, parent: np.ndarray, lower: jax.Array,
-                         diag: jax.Array, upper: jax.Array, b: jax.Array):
-    """Eliminate each node of ``order`` (children first) into its parent's row."""
-    order, parent = jnp.asarray(order), jnp.asarray(parent)
+def eliminate(steps: np.ndarray, parent: np.ndarray, lower: jax.Array, diag: jax.Array,
+              upper: jax.Array, b: jax.Array):
+    """Eliminate ``steps[i]`` into its parents' rows, children first.
+
+    ``steps`` is the Hines order (one node per step) or the padded level rows (a
+    level of nodes of equal height per step; padding is the dummy node).
+    """
+    steps, parent = jnp.asarray(steps), jnp.asarray(parent)
 
     def step(i, carry):
         d, rhs = carry
-        node = order[i]
-        up = parent[node]
-        factor = upper[node] / d[node]
-        return d.at[up].add(-factor * lower[node]), rhs.at[up].add(-factor * rhs[node])
+        nodes = steps[i]
+        up = parent[nodes]
+        factor = upper[nodes] / d[nodes]
+        return d.at[up].add(-factor * lower[nodes]), rhs.at[up].add(-factor * rhs[nodes])
 
-    return lax.fori_loop(0, order.shape[0], step, (diag, b))
+    return lax.fori_loop(0, steps.shape[0], step, (diag, b))
 
 
 def back_substitute_sequential(order: np.ndarray, parent: np.ndarray, lower: jax.Array,
@@ -50,21 +54,6 @@ def back_substitute_sequential(order: np.ndarray, parent: np.ndarray, lower: jax
         return x.at[node].set(x[node] - lower[node] / d[node] * x[parent[node]])
 
     return lax.fori_loop(0, n_steps, step, x)
-
-
-def eliminate_levels(levels: np.ndarray, parent: np.ndarray, lower: jax.Array,
-                     diag: jax.Array, upper: jax.Array, b: jax.Array):
-    """Eliminate a whole level (nodes of equal height) per step; rows padded with the dummy."""
-    levels, parent = jnp.asarray(levels), jnp.asarray(parent)
-
-    def step(level, carry):
-        d, rhs = carry
-        nodes = levels[level]
-        up = parent[nodes]
-        factor = upper[nodes] / d[nodes]
-        return d.at[up].add(-factor * lower[nodes]), rhs.at[up].add(-factor * rhs[nodes])
-
-    return lax.fori_loop(0, levels.shape[0], step, (diag, b))
 
 
 def back_substitute_jumping(n_rounds: int, parent: np.ndarray, lower: jax.Array,

@@ -114,9 +114,9 @@ def _solver(tree: Tree, schedule: Schedule):
         if tree.order.size == 0:
             return rhs / diag
         if schedule == "sequential":
-            d, rhs = kernels.eliminate_sequential(tree.order, parent, lower, diag, upper, rhs)
+            d, rhs = kernels.eliminate(tree.order, parent, lower, diag, upper, rhs)
             return kernels.back_substitute_sequential(tree.order, parent, lower, d, rhs)
-        d, rhs = kernels.eliminate_levels(tree.levels, parent, lower, diag, upper, rhs)
+        d, rhs = kernels.eliminate(tree.levels, parent, lower, diag, upper, rhs)
         rounds = math.ceil(math.log2(tree.depth + 1))
         return kernels.back_substitute_jumping(rounds, parent, lower, d, rhs)
 
