@@ -24,6 +24,8 @@ from jaxlean.errors import ConfigError, StructureError
 from jaxlean.remat import RematOption, remat_body
 
 T = TypeVar("T")
+Nested = int | Literal["auto"] | None
+"""Two-level checkpointing: layers per block, ``"auto"`` (see :func:`auto_block_size`) or off."""
 Carry = TypeVar("Carry")
 
 
@@ -134,7 +136,7 @@ def scan_layers(
     xs: Any = None,
     *,
     remat: RematOption = None,
-    nested: int | Literal["auto"] | None = None,
+    nested: Nested = None,
     unroll: int | bool = 1,
 ) -> tuple[Carry, Any]:
     """Apply a stack of layers in order with one trace of ``f``, like ``lax.scan``.

@@ -16,7 +16,7 @@ from typing import Any
 import equinox as eqx
 
 from jaxlean._pytree import first_difference
-from jaxlean.layers import scan_layers, stack, unstack
+from jaxlean.layers import Nested, scan_layers, stack, unstack
 from jaxlean.remat import RematOption, resolve_policy
 
 
@@ -98,10 +98,10 @@ class Sequential(eqx.Module):
     parts: tuple
     runs: tuple[Run, ...] = eqx.field(static=True)
     remat: Any = eqx.field(static=True)
-    nested: int | None = eqx.field(static=True)
+    nested: Nested = eqx.field(static=True)
 
     def __init__(self, layers: Sequence[Callable], *, remat: RematOption = None,
-                 nested: int | None = None):
+                 nested: Nested = None):
         layers = list(layers)
         resolve_policy(remat)
         self.runs = tuple(plan_runs(layer_kinds(layers)))

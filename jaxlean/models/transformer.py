@@ -27,7 +27,7 @@ import numpy as np
 from jax import Array
 
 from jaxlean.errors import ConfigError, DataError
-from jaxlean.layers import scan_layers
+from jaxlean.layers import Nested, scan_layers
 from jaxlean.loss import cross_entropy, token_logprobs
 from jaxlean.models.lora import Linear, LoRA
 from jaxlean.remat import RematOption
@@ -299,7 +299,7 @@ class Transformer(eqx.Module):
         positions: Array | None = None,
         adapter_ids: Array | None = None,
         remat: RematOption = None,
-        nested: int | None = None,
+        nested: Nested = None,
         output_hidden_states: bool = False,
     ) -> Array | tuple[Array, Array]:
         """Final (normed) hidden states ``[B, T, hidden]`` of ``tokens[B, T]``.
@@ -380,7 +380,7 @@ def loss(
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
     remat: RematOption = None,
-    nested: int | None = None,
+    nested: Nested = None,
     z_loss: float = 0.0,
     chunk_size: int = 1024,
 ) -> Array:
@@ -413,7 +413,7 @@ def logprobs(
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
     remat: RematOption = None,
-    nested: int | None = None,
+    nested: Nested = None,
     chunk_size: int = 1024,
 ) -> Array:
     """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks."""
