@@ -129,6 +129,14 @@ def auto_block_size(depth: int, carry_bytes: int, layer_bytes: int) -> int:
     return min(range(depth, 0, -1), key=cost)
 
 
+def auto_nested(stacked: Any, init: Any, xs: Any = None) -> int:
+    """The block size ``scan_layers(..., nested="auto")`` uses for these layers and inputs."""
+    depth = depth_of(stacked)
+    params = eqx.filter(stacked, is_array)
+    layer_bytes = (_nbytes(params) + _nbytes(xs)) // depth
+    return auto_block_size(depth, _nbytes(init), layer_bytes)
+
+
 def scan_layers(
     f: Callable[[Any, Carry, Any], tuple[Carry, Any]],
     stacked: Any,
@@ -180,8 +188,7 @@ def scan_layers(
     if nested is None:
         return lax.scan(layer_body, init, (params, xs), unroll=unroll)
     if nested == "auto":
-        layer_bytes = _nbytes(params) // depth + _nbytes(xs) // depth
-        nested = auto_block_size(depth, _nbytes(init), layer_bytes)
+        nested = auto_nested(params, init, xs)
         if nested in (1, depth):
             return lax.scan(layer_body, init, (params, xs), unroll=unroll)
     if isinstance(nested, bool) or not isinstance(nested, int) or nested < 1:

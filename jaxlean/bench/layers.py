@@ -23,7 +23,7 @@ from jaxlean.bench._transformer_steps import (
     split_layers,
     unrolled_step,
 )
-from jaxlean.layers import auto_block_size, scan_layers, stack
+from jaxlean.layers import auto_nested, scan_layers, stack
 from jaxlean.models.transformer import TransformerConfig
 
 TRANSFORMER = dict(vocab_size=512, hidden_size=128, intermediate_size=352, num_heads=4,
@@ -65,9 +65,7 @@ def scan_loss(remat, nested):
 
 def variants(stacked: dict, x: jax.Array) -> list[tuple[str, str, object]]:
     """``(series, label, loss)`` for each jaxlean variant; nested picks its block size."""
-    depth = len(stacked["scale"])
-    layer_bytes = sum(leaf.nbytes for leaf in jax.tree.leaves(stacked)) // depth
-    nested = auto_block_size(depth, x.nbytes, layer_bytes)
+    nested = auto_nested(stacked, x)
     return [
         ("scan", "scan", scan_loss(None, None)),
         ("scan remat=full", "scan remat=full", scan_loss("full", None)),
