@@ -10,6 +10,7 @@ gradient costs one transposed solve (the transpose swaps ``lower`` and ``upper``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Literal
 
@@ -88,10 +89,20 @@ class Tree:
         """Number of nodes."""
         return int(self.parents.size)
 
-    @property
+    @functools.cached_property
     def padded_parents(self) -> np.ndarray:
         """Parents with roots (and the dummy node ``n``) pointing at the dummy node."""
         return np.concatenate([np.where(self.parents < 0, self.n, self.parents), [self.n]])
+
+    @functools.cached_property
+    def to_local(self) -> np.ndarray:
+        """Gather indices into the solver's numbering, the dummy node ``n`` kept last."""
+        return np.append(self.permutation, self.n)
+
+    @functools.cached_property
+    def from_local(self) -> np.ndarray:
+        """Gather indices back from the solver's numbering (inverse of :attr:`to_local`)."""
+        return np.argsort(self.to_local)
 
 
 def default_schedule() -> Schedule:
@@ -177,10 +188,9 @@ def tree_solve(tree: Tree, lower: jax.Array, diag: jax.Array, upper: jax.Array,
     if tree.local is None:
         x = implicit_linear_solve(*_solver(tree, schedule), operator, rhs)
     else:
-        to_local = np.append(tree.permutation, n)
-        operator = tuple(entries[to_local] for entries in operator)
-        x = implicit_linear_solve(*_solver(tree.local, schedule), operator, rhs[to_local])
-        x = x[np.argsort(to_local)]
+        operator = tuple(entries[tree.to_local] for entries in operator)
+        x = implicit_linear_solve(*_solver(tree.local, schedule), operator, rhs[tree.to_local])
+        x = x[tree.from_local]
     x = jnp.moveaxis(x[:-1], 0, -2)
     x = check_finite(x, "tree_solve", x.ndim - 2) if check else x
     return x[..., 0] if vector_rhs else x
