@@ -14,10 +14,15 @@ callable head's parameters in two ways, both handled inside the custom VJP:
 array leaves of the callable itself when it is a pytree (an Equinox module, a
 ``jax.tree_util.Partial``), and arrays it closes over that are being
 differentiated (hoisted with :func:`jax.closure_convert`).
+
+A matrix head split over the vocabulary on a device mesh (:class:`VocabParallel`)
+is handled per shard and combined with per-token collectives; see
+:mod:`jaxlean._vocab_parallel`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
@@ -28,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxlean._vocab_parallel import VocabParallel, sharded_token_stats
 from jaxlean.errors import ConfigError, DataError, StructureError
 
 Head = jax.Array | Callable[[jax.Array], jax.Array]
@@ -181,6 +187,17 @@ def _forward(block_logits: Callable, hidden, targets, plan: _Plan):
     return outs if plan.entropy else outs[:2]
 
 
+def _zeros(shape, dtype, *like: jax.Array) -> jax.Array:
+    """Zeros varying over the mesh axes that any of ``like`` varies over.
+
+    Inside ``shard_map`` a loop carry must keep its varying-axes type; zeros made
+    from a shape alone are invariant, while the accumulated values are not.
+    """
+    axes = tuple(sorted(set().union(*(jax.typeof(x).manual_axis_type.varying for x in like))))
+    zeros = jnp.zeros(shape, dtype)
+    return lax.pcast(zeros, axes, to="varying") if axes else zeros
+
+
 def _split_cotangents(g, plan: _Plan):
     return (g[0], g[1], g[2]) if plan.entropy else (g[0], g[1], None)
 
@@ -222,7 +239,7 @@ def _matrix_head_stats(plan: _Plan):
                 dh_all = dh_all.at[i].add(_dot(dl.astype(wb.dtype), wb.T, plan.dtype))
                 return dwb + _dot(h.T, dl.astype(h.dtype), plan.dtype), dh_all
 
-            dwb = jnp.zeros((width, plan.block), plan.dtype)
+            dwb = _zeros((width, plan.block), plan.dtype, *vary)
             dwb, dh_all = lax.fori_loop(0, n_chunks, token_step, (dwb, dh_all))
             if plan.n_blocks == 1:
                 return _bits(dwb.astype(w.dtype)), dh_all
@@ -230,7 +247,9 @@ def _matrix_head_stats(plan: _Plan):
             new = _bits((old.astype(plan.dtype) + dwb).astype(w.dtype))
             return lax.dynamic_update_slice_in_dim(dw_all, new, start, 1), dh_all
 
-        init = (_bits(jnp.zeros_like(w)), jnp.zeros((n_chunks, chunk, width), plan.dtype))
+        vary = (w, hidden, targets, *jax.tree.leaves(g))
+        init = (_bits(_zeros(w.shape, w.dtype, *vary)),
+                _zeros((n_chunks, chunk, width), plan.dtype, *vary))
         dw, dh = lax.fori_loop(0, plan.n_blocks, vocab_step, init)
         return _unbits(dw, w.dtype), dh.astype(hidden.dtype), None
 
@@ -401,8 +420,25 @@ def _token_stats(hidden, head, targets, chunk_size, vocab_chunk, entropy):
     return tuple(o.reshape(padded)[:n_tokens].reshape(batch) for o in outs)
 
 
+def _stats(hidden, head, targets, chunk_size, vocab_chunk, entropy,
+           vocab_parallel: VocabParallel | None):
+    """:func:`_token_stats`, per vocabulary shard when the head is split over a mesh."""
+    stats = functools.partial(_token_stats, chunk_size=chunk_size, vocab_chunk=vocab_chunk,
+                              entropy=entropy)
+    if vocab_parallel is None:
+        return stats(hidden, head, targets)
+    _check_inputs(hidden, targets)
+    if not isinstance(head, (jax.Array, np.ndarray)):
+        raise ConfigError("vocab_parallel needs an [H, V] matrix head split over the "
+                          f"vocabulary, got a callable head {type(head).__name__}")
+    vocab, _ = _head_vocab(head, hidden, 1)
+    _check_target_range(targets, vocab)
+    return sharded_token_stats(vocab_parallel, stats, hidden, jnp.asarray(head), targets)
+
+
 def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_size: int = 1024,
-                   vocab_chunk: int | None = None, return_entropy: bool = False
+                   vocab_chunk: int | None = None, return_entropy: bool = False,
+                   vocab_parallel: VocabParallel | None = None
                    ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """Per-token ``log p(target)`` without materialising the ``[tokens, vocab]`` logits.
 
@@ -420,12 +456,17 @@ def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_s
             picks blocks so each ``[chunk, block]`` logits block stays under
             :data:`AUTO_BLOCK_BYTES`; pass ``V`` for one block.
         return_entropy: also return the entropy of each token's distribution.
+        vocab_parallel: for an ``[H, V]`` head sharded over the vocabulary on a
+            mesh axis (and tokens over other axes, on hidden's axis 0): each
+            device works on its own columns and only per-token floats cross
+            devices, never the head. Chunk sizes apply per device.
 
     Returns:
         ``logprobs [..., T]`` in float32 (float64 for float64 inputs), or
         ``(logprobs, entropy)`` with ``return_entropy=True``.
     """
-    outs = _token_stats(hidden, head, targets, chunk_size, vocab_chunk, return_entropy)
+    outs = _stats(hidden, head, targets, chunk_size, vocab_chunk, return_entropy,
+                  vocab_parallel)
     logprobs = outs[0] - outs[1]
     return (logprobs, outs[2]) if return_entropy else logprobs
 
@@ -433,11 +474,13 @@ def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_s
 def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
                   mask: jax.Array | None = None, reduction: Reduction = "mean",
                   z_loss: float = 0.0, chunk_size: int = 1024,
-                  vocab_chunk: int | None = None) -> jax.Array:
+                  vocab_chunk: int | None = None,
+                  vocab_parallel: VocabParallel | None = None) -> jax.Array:
     """Next-token cross-entropy ``-log p(target) + z_loss * logsumexp²`` computed in chunks.
 
     Args:
-        hidden, head, targets, chunk_size, vocab_chunk: as in :func:`token_logprobs`.
+        hidden, head, targets, chunk_size, vocab_chunk, vocab_parallel: as in
+            :func:`token_logprobs`.
         mask: ``[..., T]`` booleans or float weights; masked-out tokens (``False``
             or ``0``) count for nothing and their targets may be any value (e.g. ``-100``).
         reduction: ``"mean"`` (weighted mean over unmasked tokens; 0 if none),
@@ -455,7 +498,8 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
             raise StructureError(f"mask shape {list(jnp.shape(mask))} must equal targets shape "
                                  f"{list(targets.shape)}")
         targets = jnp.where(jnp.asarray(mask) != 0, targets, 0)
-    target_logit, lse = _token_stats(hidden, head, targets, chunk_size, vocab_chunk, False)
+    target_logit, lse = _stats(hidden, head, targets, chunk_size, vocab_chunk, False,
+                               vocab_parallel)
     losses = lse - target_logit
     if z_loss:
         losses = losses + z_loss * jnp.square(lse)
