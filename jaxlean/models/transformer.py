@@ -28,7 +28,7 @@ from jax import Array
 
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.layers import Nested, scan_layers
-from jaxlean.loss import cross_entropy, token_logprobs
+from jaxlean.loss import VocabParallel, cross_entropy, token_logprobs
 from jaxlean.models.lora import Linear, LoRA
 from jaxlean.remat import RematOption
 
@@ -383,6 +383,7 @@ def loss(
     nested: Nested = None,
     z_loss: float = 0.0,
     chunk_size: int = 1024,
+    vocab_parallel: VocabParallel | None = None,
 ) -> Array:
     """Mean next-token cross-entropy over ``mask``, never building ``[tokens, vocab]`` logits.
 
@@ -396,13 +397,16 @@ def loss(
         remat, nested: per-layer rematerialisation of the layer scan.
         z_loss: weight of the ``logsumexp**2`` auxiliary loss.
         chunk_size: tokens per loss chunk.
+        vocab_parallel: the head is split over a mesh axis's vocabulary; each
+            device computes its part of the logsumexp (:class:`jaxlean.loss.VocabParallel`).
     """
     if not any(isinstance(x, jax.core.Tracer) for x in (targets, mask)):
         check_tokens(targets, model.config.vocab_size, mask, what="target id")
     hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids, remat=remat,
                    nested=nested)
     inputs, head = model.head(hidden, adapter_ids)
-    return cross_entropy(inputs, head, targets, mask=mask, z_loss=z_loss, chunk_size=chunk_size)
+    return cross_entropy(inputs, head, targets, mask=mask, z_loss=z_loss, chunk_size=chunk_size,
+                         vocab_parallel=vocab_parallel)
 
 
 def logprobs(
@@ -415,9 +419,11 @@ def logprobs(
     remat: RematOption = None,
     nested: Nested = None,
     chunk_size: int = 1024,
+    vocab_parallel: VocabParallel | None = None,
 ) -> Array:
     """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks."""
     hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids, remat=remat,
                    nested=nested)
     inputs, head = model.head(hidden, adapter_ids)
-    return token_logprobs(inputs, head, targets, chunk_size=chunk_size)
+    return token_logprobs(inputs, head, targets, chunk_size=chunk_size,
+                          vocab_parallel=vocab_parallel)
