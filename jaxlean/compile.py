@@ -24,6 +24,7 @@ from jax._src import compilation_cache as _jax_cache
 from jax._src import distributed as _jax_distributed
 from rich.table import Table
 
+from jaxlean import _cache_key
 from jaxlean._cache_dir import default_cache_dir, prune
 from jaxlean._cache_stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
 from jaxlean._cache_store import SafeFileCache
@@ -101,6 +102,10 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
     ``get_compile_options`` sets the XLA GPU autotune sub-cache to ``UPDATE`` on
     process 0 and ``READ`` elsewhere. So every process reads and only process 0
     writes; here only process 0 creates the directory, so use a shared filesystem.
+    On CPU, jax 0.10.2 puts a per-process topology fingerprint into every cache
+    key, so the other processes would never find process 0's entries; jaxlean
+    replaces that part of the key for multi-process CPU runs (see
+    :mod:`jaxlean._cache_key`), so every process hits on the next launch.
 
     Entries are written atomically and an entry that cannot be loaded (truncated,
     corrupted) is recompiled and replaced instead of crashing (see
@@ -127,6 +132,10 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
                          f"got {max_size_bytes}")
     directory = Path(path).expanduser() if path is not None else default_cache_dir()
     install_listeners()
+    if not _cache_key.install():
+        warnings.warn("jaxlean: this jax has no jax._src.cache_key._hash_accelerator_config; "
+                      "in multi-process CPU runs only process 0 will find cache entries",
+                      stacklevel=2)
     if _process_id() == 0:
         if reason := _unwritable_reason(directory):
             warnings.warn(f"jaxlean: cannot write the compilation cache at {directory} "
