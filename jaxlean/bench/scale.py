@@ -1,0 +1,227 @@
+"""Benchmark ``scale``: one transformer training step sharded over 1, 2, 4 and 8 devices.
+
+The device count is fixed when JAX starts, so the measuring runs in one child
+process (``python -m jaxlean.bench.scale [--quick]``) with 8 forced host
+devices; it prints one JSON line on stdout and progress lines on stderr. For
+each n it compiles ``make_train_step(remat="full")`` on the first n devices
+for a fixed global batch in two layouts: data parallel (parameters replicated,
+plain per-leaf ``optax.adamw``) and FSDP (parameters split by
+:func:`jaxlean.sharding.transformer_rules`, ``packed(optax.adamw)``). It
+records exact per-device parameter + optimizer-state bytes, XLA's per-device
+argument, temp and total bytes of the (donating) step, the median step time
+and the loss after one step, which must match the 1-device loss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
+
+DEVICE_COUNTS = (1, 2, 4, 8)
+LAYOUTS = ("data parallel", "FSDP")
+# (config, global batch, tokens per sequence, timing repeats); sizes divisible by 8.
+SIZES = {
+    False: (dict(vocab_size=2048, hidden_size=256, intermediate_size=512, num_layers=4,
+                 num_heads=8, num_kv_heads=4), 16, 128, 5),
+    True: (dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_layers=2,
+                num_heads=4, num_kv_heads=2), 8, 32, 3),
+}
+_PROGRESS = "scale-progress: "
+_BYTES_TOLERANCE = 0.10
+_LOSS_TOLERANCE = 1e-5
+
+
+def _progress(message: str) -> None:
+    print(_PROGRESS + message, file=sys.stderr, flush=True)
+
+
+def _device_bytes(tree: Any) -> int:
+    """Bytes the first device holds of every array leaf of ``tree``."""
+    import jax
+
+    return sum(leaf.addressable_shards[0].data.nbytes for leaf in jax.tree.leaves(tree)
+               if isinstance(leaf, jax.Array))
+
+
+def _setups(n: int) -> dict[str, tuple]:
+    """Per layout: (mesh over the first ``n`` devices, partition rules, optimizer)."""
+    import jax
+    import optax
+    from jax.sharding import PartitionSpec as P
+
+    from jaxlean.optim import packed
+    from jaxlean.sharding import make_mesh, transformer_rules
+
+    devices = jax.devices()[:n]
+    return {"data parallel": (make_mesh(n, 1, devices=devices), ((r".*", P()),),
+                              optax.adamw(1e-3)),
+            "FSDP": (make_mesh(1, n, devices=devices), (*transformer_rules(), (r".*", P())),
+                     packed(optax.adamw(1e-3)))}
+
+
+def _refeeding(step: Any, model: Any, opt_state: Any, tokens: Any,
+               targets: Any) -> Callable[[], Any]:
+    """A call of the (donating) step that feeds each result's model and state to the next."""
+    carry = [model, opt_state]
+
+    def call() -> Any:
+        carry[0], carry[1], value = step(carry[0], carry[1], tokens, targets)
+        return value
+
+    return call
+
+
+def _measure_layout(model: Any, data: tuple, mesh: Any, rules: Any,
+                    tx: Any) -> tuple[dict[str, Any], Callable[[], Any]]:
+    """Bytes, XLA memory and losses of one layout's donating step, and a call to time it."""
+    from jaxlean.models.lm_train import make_train_step
+    from jaxlean.sharding import shard_batch, shard_model
+
+    sharded = shard_model(model, mesh, rules)
+    opt_state = tx.init(sharded)
+    batch = shard_batch(data, mesh)
+    state_bytes = _device_bytes((sharded, opt_state))
+    step = make_train_step(tx, remat="full")
+    memory = step.lower(sharded, opt_state, *batch).compile().memory_analysis()
+    trained, trained_state, first_loss = step(sharded, opt_state, *batch)
+    trained, trained_state, after_loss = step(trained, trained_state, *batch)
+    argument, temp = int(memory.argument_size_in_bytes), int(memory.temp_size_in_bytes)
+    total = argument + int(memory.output_size_in_bytes) - int(memory.alias_size_in_bytes) + temp
+    row = {"state_bytes": state_bytes, "argument_bytes": argument, "temp_bytes": temp,
+           "total_bytes": total, "loss": float(first_loss),
+           "loss_after_step": float(after_loss)}
+    return row, _refeeding(step, trained, trained_state, *batch)
+
+
+def measure_in_this_process(quick: bool) -> dict[str, Any]:
+    """Compile, check and time both layouts on 1, 2, 4 and 8 devices; a JSON-ready dict."""
+    import jax
+    import numpy as np
+
+    from jaxlean.bench._measure import wall_times
+    from jaxlean.models.lm_train import synthetic_batch
+    from jaxlean.models.transformer import Transformer, TransformerConfig
+
+    jax.config.update("jax_enable_compilation_cache", False)
+    if jax.device_count() < max(DEVICE_COUNTS):
+        raise RuntimeError(f"needs {max(DEVICE_COUNTS)} devices, found {jax.device_count()}")
+    sizes, batch, length, repeats = SIZES[quick]
+    config = TransformerConfig(**sizes)
+    # Host copies: every layout places its own buffers, which its donating step may consume.
+    model = jax.tree.map(np.asarray, Transformer(config, key=jax.random.key(0)))
+    data = synthetic_batch(0, batch, length, config.vocab_size)
+    rows = []
+    for n in DEVICE_COUNTS:
+        calls = []
+        for name, (mesh, rules, tx) in _setups(n).items():
+            _progress(f"{n} devices, {name}: compile and check")
+            row, call = _measure_layout(model, data, mesh, rules, tx)
+            rows.append({"devices": n, "layout": name, **row})
+            calls.append((call, ()))
+        _progress(f"{n} devices: step time")
+        for row, seconds in zip(rows[-len(calls):], wall_times(*calls, repeats=repeats),
+                                strict=True):
+            row["step_s"] = seconds
+    return {"config": sizes, "batch": batch, "length": length, "rows": rows}
+
+
+def _measure_in_subprocess(ctx: BenchContext) -> dict[str, Any]:
+    """Run the child with 8 forced CPU devices, relaying its progress lines to ``ctx.step``."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count="
+                                      f"{max(DEVICE_COUNTS)}",
+           "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "jaxlean.bench.scale", *(["--quick"] if ctx.quick else [])]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    tail: deque[str] = deque(maxlen=40)
+    for line in proc.stderr:
+        if line.startswith(_PROGRESS):
+            ctx.step(line[len(_PROGRESS):].strip())
+        else:
+            tail.append(line)
+    out = proc.stdout.read()
+    lines = [line for line in out.splitlines() if line.strip()]
+    if proc.wait() or not lines:
+        raise RuntimeError("scale benchmark child failed:\n" + "".join(tail)[-3000:])
+    return json.loads(lines[-1])
+
+
+def _case(n: int) -> str:
+    return f"{n} device" + ("s" if n > 1 else "")
+
+
+def _report(result: BenchResult, measured: dict[str, Any]) -> None:
+    rows = {(row["devices"], row["layout"]): row for row in measured["rows"]}
+    metrics = (("param+opt bytes/device", "state_bytes", "bytes"),
+               ("argument bytes/device", "argument_bytes", "bytes"),
+               ("temp bytes/device", "temp_bytes", "bytes"),
+               ("total bytes/device", "total_bytes", "bytes"),
+               ("step time", "step_s", "s"))
+    for n in DEVICE_COUNTS:
+        base, ours = rows[n, "data parallel"], rows[n, "FSDP"]
+        for metric, key, unit in metrics:
+            result.compare(_case(n), metric, unit, base[key], ours[key],
+                           variant="FSDP + packed", baseline_name="data parallel")
+    one = rows[1, "FSDP"]
+    ratios = {n: rows[n, "FSDP"]["state_bytes"] * n / one["state_bytes"]
+              for n in DEVICE_COUNTS[1:]}
+    for n, ratio in ratios.items():
+        what = f"FSDP param+opt bytes/device x {n} / the same on 1 device ({_case(n)})"
+        result.target(what, ratio, 1 + _BYTES_TOLERANCE, "<=")
+        result.target(what, ratio, 1 - _BYTES_TOLERANCE, ">=")
+    result.notes.append(
+        "FSDP param+opt bytes/device x n / 1-device bytes: " + ", ".join(
+            f"n={n} {ratio:.4f}" for n, ratio in ratios.items())
+        + " (above 1 by the replicated norm weights, their optimizer state and the step count).")
+    reference = one["loss_after_step"]
+    worst = {layout: max(abs(rows[n, layout]["loss_after_step"] - reference) / abs(reference)
+                         for n in DEVICE_COUNTS[1:]) for layout in LAYOUTS}
+    result.target("FSDP loss after one step vs 1 device: max relative difference over 2, 4, "
+                  "8 devices", worst["FSDP"], _LOSS_TOLERANCE, "<=")
+    result.notes.append(
+        f"Loss after one step (of the updated parameters) on 1 device: {reference:.7f}; max "
+        "relative difference on 2, 4, 8 devices: " + ", ".join(
+            f"{layout} {value:.1e}" for layout, value in worst.items()) + ".")
+    xs = list(DEVICE_COUNTS)
+    result.plots.append(Plot(
+        "state_bytes", "parameter + optimizer-state bytes per device", "devices",
+        "MiB per device", {layout: (xs, [rows[n, layout]["state_bytes"] / 2**20 for n in xs])
+                           for layout in LAYOUTS}, logx=True, logy=True))
+
+
+@register("scale", "sharded transformer training: per-device memory and step time on 1, 2, 4, "
+                   "8 devices")
+def run(ctx: BenchContext) -> BenchResult:
+    result = BenchResult("scale", "sharded training: data parallel vs FSDP + packed optimizer")
+    ctx.step(f"child process with {max(DEVICE_COUNTS)} forced host devices")
+    measured = _measure_in_subprocess(ctx)
+    sizes = ", ".join(f"{key}={value}" for key, value in measured["config"].items())
+    result.notes.append(
+        f"Transformer {sizes}; global batch {measured['batch']} x {measured['length']} tokens "
+        "at every device count; make_train_step(remat='full') with its default donation of "
+        "model and optimizer state, adamw(1e-3). Data parallel: mesh data=n, parameters "
+        "replicated, plain optax.adamw; FSDP: mesh fsdp=n, transformer_rules(), "
+        "packed(optax.adamw).")
+    result.notes.append(
+        f"The {max(DEVICE_COUNTS)} devices are forced host devices (XLA_FLAGS=--xla_force_host_"
+        f"platform_device_count) sharing this machine's {os.cpu_count()} CPU cores, so step "
+        "time cannot fall in proportion to n here: it measures the overhead of partitioning, "
+        "not a speed-up. Per-device bytes are what XLA would allocate on each real device: "
+        "parameter+optimizer bytes exactly, from each array's first shard; argument, temp and "
+        "total (arguments + outputs - donated + temp) from compiled.memory_analysis().")
+    _report(result, measured)
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure_in_this_process("--quick" in sys.argv[1:])), flush=True)
