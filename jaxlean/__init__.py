@@ -28,7 +28,7 @@ from jaxlean.fit import History, TrainOutput, fit, make_train_fn
 from jaxlean.graph import FnNode, Graph, chain_edges
 from jaxlean.layers import scan_layers, stack, unstack
 from jaxlean.linalg import Tree, tree_solve, tridiagonal_solve
-from jaxlean.loss import cross_entropy, token_logprobs
+from jaxlean.loss import VocabParallel, cross_entropy, token_logprobs
 from jaxlean.optim import PackedParams, pack_params, packed, unpack_params
 from jaxlean.remat import resolve_policy
 from jaxlean.sequential import Sequential
@@ -56,6 +56,7 @@ __all__ = [
     "TrainOutput",
     "Tree",
     "TreeError",
+    "VocabParallel",
     "cache_stats",
     "chain_edges",
     "compile_report",

@@ -21,6 +21,7 @@ from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
 from jaxlean.errors import ConfigError
+from jaxlean.sharding import axis_names
 
 Axes = str | tuple[str, ...]
 
@@ -38,15 +39,11 @@ class VocabParallel:
     batch_axes: Axes | None = None
 
 
-def _names(axes: Axes | None) -> tuple[str, ...]:
-    return () if axes is None else (axes,) if isinstance(axes, str) else tuple(axes)
-
-
 def _check(vp: VocabParallel, hidden: jax.Array, head: jax.Array) -> None:
     if not isinstance(vp, VocabParallel):
         raise ConfigError(f"vocab_parallel must be a VocabParallel, got {type(vp).__name__}")
     mesh_axes = tuple(vp.mesh.axis_names)
-    vocab_axes, batch_axes = _names(vp.vocab_axis), _names(vp.batch_axes)
+    vocab_axes, batch_axes = axis_names(vp.vocab_axis), axis_names(vp.batch_axes)
     if not vocab_axes:
         raise ConfigError("VocabParallel.vocab_axis names no mesh axis")
     for kind, axes in (("vocab", vocab_axes), ("batch", batch_axes)):
@@ -77,7 +74,7 @@ def _match_explicit(mesh: jax.sharding.Mesh, x: jax.Array, spec: P) -> jax.Array
     explicit = {a for a, t in types if t == AxisType.Explicit}
     if not explicit:
         return x
-    entries = [tuple(a for a in _names(e) if a in explicit) or None for e in spec]
+    entries = [tuple(a for a in axis_names(e) if a in explicit) or None for e in spec]
     return jax.reshard(x, jax.NamedSharding(mesh, P(*entries)))
 
 
@@ -100,7 +97,7 @@ def sharded_token_stats(vp: VocabParallel, stats: Callable, hidden: jax.Array, h
     ``hidden`` is ``[N, ..., H]`` with the batch on axis 0; ``targets`` are global ids.
     """
     _check(vp, hidden, head)
-    vocab_axes, batch_axes = _names(vp.vocab_axis), _names(vp.batch_axes)
+    vocab_axes, batch_axes = axis_names(vp.vocab_axis), axis_names(vp.batch_axes)
     local = head.shape[1] // math.prod(vp.mesh.shape[a] for a in vocab_axes)
 
     def body(h, w, t):

@@ -29,6 +29,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxlean._pytree import is_array
 from jaxlean.errors import StructureError
+from jaxlean.sharding import axis_names
 
 Trainable = Any | Callable[[tuple], bool] | None
 """A pytree of bools (a prefix of the params tree), a predicate on a leaf's key path, or None."""
@@ -178,8 +179,7 @@ def _placement(leaf: Any) -> _Placement:
     if not isinstance(sharding, NamedSharding):
         return _Placement(("alone", id(leaf)))
     mesh, spec = sharding.mesh, tuple(sharding.spec) + (None,) * (leaf.ndim - len(sharding.spec))
-    names = [() if entry is None else entry if isinstance(entry, tuple) else (entry,)
-             for entry in spec]
+    names = [axis_names(entry) for entry in spec]
     local_shape = []
     for dim, axes in zip(leaf.shape, names, strict=True):
         parts = int(np.prod([mesh.shape[name] for name in axes], dtype=np.int64))

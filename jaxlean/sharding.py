@@ -84,7 +84,8 @@ def transformer_rules(fsdp: str = FSDP) -> tuple[tuple[str, P], ...]:
     )
 
 
-def _axis_names(entry: Any) -> tuple[str, ...]:
+def axis_names(entry: Any) -> tuple[str, ...]:
+    """The mesh axes of one ``PartitionSpec`` entry: ``None``, a name or a tuple of names."""
     if entry is None:
         return ()
     return tuple(entry) if isinstance(entry, tuple) else (entry,)
@@ -97,7 +98,7 @@ def _checked_spec(path: str, leaf: Any, spec: P, mesh: Mesh, rule: str) -> P:
         raise ConfigError(f"{path}: rule {rule!r} gives {spec} ({len(spec)} dims) to an array "
                           f"of shape {list(shape)}")
     for dim, (size, entry) in enumerate(zip(shape, spec, strict=False)):
-        names = _axis_names(entry)
+        names = axis_names(entry)
         missing = [name for name in names if name not in mesh.shape]
         if missing:
             raise ConfigError(f"{path}: rule {rule!r} uses mesh axis {missing[0]!r}, but the "
@@ -188,7 +189,7 @@ def shard_batch(batch: Any, mesh: Mesh, batch_axes: str | tuple[str, ...] | None
     Raises:
         ConfigError: a batch size the batch axes do not divide, naming the leaf.
     """
-    parts = int(np.prod([mesh.shape[name] for name in _axis_names(batch_axes)], dtype=np.int64))
+    parts = int(np.prod([mesh.shape[name] for name in axis_names(batch_axes)], dtype=np.int64))
     scale = jax.process_count() if process_local else 1
 
     def place(path: tuple, x: Any) -> Any:
@@ -197,7 +198,7 @@ def shard_batch(batch: Any, mesh: Mesh, batch_axes: str | tuple[str, ...] | None
         if examples == 0 or examples % parts:
             raise ConfigError(f"batch{jax.tree_util.keystr(path)}: {examples} examples cannot "
                               f"be split over the {parts} devices of mesh axes "
-                              f"{_axis_names(batch_axes)}")
+                              f"{axis_names(batch_axes)}")
         sharding = NamedSharding(mesh, batch_spec(x.ndim, batch_axes))
         if process_local:
             return jax.make_array_from_process_local_data(sharding, np.asarray(x))
