@@ -48,8 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     model.add_argument("--vocab", type=int, default=512)
     model.add_argument("--batch", type=int, default=16, help="global batch (examples per step)")
     model.add_argument("--length", type=int, default=64)
-    model.add_argument("--steps", type=int, default=20)
-    model.add_argument("--lr", type=float, default=3e-3)
+    model.add_argument("--steps", type=int, default=30)
+    model.add_argument("--lr", type=float, default=1e-2)
     model.add_argument("--remat", default="full", help="per-layer remat: none, full, dots, ...")
     model.add_argument("--vocab-parallel", action="store_true",
                        help="loss with the head split over the fsdp axis's vocabulary")
