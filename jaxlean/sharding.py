@@ -62,15 +62,12 @@ def make_mesh(data: int = -1, fsdp: int = 1, *, devices: Sequence[Any] | None = 
 def transformer_rules(fsdp: str = FSDP) -> tuple[tuple[str, P], ...]:
     """FSDP partition rules for :class:`jaxlean.models.transformer.Transformer`.
 
-    ==================================  =====================  ============================
-    path (regex)                        shape                  spec
-    ==================================  =====================  ============================
-    ``^\\.embed$``                        ``[V, H]``             vocabulary over ``fsdp``
-    ``^\\.lm_head\\.weight$``              ``[H, V]``             vocabulary over ``fsdp``
-    ``_proj\\.weight$`` (stacked layers)  ``[L, in, out]``       ``in`` over ``fsdp``
-    ``lora\\.(a|b)$``                     ``[L, n, in|r, r|out]`` replicated (small, trained)
-    ``norm\\.weight$``                    ``[L, H]`` / ``[H]``   replicated (tiny)
-    ==================================  =====================  ============================
+    - ``^\\.embed$`` ``[V, H]``: vocabulary over ``fsdp``;
+    - ``^\\.lm_head\\.weight$`` ``[H, V]``: vocabulary over ``fsdp``;
+    - ``lora\\.(a|b)$`` ``[L, adapters, in | r, r | out]``: replicated (small, trained);
+    - ``^\\.layers\\..*_proj\\.weight$`` ``[L, in, out]``: ``in`` over ``fsdp``, the
+      stacked layer axis whole;
+    - ``norm\\.weight$`` ``[L, H]`` or ``[H]``: replicated (tiny).
 
     The embedding and head are split over the vocabulary, so the head can be
     used vocabulary-parallel by the loss (:class:`jaxlean.loss.VocabParallel`).
