@@ -6,9 +6,6 @@ of the suite keeps a single device.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -139,13 +136,5 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_vocab_parallel_matches_unsharded_on_eight_devices(tmp_path):
-    script = tmp_path / "vocab_parallel.py"
-    script.write_text(SHARDED_SCRIPT)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu", PYTHONPATH=root)
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip().endswith("ok")
+def test_vocab_parallel_matches_unsharded_on_eight_devices(run_on_devices):
+    run_on_devices(SHARDED_SCRIPT, devices=8, timeout=300)

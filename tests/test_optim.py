@@ -1,8 +1,5 @@
 """packed(tx) against plain optax on the pytree: same updates, dtypes, frozen leaves, errors."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import equinox as eqx
@@ -251,16 +248,9 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_sharded_leaves_pack_without_all_gather_on_four_devices(tmp_path):
-    script = tmp_path / "sharded.py"
-    script.write_text(SHARDED_SCRIPT)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu", PYTHONPATH=root)
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "packed collectives: []" in done.stdout and done.stdout.strip().endswith("ok")
+def test_sharded_leaves_pack_without_all_gather_on_four_devices(run_on_devices):
+    stdout = run_on_devices(SHARDED_SCRIPT, devices=4, timeout=300)
+    assert "packed collectives: []" in stdout
 
 
 def test_equinox_module_mask_is_a_pytree_not_a_predicate():

@@ -4,9 +4,6 @@ The checks run in one subprocess with 8 forced host devices, so the rest of
 the suite keeps a single device.
 """
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -133,13 +130,5 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_sharded_transformer_training_on_eight_devices(tmp_path):
-    script = tmp_path / "sharded_training.py"
-    script.write_text(SCRIPT)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu", PYTHONPATH=root)
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
-    assert done.stdout.strip().endswith("ok"), done.stdout
+def test_sharded_transformer_training_on_eight_devices(run_on_devices):
+    run_on_devices(SCRIPT, devices=8)
