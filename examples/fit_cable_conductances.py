@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxlean.models import swc
-from jaxlean.models.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron import swc
+from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 
 NAMES = ("g_na", "g_k", "g_leak")
 DT, T_MAX = 0.05, 20.0

@@ -68,11 +68,11 @@ def main(argv: list[str] | None = None) -> dict:
     from jax.sharding import PartitionSpec as P
 
     from jaxlean import cache_stats, enable_compilation_cache, packed
-    from jaxlean.distributed import initialize
-    from jaxlean.loss import VocabParallel
-    from jaxlean.models.lm_train import make_train_step, synthetic_batch
-    from jaxlean.models.transformer import Transformer, TransformerConfig
-    from jaxlean.sharding import (
+    from jaxlean.loss.chunked import VocabParallel
+    from jaxlean.models.lm.train import make_train_step, synthetic_batch
+    from jaxlean.models.lm.transformer import Transformer, TransformerConfig
+    from jaxlean.parallel.distributed import initialize
+    from jaxlean.parallel.mesh import (
         DATA,
         FSDP,
         init_sharded,

@@ -4,14 +4,13 @@ Runs of identical layers are traced once (``scan_layers``, ``Sequential``) with
 per-layer rematerialisation; see ``README.md`` for each capability.
 """
 
-from jaxlean.compile import (
+from jaxlean.compile.cache import (
     CacheStats,
-    CompileReport,
     FunctionCacheStats,
     cache_stats,
-    compile_report,
     enable_compilation_cache,
 )
+from jaxlean.compile.report import CompileReport, compile_report
 from jaxlean.errors import (
     CacheError,
     CheckpointError,
@@ -24,14 +23,14 @@ from jaxlean.errors import (
     StructureError,
     TreeError,
 )
-from jaxlean.fit import History, TrainOutput, fit, make_train_fn
-from jaxlean.graph import FnNode, Graph, chain_edges
-from jaxlean.layers import scan_layers, stack, unstack
 from jaxlean.linalg import Tree, tree_solve, tridiagonal_solve
-from jaxlean.loss import VocabParallel, cross_entropy, token_logprobs
-from jaxlean.optim import PackedParams, pack_params, packed, unpack_params
-from jaxlean.remat import resolve_policy
-from jaxlean.sequential import Sequential
+from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
+from jaxlean.nn.graph import FnNode, Graph, chain_edges
+from jaxlean.nn.layers import scan_layers, stack, unstack
+from jaxlean.nn.remat import resolve_policy
+from jaxlean.nn.sequential import Sequential
+from jaxlean.train.fit import History, TrainOutput, fit, make_train_fn
+from jaxlean.train.packed import PackedParams, pack_params, packed, unpack_params
 
 __version__ = "0.1.0"
 

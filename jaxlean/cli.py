@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from jaxlean.cache_cli import add_cache_parser
+from jaxlean.compile.cli import add_cache_parser
 
 console = Console()
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxlean.bench._measure import aot_compile, wall_time
 from jaxlean.bench._registry import BenchContext, BenchResult
-from jaxlean.models.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 
 DT, STEPS, COMPARTMENTS_PER_BRANCH = 0.025, 200, 10
 TRAINABLE = {"g_na": "HH_gNa", "g_k": "HH_gK", "g_leak": "HH_gLeak"}

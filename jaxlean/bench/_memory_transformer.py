@@ -23,8 +23,8 @@ from jaxlean.bench._transformer_steps import (
     split_layers,
     unrolled_step,
 )
-from jaxlean.layers import stack, unstack
-from jaxlean.models.transformer import Transformer, TransformerConfig
+from jaxlean.models.lm.transformer import Transformer, TransformerConfig
+from jaxlean.nn.layers import stack, unstack
 
 MIB = 2**20
 FULL = dict(config=dict(vocab_size=4096, hidden_size=256, intermediate_size=704, num_heads=8,

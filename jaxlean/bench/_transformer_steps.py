@@ -12,8 +12,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from jaxlean.loss import cross_entropy
-from jaxlean.models.transformer import Transformer, TransformerConfig, loss
+from jaxlean.loss.chunked import cross_entropy
+from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
 
 
 def unrolled_loss(model: Transformer, layers: list, tokens: jax.Array, targets: jax.Array):

@@ -9,7 +9,7 @@ persistent cache off in its own process; the children enable it explicitly.
 
 Workloads: ``chain300`` (a plain-JAX function of ~300 ops, as in the issue;
 ``chain150`` in ``--quick``),
-``pmm_fit`` (the depth-16 PMM chain trained by :func:`jaxlean.fit.make_train_fn`),
+``pmm_fit`` (the depth-16 PMM chain trained by :func:`jaxlean.train.fit.make_train_fn`),
 ``pmm_fit_unrolled`` (the same, modules one by one with unpacked optimizer
 state: seed 000's baseline, the slow compile a cache helps most) and
 ``transformer_step`` (a small decoder's Adam train step).
@@ -47,8 +47,8 @@ def pmm_fit_workload(scan: bool = True) -> tuple[Callable, tuple]:
     import jax
     import optax
 
-    from jaxlean.fit import make_train_fn
     from jaxlean.models.pmm import pmm_chain
+    from jaxlean.train.fit import make_train_fn
 
     key_model, key_x, key_y, key_fit = jax.random.split(jax.random.PRNGKey(0), 4)
     model = pmm_chain(16, 4, key=key_model, scan=scan)
@@ -68,7 +68,7 @@ def transformer_step_workload() -> tuple[Callable, tuple]:
     import jax
     import optax
 
-    from jaxlean.models.transformer import Transformer, TransformerConfig, loss
+    from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
 
     config = TransformerConfig(vocab_size=512, hidden_size=64, intermediate_size=128,
                                num_layers=4, num_heads=4)
@@ -101,7 +101,7 @@ def measure_in_this_process(workload: str, cache_dir: str) -> dict[str, Any]:
     """Enable the cache, build, AOT-compile and run ``workload`` once; seconds and hits."""
     import jax
 
-    from jaxlean.compile import cache_stats, enable_compilation_cache
+    from jaxlean.compile.cache import cache_stats, enable_compilation_cache
 
     enable_compilation_cache(cache_dir, min_compile_secs=0)
     fn, args = WORKLOADS[workload]()
@@ -143,9 +143,9 @@ def _workloads_available(quick: bool) -> tuple[list[str], list[str]]:
 
     wanted = (["chain150", "pmm_fit"] if quick
               else ["chain300", "pmm_fit", "transformer_step", "pmm_fit_unrolled"])
-    needs = {"pmm_fit": ("jaxlean.fit", "jaxlean.models.pmm"),
-             "pmm_fit_unrolled": ("jaxlean.fit", "jaxlean.models.pmm"),
-             "transformer_step": ("jaxlean.models.transformer",)}
+    needs = {"pmm_fit": ("jaxlean.train.fit", "jaxlean.models.pmm"),
+             "pmm_fit_unrolled": ("jaxlean.train.fit", "jaxlean.models.pmm"),
+             "transformer_step": ("jaxlean.models.lm.transformer",)}
     names, skipped = [], []
     for name in wanted:
         present = all(importlib.util.find_spec(m) for m in needs.get(name, ()))

@@ -3,7 +3,7 @@
 Seed 000: a 16-module chain of affine-observable PMMs (~25k params) took
 ~9.5 s to compile its training loop, because every module and every optimizer
 leaf was traced separately. Both sides here build the same training function
-with :func:`jaxlean.fit.make_train_fn` (epochs x minibatches in one
+with :func:`jaxlean.train.fit.make_train_fn` (epochs x minibatches in one
 ``lax.while_loop``, same data, shuffling and Adam):
 
 - baseline: the graph with scanning disabled (modules applied in a Python
@@ -22,9 +22,9 @@ import optax
 
 from jaxlean.bench._measure import aot_compile, wall_time
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
-from jaxlean.fit import make_train_fn
-from jaxlean.graph import Graph, chain_edges
 from jaxlean.models.pmm import pmm_chain
+from jaxlean.nn.graph import Graph, chain_edges
+from jaxlean.train.fit import make_train_fn
 
 WIDTH = 4
 EXAMPLES = 256

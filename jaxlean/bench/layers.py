@@ -23,8 +23,8 @@ from jaxlean.bench._transformer_steps import (
     split_layers,
     unrolled_step,
 )
-from jaxlean.layers import auto_nested, scan_layers, stack
-from jaxlean.models.transformer import TransformerConfig
+from jaxlean.models.lm.transformer import TransformerConfig
+from jaxlean.nn.layers import auto_nested, scan_layers, stack
 
 TRANSFORMER = dict(vocab_size=512, hidden_size=128, intermediate_size=352, num_heads=4,
                    num_kv_heads=2)

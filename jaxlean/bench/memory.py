@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxlean.bench._measure import aot_compile, wall_time
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
-from jaxlean.loss import cross_entropy
+from jaxlean.loss.chunked import cross_entropy
 
 GIB = 2**30
 MEMORY_SIZE = (8192, 2560, 151936)  # T, H, V: 8k tokens through Qwen3-4B's head
@@ -55,7 +55,7 @@ def seed_chunked_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) ->
 
 
 def jaxlean_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> jax.Array:
-    """(c) :func:`jaxlean.loss.cross_entropy` with its default settings."""
+    """(c) :func:`jaxlean.loss.chunked.cross_entropy` with its default settings."""
     return cross_entropy(hidden, head, targets)
 
 

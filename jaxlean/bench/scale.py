@@ -6,7 +6,7 @@ devices; it prints one JSON line on stdout and progress lines on stderr. For
 each n it compiles ``make_train_step(remat="full")`` on the first n devices
 for a fixed global batch in two layouts: data parallel (parameters replicated,
 plain per-leaf ``optax.adamw``) and FSDP (parameters split by
-:func:`jaxlean.sharding.transformer_rules`, ``packed(optax.adamw)``). It
+:func:`jaxlean.parallel.mesh.transformer_rules`, ``packed(optax.adamw)``). It
 records exact per-device parameter + optimizer-state bytes, XLA's per-device
 argument, temp and total bytes of the (donating) step, the median step time
 and the loss after one step, which must match the 1-device loss.
@@ -57,8 +57,8 @@ def _setups(n: int) -> dict[str, tuple]:
     import optax
     from jax.sharding import PartitionSpec as P
 
-    from jaxlean.optim import packed
-    from jaxlean.sharding import make_mesh, transformer_rules
+    from jaxlean.parallel.mesh import make_mesh, transformer_rules
+    from jaxlean.train.packed import packed
 
     devices = jax.devices()[:n]
     return {"data parallel": (make_mesh(n, 1, devices=devices), ((r".*", P()),),
@@ -82,8 +82,8 @@ def _refeeding(step: Any, model: Any, opt_state: Any, tokens: Any,
 def _measure_layout(model: Any, data: tuple, mesh: Any, rules: Any,
                     tx: Any) -> tuple[dict[str, Any], Callable[[], Any]]:
     """Bytes, XLA memory and losses of one layout's donating step, and a call to time it."""
-    from jaxlean.models.lm_train import make_train_step
-    from jaxlean.sharding import shard_batch, shard_model
+    from jaxlean.models.lm.train import make_train_step
+    from jaxlean.parallel.mesh import shard_batch, shard_model
 
     sharded = shard_model(model, mesh, rules)
     opt_state = tx.init(sharded)
@@ -107,8 +107,8 @@ def measure_in_this_process(quick: bool) -> dict[str, Any]:
     import numpy as np
 
     from jaxlean.bench._measure import wall_times
-    from jaxlean.models.lm_train import synthetic_batch
-    from jaxlean.models.transformer import Transformer, TransformerConfig
+    from jaxlean.models.lm.train import synthetic_batch
+    from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
     jax.config.update("jax_enable_compilation_cache", False)
     if jax.device_count() < max(DEVICE_COUNTS):

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 from jax import Array
 
 from jaxlean.errors import ConfigError
-from jaxlean.graph import Graph, chain_edges
-from jaxlean.remat import RematOption
+from jaxlean.nn.graph import Graph, chain_edges
+from jaxlean.nn.remat import RematOption
 
 
 def hermitian(parts: Array) -> Array:
@@ -86,7 +86,7 @@ class AffineObservablePMM(eqx.Module):
 def pmm_chain(depth: int, width: int, *, matrix_size: int = 6, num_eig: int = 2,
               key: Array, dtype: jnp.dtype = jnp.float32, remat: RematOption = None,
               scan: bool = True) -> Graph:
-    """A :class:`~jaxlean.graph.Graph` of ``depth`` PMMs in a chain, ``R^width -> R^width``.
+    """A :class:`~jaxlean.nn.graph.Graph` of ``depth`` PMMs in a chain, ``R^width -> R^width``.
 
     Nodes are named ``pmm0 ... pmm{depth-1}``. The defaults give 1,516 parameters
     per module at ``width=4`` (about 24k for 16 modules, the size of seed 000).
@@ -96,7 +96,7 @@ def pmm_chain(depth: int, width: int, *, matrix_size: int = 6, num_eig: int = 2,
         width: input and output size of every module.
         matrix_size, num_eig, dtype: see :class:`AffineObservablePMM`.
         key: PRNG key (split once per module).
-        remat, scan: passed to :class:`~jaxlean.graph.Graph`; ``scan=False`` runs the
+        remat, scan: passed to :class:`~jaxlean.nn.graph.Graph`; ``scan=False`` runs the
             modules one by one (the baseline of seed 000).
 
     Returns:

@@ -1,0 +1,154 @@
+"""Compile once across runs: JAX's persistent compilation cache, made safe and observable.
+
+:func:`enable_compilation_cache` points JAX's persistent cache at a directory
+shared by every run (and every process of a multi-process run);
+:func:`cache_stats` says how often it hit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import jax
+from jax._src import compilation_cache as _jax_cache
+from jax._src import distributed as _jax_distributed
+
+from jaxlean.compile import key as _cache_key
+from jaxlean.compile.file_cache import SafeFileCache
+from jaxlean.compile.stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
+from jaxlean.compile.store import default_cache_dir, prune
+from jaxlean.errors import CacheError
+
+__all__ = ["CacheStats", "FunctionCacheStats", "cache_stats", "enable_compilation_cache"]
+
+_summary_registered = False
+
+
+def _process_id() -> int:
+    """The process index JAX's cache-write gate reads (0 before ``jax.distributed.initialize``)."""
+    return int(_jax_distributed.global_state.process_id or 0)
+
+
+def _unwritable_reason(directory: Path) -> str | None:
+    """Why process 0 cannot write cache entries into ``directory``, or ``None`` if it can."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".jaxlean-probe-"):
+            pass
+    except OSError as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+_JAX_INTERNALS = ("reset_cache", "_cache", "_cache_initialized", "_cache_initialized_mutex")
+
+
+def _install_store(store: SafeFileCache | None) -> None:
+    """Forget JAX's cache state (so an earlier compile cannot pin it) and use ``store``."""
+    if missing := [name for name in _JAX_INTERNALS if not hasattr(_jax_cache, name)]:
+        raise CacheError(
+            f"jax {jax.__version__} has no jax._src.compilation_cache.{', '.join(missing)}: "
+            "jaxlean's cache setup was written against jax 0.10; set "
+            "jax.config.update('jax_compilation_cache_dir', path) yourself instead")
+    _jax_cache.reset_cache()
+    jax.config.update("jax_compilation_cache_dir", str(store.path) if store else None)
+    if store is None:
+        return
+    jax.config.update("jax_enable_compilation_cache", True)
+    with _jax_cache._cache_initialized_mutex:
+        _jax_cache._cache = store
+        _jax_cache._cache_initialized = True
+
+
+def _print_summary() -> None:
+    print(snapshot().summary(), file=sys.stderr)
+
+
+def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs: float = 1.0,
+                             max_size_bytes: int | None = None,
+                             xla_caches: str = "xla_gpu_per_fusion_autotune_cache_dir",
+                             summary_at_exit: bool = False) -> Path | None:
+    """Cache compiled executables on disk so the next run loads them instead of compiling.
+
+    Call it once, early; after ``jax.distributed.initialize()`` in a multi-process
+    run (the write gate reads the process index). Calling it after something was
+    compiled works: JAX's "is the cache set up" state is reset, so every later
+    compile uses the new directory (functions already compiled in this process
+    are cached the next time they are compiled).
+
+    Multi-process rule, checked in the installed jax (0.10.2): ``jax/_src/compiler.py``
+    ``_cache_write`` returns early when ``distributed.global_state.process_id != 0``
+    ("Only write cache entries from the first process. Otherwise we create problems
+    with contention for writes on some filesystems, e.g., GCS."), and
+    ``get_compile_options`` sets the XLA GPU autotune sub-cache to ``UPDATE`` on
+    process 0 and ``READ`` elsewhere. So every process reads and only process 0
+    writes; here only process 0 creates the directory, so use a shared filesystem.
+    On CPU, jax 0.10.2 puts a per-process topology fingerprint into every cache
+    key, so the other processes would never find process 0's entries; jaxlean
+    replaces that part of the key for multi-process CPU runs (see
+    :mod:`jaxlean.compile.key`), so every process hits on the next launch.
+
+    Entries are written atomically and an entry that cannot be loaded (truncated,
+    corrupted) is recompiled and replaced instead of crashing (see
+    :mod:`jaxlean.compile.file_cache`). An unwritable directory warns and leaves the
+    program running without a persistent cache.
+
+    Args:
+        path: cache directory; default ``$JAXLEAN_CACHE_DIR``, else ``~/.cache/jaxlean/xla``.
+        min_compile_secs: only compiles at least this long are written (small
+            ones are cheaper to redo than to store).
+        max_size_bytes: keep the directory under this size by deleting least
+            recently used entries (process 0, at start and after each write).
+        xla_caches: JAX's ``jax_persistent_cache_enable_xla_caches``: XLA
+            sub-caches kept next to the entries ("all", a comma list, or "none").
+        summary_at_exit: print :meth:`CacheStats.summary` to stderr at exit.
+
+    Returns:
+        The directory in use, or ``None`` when the cache could not be enabled.
+    """
+    if min_compile_secs < 0:
+        raise CacheError(f"min_compile_secs must be >= 0, got {min_compile_secs}")
+    if max_size_bytes is not None and max_size_bytes <= 0:
+        raise CacheError(f"max_size_bytes must be positive (or None for no limit), "
+                         f"got {max_size_bytes}")
+    directory = Path(path).expanduser() if path is not None else default_cache_dir()
+    install_listeners()
+    if not _cache_key.install():
+        warnings.warn("jaxlean: this jax has no jax._src.cache_key._hash_accelerator_config; "
+                      "in multi-process CPU runs only process 0 will find cache entries",
+                      stacklevel=2)
+    if _process_id() == 0:
+        if reason := _unwritable_reason(directory):
+            warnings.warn(f"jaxlean: cannot write the compilation cache at {directory} "
+                          f"({reason}); running without a persistent cache", stacklevel=2)
+            _install_store(None)
+            return None
+        if max_size_bytes is not None:
+            prune(directory, max_size_bytes)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_secs))
+    jax.config.update("jax_persistent_cache_enable_xla_caches", xla_caches)
+    _install_store(SafeFileCache(directory, max_size_bytes))
+    global _summary_registered
+    if summary_at_exit and not _summary_registered:
+        atexit.register(_print_summary)
+        _summary_registered = True
+    return directory
+
+
+def cache_stats(reset: bool = False) -> CacheStats:
+    """Persistent-cache hits, misses, writes and compile seconds saved, total and per function.
+
+    Counting starts at the first call of this function, :func:`enable_compilation_cache`
+    or :func:`compile_report`.
+
+    Args:
+        reset: start counting from zero after taking this snapshot.
+
+    Returns:
+        A :class:`CacheStats` copy; ``.functions`` maps a compiled function name to its counts.
+    """
+    return snapshot(reset)

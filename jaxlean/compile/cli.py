@@ -1,0 +1,143 @@
+"""``jaxlean cache info|clear|prune|check``: look after the persistent compilation cache.
+
+``info``, ``clear`` and ``prune`` act on a cache directory (default: the one
+:func:`jaxlean.compile.cache.enable_compilation_cache` uses); ``check`` runs a command
+twice in fresh processes and says, per compiled function, whether the second run
+hit the cache and, for a miss, why the key changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from jaxlean._units import format_bytes
+from jaxlean.compile.check import compare, run_once
+from jaxlean.compile.store import clear, default_cache_dir, list_entries, parse_size, prune
+from jaxlean.errors import CacheError
+
+console = Console(soft_wrap=True)
+
+
+def _when(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _directory(args: argparse.Namespace) -> Path:
+    return Path(args.path).expanduser() if args.path else default_cache_dir()
+
+
+def _info(args: argparse.Namespace) -> int:
+    directory = _directory(args)
+    entries = list_entries(directory)
+    if not entries:
+        console.print(f"{directory}: no cache entries")
+        return 0
+    total = format_bytes(sum(e.size for e in entries))
+    console.print(f"{directory}: {len(entries)} entries, {total}; "
+                  f"oldest used {_when(entries[0].last_used)}, "
+                  f"newest used {_when(entries[-1].last_used)}")
+    per_function: dict[str, list] = collections.defaultdict(list)
+    for entry in entries:
+        per_function[entry.function].append(entry)
+    table = Table("function", "entries", "size", "last used")
+    for name, group in sorted(per_function.items(), key=lambda item: -len(item[1])):
+        table.add_row(name, str(len(group)), format_bytes(sum(e.size for e in group)),
+                      _when(max(e.last_used for e in group)))
+    console.print(table)
+    return 0
+
+
+def _clear(args: argparse.Namespace) -> int:
+    directory = _directory(args)
+    count, freed = clear(directory)
+    console.print(f"{directory}: removed {count} entries ({format_bytes(freed)})")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    directory = _directory(args)
+    try:
+        limit = parse_size(args.max_size)
+    except CacheError as err:
+        console.print(f"[red]{err}[/red]")
+        return 2
+    removed = prune(directory, limit)
+    left = list_entries(directory)
+    console.print(f"{directory}: removed {len(removed)} least recently used entries "
+                  f"({format_bytes(sum(e.size for e in removed))}); {len(left)} entries, "
+                  f"{format_bytes(sum(e.size for e in left))} left (limit {format_bytes(limit)})")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    command = [part for part in args.command if part != "--"] if args.command else []
+    if not command:
+        console.print("[red]give the command to check after `--`, e.g. "
+                      "`jaxlean cache check -- python train.py`[/red]")
+        return 2
+    with tempfile.TemporaryDirectory(prefix="jaxlean-cache-check-") as scratch:
+        workdir = Path(args.keep) if args.keep else Path(scratch)
+        workdir.mkdir(parents=True, exist_ok=True)
+        clear(workdir / "cache")  # run 1 must start cold, also in a kept directory
+        runs = []
+        for index in (1, 2):
+            console.print(f"run {index}: {' '.join(command)}")
+            run = run_once(command, workdir, index, args.timeout)
+            if run.returncode != 0:
+                tail = run.stderr.read_text(errors="replace").splitlines()
+                tail = [line for line in tail if not line.startswith("DEBUG:")][-15:]
+                console.print(f"[red]run {index} exited with status {run.returncode}[/red]",
+                              *tail, sep="\n", markup=False)
+                return 2
+            runs.append(run)
+        verdicts = compare(*runs)
+        if not verdicts:
+            console.print("no compiles went through the persistent cache in run 2 "
+                          "(did the command compile anything with jax?)")
+            return 1
+        table = Table("function", "run 1", "run 2", "why it missed", title="cache check")
+        for verdict in verdicts:
+            style = "green" if verdict.second == "hit" else "bold red"
+            table.add_row(verdict.name, verdict.first, f"[{style}]{verdict.second}[/{style}]",
+                          "\n".join(verdict.causes))
+        console.print(table)
+        for verdict in verdicts:
+            if verdict.diff:
+                console.print(f"lowered module diff for {verdict.name}:")
+                console.print("\n".join(verdict.diff), markup=False, highlight=False)
+        misses = sum(v.second != "hit" for v in verdicts)
+        console.print(f"{len(verdicts) - misses} of {len(verdicts)} compiles hit on the "
+                      f"second run" + (f" (logs and cache kept in {workdir})" if args.keep else ""))
+        return 1 if misses else 0
+
+
+def add_cache_parser(commands: argparse._SubParsersAction) -> None:
+    """Add ``cache info|clear|prune|check`` to the ``jaxlean`` parser's subcommands."""
+    cache = commands.add_parser("cache", help="inspect, trim or check the compilation cache")
+    actions = cache.add_subparsers(dest="cache_command", required=True)
+    default = "default: $JAXLEAN_CACHE_DIR or ~/.cache/jaxlean/xla"
+    info = actions.add_parser("info", help="entries, size, oldest/newest, per-function counts")
+    info.add_argument("path", nargs="?", help=f"cache directory ({default})")
+    info.set_defaults(handler=_info)
+    clear_ = actions.add_parser("clear", help="remove every cache entry")
+    clear_.add_argument("path", nargs="?", help=f"cache directory ({default})")
+    clear_.set_defaults(handler=_clear)
+    prune_ = actions.add_parser("prune", help="remove least recently used entries")
+    prune_.add_argument("path", nargs="?", help=f"cache directory ({default})")
+    prune_.add_argument("--max-size", required=True, metavar="SIZE",
+                        help="keep at most this much, e.g. 10GB or 500MiB")
+    prune_.set_defaults(handler=_prune)
+    check = actions.add_parser(
+        "check", help="run a command twice; explain second-run misses",
+        usage="jaxlean cache check [--keep DIR] [--timeout S] -- COMMAND ...")
+    check.add_argument("--keep", metavar="DIR", help="keep the cache, logs and IR dumps in DIR")
+    check.add_argument("--timeout", type=float, help="seconds allowed per run")
+    check.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    check.set_defaults(handler=_check)

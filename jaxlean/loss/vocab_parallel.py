@@ -1,0 +1,118 @@
+"""Vocabulary-parallel heads for the chunked loss: the ``[H, V]`` head split over a mesh axis.
+
+Each device on the vocabulary axis holds ``V / n`` columns of the head and runs the
+chunked per-token statistics on its shard, with target ids shifted by the shard's
+first column (ids outside the shard hit no column and contribute 0). The per-token
+(target logit, logsumexp, entropy) are then combined across the vocabulary axis
+with a few one-float-per-token collectives, so the head is never gathered.
+Gradients flow back through the collectives into the per-shard custom VJP.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import AxisType
+from jax.sharding import PartitionSpec as P
+
+from jaxlean.errors import ConfigError
+from jaxlean.parallel.mesh import axis_names
+
+Axes = str | tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabParallel:
+    """The head's vocabulary is split over `vocab_axis` of `mesh`; tokens over `batch_axes`.
+
+    As in a ``PartitionSpec``, a tuple of axes splits with its first axis major, and
+    the tokens are split on hidden's (and targets') axis 0.
+    """
+
+    mesh: jax.sharding.Mesh
+    vocab_axis: Axes
+    batch_axes: Axes | None = None
+
+
+def _check(vp: VocabParallel, hidden: jax.Array, head: jax.Array) -> None:
+    if not isinstance(vp, VocabParallel):
+        raise ConfigError(f"vocab_parallel must be a VocabParallel, got {type(vp).__name__}")
+    mesh_axes = tuple(vp.mesh.axis_names)
+    vocab_axes, batch_axes = axis_names(vp.vocab_axis), axis_names(vp.batch_axes)
+    if not vocab_axes:
+        raise ConfigError("VocabParallel.vocab_axis names no mesh axis")
+    for kind, axes in (("vocab", vocab_axes), ("batch", batch_axes)):
+        for axis in axes:
+            if axis not in mesh_axes:
+                raise ConfigError(f"{kind} axis {axis!r} is not an axis of the mesh "
+                                  f"(mesh axes: {', '.join(map(repr, mesh_axes))})")
+    if len(set(vocab_axes + batch_axes)) < len(vocab_axes + batch_axes):
+        raise ConfigError(f"vocab axes {vocab_axes} and batch axes {batch_axes} must be "
+                          f"distinct mesh axes, each named once")
+    n_vocab = math.prod(vp.mesh.shape[a] for a in vocab_axes)
+    if head.shape[1] % n_vocab:
+        raise ConfigError(f"vocabulary size V={head.shape[1]} is not divisible by the size "
+                          f"{n_vocab} of the vocab axis {vp.vocab_axis!r}")
+    n_batch = math.prod(vp.mesh.shape[a] for a in batch_axes)
+    if hidden.shape[0] % n_batch:
+        raise ConfigError(f"hidden's leading dim {hidden.shape[0]} is not divisible by the size "
+                          f"{n_batch} of the batch axes {vp.batch_axes!r}")
+
+
+def _match_explicit(mesh: jax.sharding.Mesh, x: jax.Array, spec: P) -> jax.Array:
+    """``x`` resharded to ``spec`` on the mesh's Explicit axes (a no-op if it already is).
+
+    shard_map requires inputs typed with Explicit-axis shardings to match ``in_specs``;
+    Auto axes it reshards itself (and ``reshard`` refuses them).
+    """
+    types = zip(mesh.axis_names, mesh.axis_types, strict=True)
+    explicit = {a for a, t in types if t == AxisType.Explicit}
+    if not explicit:
+        return x
+    entries = [tuple(a for a in axis_names(e) if a in explicit) or None for e in spec]
+    return jax.reshard(x, jax.NamedSharding(mesh, P(*entries)))
+
+
+def _combine(outs: tuple[jax.Array, ...], axes: tuple[str, ...]) -> tuple[jax.Array, ...]:
+    """Global (target, lse[, entropy]) from each vocabulary shard's local statistics."""
+    target, lse_local = lax.psum(outs[0], axes), outs[1]
+    shift = lax.pmax(lax.stop_gradient(lse_local), axes)  # a constant: exact, no gradient
+    lse = shift + jnp.log(lax.psum(jnp.exp(lse_local - shift), axes))
+    if len(outs) == 2:
+        return target, lse
+    # entropy = lse - E_p[logit]; shard d holds mass exp(lse_d - lse) with mean lse_d - ent_d
+    mean_logit = lax.psum(jnp.exp(lse_local - lse) * (lse_local - outs[2]), axes)
+    return target, lse, lse - mean_logit
+
+
+def sharded_token_stats(vp: VocabParallel, stats: Callable, hidden: jax.Array, head: jax.Array,
+                        targets: jax.Array) -> tuple[jax.Array, ...]:
+    """``stats(hidden, head, targets)`` per vocabulary shard under ``shard_map``, combined.
+
+    ``hidden`` is ``[N, ..., H]`` with the batch on axis 0; ``targets`` are global ids.
+    """
+    _check(vp, hidden, head)
+    vocab_axes, batch_axes = axis_names(vp.vocab_axis), axis_names(vp.batch_axes)
+    local = head.shape[1] // math.prod(vp.mesh.shape[a] for a in vocab_axes)
+
+    def body(h, w, t):
+        # The head's gradient sums over batch shards and hidden's over vocabulary
+        # shards: marking them varying makes the transposes these psums.
+        if batch_axes:
+            w = lax.pcast(w, batch_axes, to="varying")
+        h = lax.pcast(h, vocab_axes, to="varying")
+        shard = 0
+        for axis in vocab_axes:  # linear index, first named axis major (as in the spec)
+            shard = shard * vp.mesh.shape[axis] + lax.axis_index(axis)
+        return _combine(stats(h, w, t - shard * local), vocab_axes)
+
+    batch = P(batch_axes or None)
+    specs = (batch, P(None, vocab_axes), batch)
+    inputs = (hidden, head, targets.astype(jnp.int32))
+    args = [_match_explicit(vp.mesh, x, spec) for x, spec in zip(inputs, specs, strict=True)]
+    return jax.shard_map(body, mesh=vp.mesh, in_specs=specs, out_specs=batch)(*args)

@@ -1,0 +1,414 @@
+"""fit(): a whole training run (epochs x minibatches) inside one jitted ``lax.while_loop``.
+
+A Python loop of jitted steps pays a dispatch per step and, when the step is
+written with a loop over modules and a per-leaf optimizer, a trace and
+compile that grow with the model. :func:`fit` traces the step once, runs
+every epoch (shuffling by key, validation, early stopping with best-params
+restore) in one ``lax.while_loop`` and carries packed parameters and packed
+optimizer state (:mod:`jaxlean.train.packed`), so the loop carries a few arrays.
+Progress reaches the host every ``log_every`` steps through ``jax.debug.callback``.
+
+:func:`make_train_fn` returns the jitted-to-be training function and its
+arguments, for ahead-of-time compilation and benchmarks; ``pack=False``
+builds the unpacked reference (plain optax state, one array per leaf).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from jaxlean.errors import ConfigError, DataError, NonFiniteError
+from jaxlean.train.packed import Layout, Trainable, make_layout
+
+LossFn = Callable[[Any, Any], jax.Array]
+
+
+class TrainOutput(NamedTuple):
+    """What the function of :func:`make_train_fn` returns (all device arrays).
+
+    Attributes:
+        params: final params (the best epoch's when ``patience`` is set), ordinary pytree.
+        train_loss: mean minibatch loss per epoch, ``[epochs]``; NaN after the last epoch run.
+        val_loss: validation loss per epoch, ``[epochs]``; NaN where not computed.
+        epochs_run: number of epochs run.
+        best_epoch: epoch of the lowest monitored loss (val if given, else train).
+        bad_step: global step whose loss was not finite, or -1.
+        bad_in_validation: whether that non-finite loss was the validation loss.
+    """
+
+    params: Any
+    train_loss: jax.Array
+    val_loss: jax.Array
+    epochs_run: jax.Array
+    best_epoch: jax.Array
+    bad_step: jax.Array
+    bad_in_validation: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class History:
+    """Per-epoch losses of a :func:`fit` run, trimmed to the epochs actually run.
+
+    Attributes:
+        train_loss: mean minibatch loss of each epoch (losses before each update).
+        val_loss: validation loss after each epoch, or None without ``val_data``.
+        best_epoch: epoch whose params were returned when ``patience`` is set.
+        stopped_early: whether early stopping ended the run before ``epochs``.
+        steps_per_epoch: minibatches per epoch (the last partial batch is dropped).
+    """
+
+    train_loss: np.ndarray
+    val_loss: np.ndarray | None
+    best_epoch: int
+    stopped_early: bool
+    steps_per_epoch: int
+
+
+class _Carry(NamedTuple):
+    theta: Any
+    opt_state: Any
+    best_theta: Any
+    epoch: jax.Array
+    train_hist: jax.Array
+    val_hist: jax.Array
+    best_loss: jax.Array
+    best_epoch: jax.Array
+    since_best: jax.Array
+    bad_step: jax.Array
+    bad_in_validation: jax.Array
+
+
+def _data_size(data: Any, name: str) -> int:
+    """The common leading size of every leaf of ``data``; DataError naming paths otherwise."""
+    leaves = jax.tree_util.tree_flatten_with_path(data)[0]
+    if not leaves:
+        raise DataError(f"{name} has no array leaves")
+    sizes = {}
+    for path, leaf in leaves:
+        shape = np.shape(leaf)
+        if not shape:
+            raise DataError(f"{name}{jax.tree_util.keystr(path)} is a scalar; "
+                            "every leaf needs a leading example axis")
+        sizes[jax.tree_util.keystr(path) or "<root>"] = shape[0]
+    if len(set(sizes.values())) > 1:
+        listed = ", ".join(f"{name}{path}: {size}" for path, size in sizes.items())
+        raise DataError(f"{name} leaves have different leading sizes ({listed})")
+    return next(iter(sizes.values()))
+
+
+def _check_options(epochs: int, batch_size: int, patience: int | None,
+                   log_every: int | None) -> None:
+    options = [("epochs", epochs), ("batch_size", batch_size)]
+    if log_every is not None:
+        options.append(("log_every", log_every))
+    for option, value in options:
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ConfigError(f"{option} must be a positive integer, got {value!r}")
+    if patience is not None and (not isinstance(patience, (int, np.integer)) or patience < 1):
+        raise ConfigError(f"patience must be a positive integer or None, got {patience!r}")
+
+
+def _unpacked_theta(layout: Layout, leaves: list[Any]) -> Any:
+    """The params tree with every non-trainable position replaced by None."""
+    trainable = [v if leaf is not None and leaf.group >= 0 else None
+                 for v, leaf in zip(leaves, layout.leaves, strict=True)]
+    return jax.tree_util.tree_unflatten(layout.treedef, trainable)
+
+
+def _params_from_unpacked(layout: Layout, theta: Any, frozen: tuple) -> Any:
+    leaves = layout.treedef.flatten_up_to(theta)
+    for index, value in (*layout.static, *zip(layout.frozen(), frozen, strict=True)):
+        leaves[index] = value
+    return jax.tree_util.tree_unflatten(layout.treedef, leaves)
+
+
+def make_train_fn(
+    loss_fn: LossFn,
+    params: Any,
+    data: Any,
+    tx: optax.GradientTransformation,
+    *,
+    epochs: int,
+    batch_size: int,
+    key: jax.Array,
+    val_data: Any = None,
+    patience: int | None = None,
+    log_every: int | None = None,
+    trainable: Trainable = None,
+    pack: bool = True,
+    on_step: Callable[[int, int, float], None] | None = None,
+    on_epoch: Callable[[int, float, float], None] | None = None,
+) -> tuple[Callable[..., TrainOutput], tuple]:
+    """The whole training run as one function ``fn(*args) -> TrainOutput``, not yet jitted.
+
+    Non-array leaves of ``params`` (functions, Python scalars) come back as None
+    in ``TrainOutput.params``, since a jitted function can only return arrays;
+    :func:`fit` puts them back.
+
+    ``jax.jit(fn)(*args)`` is what :func:`fit` runs; benchmarks AOT-compile it
+    (``jax.jit(fn).trace(*args).lower().compile()``). With ``pack=True`` the
+    loop carries packed buffers and ``tx`` runs on them (as :func:`packed`);
+    with ``pack=False`` it is the unpacked reference: the same loop, same
+    shuffling and the same losses, with ``tx`` on the pytree of trainable
+    leaves (plain optax state, one array per leaf and moment).
+
+    Shuffling: epoch ``e`` visits ``jax.random.permutation(jax.random.fold_in(key, e), n)``
+    in consecutive slices of ``batch_size``; the last partial batch is dropped.
+
+    Args:
+        loss_fn: ``loss_fn(params, batch) -> scalar``; sees ordinary params and a
+            batch shaped like ``data`` with leading size ``batch_size``.
+        params: initial parameters (pytree; non-array leaves stay static).
+        data: pytree of arrays sharing a leading example axis.
+        tx: optax transformation.
+        epochs, batch_size: loop sizes.
+        key: PRNG key for shuffling.
+        val_data: optional pytree evaluated as ``loss_fn(params, val_data)`` after each epoch.
+        patience: stop after this many epochs without improvement of the
+            validation loss (train loss without ``val_data``) and return the best params.
+        log_every: steps between ``on_step`` calls (default: ~50 calls per run).
+        trainable: which leaves train (pytree of bools or predicate on key path).
+        pack: packed buffers (True) or the unpacked reference (False).
+        on_step: host callback ``(step, epoch, loss)``; on_epoch: ``(epoch, train, val)``.
+
+    Returns:
+        ``(fn, args)``; ``fn(*args)`` returns a :class:`TrainOutput`.
+
+    Raises:
+        DataError: mismatched leading sizes (naming the paths), batch larger than data.
+        ConfigError: non-positive sizes.
+    """
+    _check_options(epochs, batch_size, patience, log_every)
+    size = _data_size(data, "data")
+    if val_data is not None:
+        _data_size(val_data, "val_data")
+    if batch_size > size:
+        raise DataError(f"batch_size {batch_size} is larger than the data ({size} examples)")
+    steps_per_epoch = size // batch_size
+    log_every = log_every or max(1, math.ceil(epochs * steps_per_epoch / 50))
+
+    layout = make_layout(params, trainable)
+    leaves = jax.tree_util.tree_leaves(params)
+    frozen = tuple(leaves[i] for i in layout.frozen())
+    if pack:
+        theta = layout.pack(leaves)
+        to_params = lambda theta, frozen: layout.assemble(layout.unpack(theta), frozen)
+    else:
+        theta = _unpacked_theta(layout, leaves)
+        to_params = lambda theta, frozen: _params_from_unpacked(layout, theta, frozen)
+    opt_state = tx.init(theta)
+
+    def train(theta, frozen, opt_state, data, val_data, key) -> TrainOutput:
+        def loss_and_grad(theta, batch):
+            if not pack:
+                return jax.value_and_grad(lambda t: loss_fn(to_params(t, frozen), batch))(theta)
+            # Differentiate w.r.t. the unpacked leaves and concatenate their gradients:
+            # the transpose of slicing a buffer (a pad per leaf) compiles far slower.
+            loss, grads = jax.value_and_grad(
+                lambda trainable: loss_fn(layout.assemble(trainable, frozen), batch)
+            )(layout.unpack(theta))
+            return loss, layout.pack(grads)
+
+        def run_epoch(carry: _Carry) -> _Carry:
+            order = jax.random.permutation(jax.random.fold_in(key, carry.epoch), size)
+
+            def step(inner):
+                theta, opt_state, i, loss_sum, bad_step = inner
+                index = jax.lax.dynamic_slice_in_dim(order, i * batch_size, batch_size)
+                # Indices are in bounds: "clip" gathers without the masking of "fill".
+                batch = jax.tree.map(lambda x: jnp.take(x, index, axis=0, mode="clip"), data)
+                loss, grads = loss_and_grad(theta, batch)
+                updates, opt_state = tx.update(grads, opt_state, theta)
+                theta = optax.apply_updates(theta, updates)
+                global_step = carry.epoch * steps_per_epoch + i
+                if on_step is not None:
+                    report = lambda: jax.debug.callback(on_step, global_step, carry.epoch, loss)
+                    jax.lax.cond((global_step + 1) % log_every == 0, report, lambda: None)
+                bad_step = jnp.where(jnp.isfinite(loss), bad_step, global_step)
+                return theta, opt_state, i + 1, loss_sum + loss.astype(jnp.float32), bad_step
+
+            theta, opt_state, _, loss_sum, bad_step = jax.lax.while_loop(
+                lambda inner: (inner[2] < steps_per_epoch) & (inner[4] < 0),
+                step,
+                (carry.theta, carry.opt_state, jnp.int32(0), jnp.float32(0), carry.bad_step),
+            )
+            train_loss = loss_sum / steps_per_epoch
+            val_loss = jnp.float32(jnp.nan)
+            monitored = train_loss
+            bad_in_validation = carry.bad_in_validation
+            if val_data is not None:
+                val_loss = loss_fn(to_params(theta, frozen), val_data).astype(jnp.float32)
+                monitored = val_loss
+                val_bad = (bad_step < 0) & ~jnp.isfinite(val_loss)
+                bad_in_validation = val_bad
+                last_step = (carry.epoch + 1) * steps_per_epoch - 1
+                bad_step = jnp.where(val_bad, last_step, bad_step)
+            if on_epoch is not None:
+                jax.debug.callback(on_epoch, carry.epoch, train_loss, val_loss)
+            improved = monitored < carry.best_loss
+            best_theta = carry.best_theta
+            if patience is not None:
+                best_theta = jax.tree.map(lambda new, old: jnp.where(improved, new, old),
+                                          theta, best_theta)
+            return _Carry(
+                theta=theta,
+                opt_state=opt_state,
+                best_theta=best_theta,
+                epoch=carry.epoch + 1,
+                train_hist=carry.train_hist.at[carry.epoch].set(train_loss),
+                val_hist=carry.val_hist.at[carry.epoch].set(val_loss),
+                best_loss=jnp.where(improved, monitored, carry.best_loss),
+                best_epoch=jnp.where(improved, carry.epoch, carry.best_epoch),
+                since_best=jnp.where(improved, 0, carry.since_best + 1),
+                bad_step=bad_step,
+                bad_in_validation=bad_in_validation,
+            )
+
+        def keep_going(carry: _Carry) -> jax.Array:
+            go = (carry.epoch < epochs) & (carry.bad_step < 0)
+            if patience is not None:
+                go &= carry.since_best < patience
+            return go
+
+        nan_hist = jnp.full((epochs,), jnp.nan, jnp.float32)
+        init = _Carry(theta, opt_state, theta if patience is not None else None, jnp.int32(0),
+                      nan_hist, nan_hist, jnp.float32(jnp.inf), jnp.int32(0), jnp.int32(0),
+                      jnp.int32(-1), jnp.bool_(False))
+        final = jax.lax.while_loop(keep_going, run_epoch, init)
+        result = final.best_theta if patience is not None else final.theta
+        trained = layout.strip_static(to_params(result, frozen))
+        return TrainOutput(trained, final.train_hist, final.val_hist, final.epoch,
+                           final.best_epoch, final.bad_step, final.bad_in_validation)
+
+    return train, (theta, frozen, opt_state, data, val_data, key)
+
+
+class _ProgressBar:
+    """A rich progress bar fed by the loop's host callbacks; does nothing when disabled."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.progress = None
+        if not enabled:
+            return
+        self.progress = Progress(
+            TextColumn("[bold]fit[/] epoch {task.fields[epoch]}"), BarColumn(),
+            MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),
+            TextColumn("{task.fields[val]}"), TimeElapsedColumn(),
+            console=Console(stderr=True),
+        )
+        self.task = self.progress.add_task("fit", total=total, epoch=0, loss="-", val="")
+
+    def on_step(self, step: Any, epoch: Any, loss: Any) -> None:
+        self.progress.update(self.task, completed=int(step) + 1, epoch=int(epoch) + 1,
+                             loss=f"{float(loss):.4g}")
+
+    def on_epoch(self, epoch: Any, train: Any, val: Any) -> None:
+        val_text = "" if math.isnan(float(val)) else f"val {float(val):.4g}"
+        self.progress.update(self.task, epoch=int(epoch) + 1, loss=f"{float(train):.4g}",
+                             val=val_text)
+
+    def finish(self, steps: int) -> None:
+        """Show the steps actually run (fewer than planned after early stopping)."""
+        if self.progress is not None:
+            self.progress.update(self.task, completed=steps, total=steps)
+
+    def __enter__(self) -> _ProgressBar:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def fit(
+    loss_fn: LossFn,
+    params: Any,
+    data: Any,
+    tx: optax.GradientTransformation,
+    *,
+    epochs: int,
+    batch_size: int,
+    key: jax.Array,
+    val_data: Any = None,
+    patience: int | None = None,
+    log_every: int | None = None,
+    progress: bool = True,
+    trainable: Trainable = None,
+    pack: bool = True,
+) -> tuple[Any, History]:
+    """Train ``params`` on ``data`` with ``tx``: every epoch inside one jitted ``while_loop``.
+
+    Minibatches are drawn without replacement from a fresh permutation each
+    epoch (see :func:`make_train_fn`); the last partial batch is dropped. The
+    loop carries packed params and packed optimizer state; ``loss_fn`` sees
+    ordinary params. With ``patience``, training stops after that many epochs
+    without improvement of the validation loss (the train loss without
+    ``val_data``) and the best epoch's params are returned.
+
+    Args:
+        loss_fn: ``loss_fn(params, batch) -> scalar`` loss.
+        params: initial parameters (pytree; non-array leaves stay static).
+        data: pytree of arrays sharing a leading example axis.
+        tx: optax transformation (adam, adamw, chains with clipping and schedules).
+        epochs: maximum number of passes over the data.
+        batch_size: examples per step.
+        key: PRNG key for shuffling.
+        val_data: optional pytree; ``loss_fn(params, val_data)`` after each epoch.
+        patience: epochs without improvement before stopping, or None.
+        log_every: steps between progress updates (default: ~50 per run).
+        progress: show a rich progress bar with the loss.
+        trainable: pytree of bools or predicate on the key path; frozen leaves do not change.
+        pack: carry packed buffers (default). ``False`` runs plain optax on the
+            pytree; on XLA:CPU it can compile faster for models with many
+            unstacked leaves, since unpacking costs one slice kernel per leaf.
+
+    Returns:
+        ``(params, history)``: trained params (same structure and dtypes) and a :class:`History`.
+
+    Raises:
+        DataError: mismatched leading sizes in ``data`` (naming the paths), or
+            ``batch_size`` larger than the data.
+        ConfigError: non-positive ``epochs``, ``batch_size``, ``patience`` or ``log_every``.
+        NonFiniteError: the loss became NaN or infinite; names the step and epoch.
+    """
+    size = _data_size(data, "data")
+    total = epochs * (size // batch_size) if isinstance(batch_size, int) and batch_size > 0 else 0
+    with _ProgressBar(progress, total) as bar:
+        fn, args = make_train_fn(
+            loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size, key=key,
+            val_data=val_data, patience=patience, log_every=log_every, trainable=trainable,
+            pack=pack, on_step=bar.on_step if progress else None,
+            on_epoch=bar.on_epoch if progress else None,
+        )
+        out = jax.block_until_ready(jax.jit(fn)(*args))
+        steps_per_epoch = size // batch_size
+        bar.finish(int(out.epochs_run) * steps_per_epoch)
+    bad_step = int(out.bad_step)
+    if bad_step >= 0:
+        epoch, batch = divmod(bad_step, steps_per_epoch)
+        where = "validation loss after" if bool(out.bad_in_validation) else "loss at"
+        raise NonFiniteError(
+            f"{where} step {bad_step} (epoch {epoch}, batch {batch}) is not finite; "
+            "training stopped there"
+        )
+    ran = int(out.epochs_run)
+    history = History(
+        train_loss=np.asarray(out.train_loss)[:ran],
+        val_loss=None if val_data is None else np.asarray(out.val_loss)[:ran],
+        best_epoch=int(out.best_epoch),
+        stopped_early=ran < epochs,
+        steps_per_epoch=steps_per_epoch,
+    )
+    return make_layout(params).restore_static(out.params), history

@@ -1,0 +1,278 @@
+"""token_logprobs / cross_entropy against the full-logits reference (``jax.nn.log_softmax``)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlean.errors import ConfigError, DataError, JaxleanError, StructureError
+from jaxlean.loss.chunked import cross_entropy, token_logprobs
+
+BATCH, T, H, V = 2, 13, 16, 300  # 26 tokens: ragged for every chunk size used below
+
+
+def _data(dtype=jnp.float32, seed=0):
+    k = jax.random.split(jax.random.key(seed), 4)
+    hidden = jax.random.normal(k[0], (BATCH, T, H)).astype(dtype)
+    head = (jax.random.normal(k[1], (H, V)) * 0.5).astype(dtype)
+    targets = jax.random.randint(k[2], (BATCH, T), 0, V)
+    weights = jax.random.normal(k[3], (2, BATCH, T))  # cotangents for the two outputs
+    return hidden, head, targets, weights
+
+
+def _ref_logprobs(logits, targets):
+    logprobs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    entropy = -jnp.sum(jnp.exp(logprobs) * logprobs, axis=-1)
+    return jnp.take_along_axis(logprobs, targets[..., None], axis=-1)[..., 0], entropy
+
+
+def _ref_matrix(hidden, head, targets):
+    return _ref_logprobs(hidden.astype(jnp.float32) @ head.astype(jnp.float32), targets)
+
+
+def _close(actual, expected, rtol):
+    """Elementwise close, with an absolute floor scaled to the reference's magnitude."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    atol = rtol * max(1.0, float(np.max(np.abs(expected))))
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+CHUNKINGS = [
+    dict(),  # defaults: one chunk, one vocabulary block
+    dict(chunk_size=8),  # 26 tokens -> 4 chunks of 7 (2 padded)
+    dict(chunk_size=5, vocab_chunk=64),  # vocabulary blocks, last one shifted to fit
+    dict(chunk_size=26, vocab_chunk=299),  # two blocks overlapping by 298 columns
+    dict(chunk_size=1, vocab_chunk=1),
+]
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS, ids=str)
+def test_logprobs_and_entropy_match_full_logits(chunking):
+    hidden, head, targets, w = _data()
+
+    def ours(hidden, head):
+        lp, ent = token_logprobs(hidden, head, targets, return_entropy=True, **chunking)
+        return jnp.sum(lp * w[0]) + jnp.sum(ent * w[1]), (lp, ent)
+
+    def ref(hidden, head):
+        lp, ent = _ref_matrix(hidden, head, targets)
+        return jnp.sum(lp * w[0]) + jnp.sum(ent * w[1]), (lp, ent)
+
+    (_, values), grads = jax.jit(jax.value_and_grad(ours, (0, 1), has_aux=True))(hidden, head)
+    ref_value_and_grad = jax.jit(jax.value_and_grad(ref, (0, 1), has_aux=True))
+    (_, ref_values), ref_grads = ref_value_and_grad(hidden, head)
+    assert values[0].shape == (BATCH, T) and values[0].dtype == jnp.float32
+    for a, b in zip((*values, *grads), (*ref_values, *ref_grads), strict=True):
+        _close(a, b, 1e-5)
+    only_logprobs = jax.jit(lambda h, W: token_logprobs(h, W, targets, **chunking))
+    np.testing.assert_allclose(only_logprobs(hidden, head), values[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("chunking", [dict(chunk_size=8), dict(chunk_size=8, vocab_chunk=70)],
+                         ids=str)
+def test_bf16_accumulates_in_f32(chunking):
+    hidden, head, targets, w = _data(jnp.bfloat16)
+    loss = lambda h, W: jnp.sum(token_logprobs(h, W, targets, **chunking) * w[0])
+    ref = lambda h, W: jnp.sum(_ref_matrix(h, W, targets)[0] * w[0])
+    values = jax.jit(lambda h, W: token_logprobs(h, W, targets, **chunking))(hidden, head)
+    assert values.dtype == jnp.float32
+    # bf16 products are exact in f32: the values match the f32 reference closely.
+    _close(values, _ref_matrix(hidden, head, targets)[0], 1e-5)
+    grads = jax.jit(jax.grad(loss, (0, 1)))(hidden, head)
+    assert grads[0].dtype == grads[1].dtype == jnp.bfloat16
+    for a, b in zip(grads, jax.jit(jax.grad(ref, (0, 1)))(hidden, head), strict=True):
+        _close(a, b, 2e-2)
+
+
+def test_float64_gradients_are_exact():
+    with jax.enable_x64():
+        hidden, head, targets, w = _data(jnp.float64)
+        w = w.astype(jnp.float64)
+
+        def ours(h, W):
+            lp, ent = token_logprobs(h, W, targets, chunk_size=6, vocab_chunk=41,
+                                     return_entropy=True)
+            return jnp.sum(lp * w[0] + ent * w[1])
+
+        def ref(h, W):
+            logprobs = jax.nn.log_softmax(h @ W, axis=-1)
+            ent = -jnp.sum(jnp.exp(logprobs) * logprobs, axis=-1)
+            lp = jnp.take_along_axis(logprobs, targets[..., None], axis=-1)[..., 0]
+            return jnp.sum(lp * w[0] + ent * w[1])
+
+        grads = jax.jit(jax.grad(ours, (0, 1)))(hidden, head)
+        ref_grads = jax.jit(jax.grad(ref, (0, 1)))(hidden, head)
+        assert grads[0].dtype == jnp.float64
+        for a, b in zip(grads, ref_grads, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- callable heads
+
+
+class LoRAHead(eqx.Module):
+    """A frozen head matrix plus a low-rank update and a bias, soft-capped like Gemma."""
+
+    weight: jax.Array
+    a: jax.Array
+    b: jax.Array
+    bias: jax.Array
+    cap: float = eqx.field(static=True, default=5.0)
+
+    def __call__(self, chunk):
+        logits = chunk @ self.weight + (chunk @ self.a) @ self.b + self.bias
+        return self.cap * jnp.tanh(logits / self.cap)
+
+
+def _lora_head(dtype=jnp.float32):
+    _, head, _, _ = _data(dtype)
+    k = jax.random.split(jax.random.key(1), 3)
+    return LoRAHead(head, (jax.random.normal(k[0], (H, 4)) * 0.3).astype(dtype),
+                    (jax.random.normal(k[1], (4, V)) * 0.3).astype(dtype),
+                    jax.random.normal(k[2], (V,)).astype(dtype))
+
+
+def test_equinox_module_head_gradients_reach_its_params():
+    hidden, _, targets, w = _data()
+    module = _lora_head()
+
+    def ours(module, hidden):
+        lp, ent = token_logprobs(hidden, module, targets, chunk_size=7, return_entropy=True)
+        return jnp.sum(lp * w[0] + ent * w[1])
+
+    def ref(module, hidden):
+        lp, ent = _ref_logprobs(module(hidden), targets)
+        return jnp.sum(lp * w[0] + ent * w[1])
+
+    grads = jax.jit(jax.grad(ours, (0, 1)))(module, hidden)
+    ref_grads = jax.jit(jax.grad(ref, (0, 1)))(module, hidden)
+    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads), strict=True):
+        _close(a, b, 1e-5)
+    assert float(jnp.max(jnp.abs(grads[0].a))) > 0  # the LoRA factors do get gradients
+
+
+def test_closure_head_gradients_reach_closed_over_arrays():
+    """A plain function closing over differentiated arrays (hoisted by closure_convert)."""
+    hidden, head, targets, w = _data()
+    bias = jnp.linspace(-1.0, 1.0, V)
+
+    def ours(head, bias):
+        softcapped = lambda chunk: 4.0 * jnp.tanh((chunk @ head + bias) / 4.0)
+        return jnp.sum(token_logprobs(hidden, softcapped, targets, chunk_size=4) * w[0])
+
+    def ref(head, bias):
+        return jnp.sum(_ref_logprobs(4.0 * jnp.tanh((hidden @ head + bias) / 4.0),
+                                     targets)[0] * w[0])
+
+    grads = jax.jit(jax.grad(ours, (0, 1)))(head, bias)
+    for a, b in zip(grads, jax.jit(jax.grad(ref, (0, 1)))(head, bias), strict=True):
+        _close(a, b, 1e-5)
+
+
+def test_tied_embedding_head_via_partial():
+    hidden, head, targets, w = _data()
+    embedding = head.T  # [V, H], as in tied input/output embeddings
+    tied = lambda emb: jax.tree_util.Partial(lambda e, chunk: chunk @ e.T, emb)
+    ours = lambda emb: jnp.sum(cross_entropy(hidden, tied(emb), targets, reduction="none") * w[0])
+    ref = lambda emb: -jnp.sum(_ref_logprobs(hidden @ emb.T, targets)[0] * w[0])
+    _close(jax.jit(jax.grad(ours))(embedding), jax.jit(jax.grad(ref))(embedding), 1e-5)
+
+
+def test_bf16_callable_head():
+    hidden, _, targets, w = _data(jnp.bfloat16)
+    module = _lora_head(jnp.bfloat16)
+    ours = lambda m: jnp.sum(token_logprobs(hidden, m, targets, chunk_size=8) * w[0])
+    ref = lambda m: jnp.sum(_ref_logprobs(m(hidden), targets)[0] * w[0])
+    grads, ref_grads = jax.jit(jax.grad(ours))(module), jax.jit(jax.grad(ref))(module)
+    assert grads.a.dtype == jnp.bfloat16
+    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads), strict=True):
+        _close(a, b, 3e-2)
+
+
+# ----------------------------------------------------------------------------- cross_entropy
+
+
+@pytest.mark.parametrize(("reduction", "z_loss"), [("mean", 0.0), ("sum", 1e-2), ("none", 1e-2)])
+def test_cross_entropy_mask_reduction_z_loss(reduction, z_loss):
+    hidden, head, targets, w = _data()
+    mask = jax.random.bernoulli(jax.random.key(7), 0.6, (BATCH, T))
+    targets = jnp.where(mask, targets, -100)  # ignored positions may hold any id
+
+    def ref(hidden, head):
+        logits = hidden @ head
+        lse = jax.nn.logsumexp(logits, axis=-1)
+        safe = jnp.where(mask, targets, 0)
+        nll = lse - jnp.take_along_axis(logits, safe[..., None], axis=-1)[..., 0]
+        per_token = jnp.where(mask, nll + z_loss * lse**2, 0)
+        return {"none": per_token, "sum": per_token.sum(),
+                "mean": per_token.sum() / mask.sum()}[reduction]
+
+    def ours(hidden, head):
+        return cross_entropy(hidden, head, targets, mask=mask, reduction=reduction,
+                             z_loss=z_loss, chunk_size=6, vocab_chunk=77)
+
+    _close(jax.jit(ours)(hidden, head), ref(hidden, head), 1e-5)
+    scalar = (lambda f: lambda *a: jnp.sum(f(*a) * w[0])) if reduction == "none" else (
+        lambda f: f)
+    for a, b in zip(jax.jit(jax.grad(scalar(ours), (0, 1)))(hidden, head),
+                    jax.jit(jax.grad(scalar(ref), (0, 1)))(hidden, head), strict=True):
+        _close(a, b, 1e-5)
+
+
+def test_cross_entropy_float_weights_and_empty_mask():
+    hidden, head, targets, _ = _data()
+    weights = jnp.abs(jax.random.normal(jax.random.key(3), (BATCH, T)))
+    nll = -_ref_matrix(hidden, head, targets)[0]
+    _close(cross_entropy(hidden, head, targets, mask=weights),
+           jnp.sum(nll * weights) / jnp.sum(weights), 1e-5)
+    empty = jnp.zeros((BATCH, T), bool)
+    assert float(cross_entropy(hidden, head, targets, mask=empty)) == 0.0
+    grads = jax.grad(lambda h: cross_entropy(h, head, targets, mask=empty))(hidden)
+    assert not np.any(np.asarray(grads))
+
+
+def test_memory_does_not_hold_the_logits():
+    """Compiled loss+grad keeps far less than one [T, V] float32 logits array."""
+    tokens, width, vocab = 1024, 32, 8192
+    specs = (jax.ShapeDtypeStruct((tokens, width), jnp.float32),
+             jax.ShapeDtypeStruct((width, vocab), jnp.float32),
+             jax.ShapeDtypeStruct((tokens,), jnp.int32))
+    loss = lambda h, W, t: cross_entropy(h, W, t, chunk_size=128, vocab_chunk=1024)
+    compiled = jax.jit(jax.value_and_grad(loss, (0, 1))).lower(*specs).compile()
+    temp = compiled.memory_analysis().temp_size_in_bytes
+    assert temp < tokens * vocab * 4 / 8
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def test_errors_name_the_problem():
+    hidden, head, targets, _ = _data()
+    with pytest.raises(StructureError, match=r"H = hidden's last dim 16"):
+        token_logprobs(hidden, head[:8], targets)
+    with pytest.raises(StructureError, match="targets shape"):
+        token_logprobs(hidden, head, targets[:, :5])
+    with pytest.raises(StructureError, match="integer"):
+        token_logprobs(hidden, head, targets.astype(jnp.float32))
+    with pytest.raises(StructureError, match="mask shape"):
+        cross_entropy(hidden, head, targets, mask=jnp.ones((BATCH,), bool))
+    with pytest.raises(StructureError, match="callable head must map"):
+        token_logprobs(hidden, lambda chunk: jnp.sum(chunk @ head, axis=-1), targets)
+    with pytest.raises(StructureError, match=r"callable head fails on a chunk .*\[26, 16\]"):
+        token_logprobs(hidden, lambda chunk: chunk @ head[:5], targets)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ConfigError, match="chunk_size must be a positive integer"):
+            token_logprobs(hidden, head, targets, chunk_size=bad)
+    with pytest.raises(ConfigError, match="vocab_chunk"):
+        token_logprobs(hidden, head, targets, vocab_chunk=0)
+    with pytest.raises(ConfigError, match="matrix head"):
+        token_logprobs(hidden, lambda chunk: chunk @ head, targets, vocab_chunk=64)
+    with pytest.raises(ConfigError, match="unknown reduction 'avg'"):
+        cross_entropy(hidden, head, targets, reduction="avg")
+    with pytest.raises(DataError, match=r"target id 300 at index \(1, 2\)"):
+        token_logprobs(hidden, head, targets.at[1, 2].set(V))
+    with pytest.raises(JaxleanError):
+        token_logprobs(hidden, "not a head", targets)

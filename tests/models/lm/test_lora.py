@@ -1,0 +1,122 @@
+"""LoRA: zero init is the base model, mixed batches equal merged weights, only adapters train."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxlean.errors import ConfigError
+from jaxlean.models.lm.lora import Linear, LoRA, add_lora, is_lora_path, lora_mask
+from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
+from jaxlean.train.packed import packed
+
+CONFIG = TransformerConfig(vocab_size=53, hidden_size=32, intermediate_size=40, num_layers=3,
+                           num_heads=4, num_kv_heads=2)
+TARGETS = ("q_proj", "v_proj", "o_proj", "up_proj", "down_proj", "lm_head")
+ADAPTER_LIST = [2, 0, 1]
+ADAPTER_IDS = jnp.array(ADAPTER_LIST)
+
+
+@pytest.fixture(scope="module")
+def base():
+    return Transformer(CONFIG, key=jax.random.key(0))
+
+
+@pytest.fixture(scope="module")
+def tokens():
+    return jax.random.randint(jax.random.key(1), (3, 6), 0, CONFIG.vocab_size)
+
+
+def randomize_b(model, seed):
+    """Give every adapter a non-zero ``b`` (fresh adapters have ``b = 0``)."""
+    adapters = [n for n in jax.tree.leaves(model, is_leaf=lambda n: isinstance(n, LoRA))
+                if isinstance(n, LoRA)]
+    rng = np.random.default_rng(seed)
+    new_b = [jnp.asarray(0.3 * rng.normal(size=a.b.shape), a.b.dtype) for a in adapters]
+
+    def where(m):
+        return [n.b for n in jax.tree.leaves(m, is_leaf=lambda n: isinstance(n, LoRA))
+                if isinstance(n, LoRA)]
+
+    return eqx.tree_at(where, model, new_b)
+
+
+def merged(model, index):
+    """Reference: the base model with adapter ``index`` folded into the weights (no LoRA)."""
+    def fold(node):
+        if not isinstance(node, Linear) or node.lora is None:
+            return node
+        a, b = node.lora.a[..., index, :, :], node.lora.b[..., index, :, :]
+        weight = node.weight if node.weight is not None else None
+        return Linear(weight + node.lora.scale * a @ b, None, node.tied_shape)
+
+    return jax.tree.map(fold, model, is_leaf=lambda n: isinstance(n, Linear))
+
+
+@pytest.fixture(scope="module")
+def outputs(base, tokens):
+    """Everything the two value tests compare, computed in one compiled function."""
+    fresh = add_lora(base, rank=2, num_adapters=3, alpha=4.0, key=jax.random.key(2),
+                     targets=TARGETS)
+    trained = randomize_b(fresh, 3)
+    targets = jnp.roll(tokens, -1, axis=1)
+
+    @eqx.filter_jit
+    def run(base, fresh, trained):
+        mixed = trained.logits(tokens, adapter_ids=ADAPTER_IDS)
+        refs = jnp.stack([merged(trained, i).logits(tokens[n:n + 1])[0]
+                          for n, i in enumerate(ADAPTER_LIST)])
+        logp = jnp.take_along_axis(jax.nn.log_softmax(mixed), targets[..., None], -1)
+        return dict(base=base.logits(tokens), fresh=fresh.logits(tokens, adapter_ids=ADAPTER_IDS),
+                    mixed=mixed, merged=refs, reference_loss=-logp.mean(),
+                    loss=loss(trained, tokens, targets, adapter_ids=ADAPTER_IDS))
+
+    return fresh, run(base, fresh, trained)
+
+
+def test_zero_init_adapters_reproduce_base_model(outputs):
+    fresh, out = outputs
+    assert fresh.layers.attn.q_proj.lora.a.shape == (3, 3, 32, 2)
+    assert fresh.layers.attn.k_proj.lora is None
+    np.testing.assert_allclose(out["fresh"], out["base"], rtol=1e-6, atol=1e-6)
+
+
+def test_mixed_batch_equals_each_adapter_merged_separately(outputs):
+    _, out = outputs
+    assert not np.allclose(out["mixed"][0], out["mixed"][1], atol=1e-2)
+    np.testing.assert_allclose(out["mixed"], out["merged"], rtol=1e-4, atol=1e-4)
+    # The chunked loss sees each token's own head adapter too.
+    np.testing.assert_allclose(out["loss"], out["reference_loss"], rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_only_adapter_params_get_updates(base, tokens):
+    """Adam through jaxlean's packed optimizer with only the adapters trainable."""
+    adapted = add_lora(base, rank=2, num_adapters=2, key=jax.random.key(4), targets=TARGETS)
+    adapted = randomize_b(adapted, 5)  # at b = 0 the gradient of `a` is 0
+    tx = packed(optax.adam(1e-2), trainable=is_lora_path)
+    targets = jnp.roll(tokens, -1, axis=1)
+    ids = jnp.array([1, 0, 1])
+
+    @eqx.filter_jit
+    def step(model, state):
+        grads = eqx.filter_grad(loss)(model, tokens, targets, adapter_ids=ids)
+        updates, state = tx.update(grads, state, model)
+        return eqx.apply_updates(model, updates), state
+
+    new, _ = step(adapted, tx.init(adapted))
+    changed = jax.tree.map(lambda a, b: not np.array_equal(a, b), adapted, new)
+    mask = lora_mask(adapted)
+    assert jax.tree.leaves(changed) == jax.tree.leaves(mask)
+    assert sum(jax.tree.leaves(mask)) == 2 * len(TARGETS)
+
+
+def test_add_lora_errors(base):
+    with pytest.raises(ConfigError, match="rank >= 1"):
+        add_lora(base, rank=0, key=jax.random.key(0))
+    with pytest.raises(ConfigError, match=r"no Linear projection named \['qproj'\]"):
+        add_lora(base, rank=2, key=jax.random.key(0), targets=("q_proj", "qproj"))

@@ -1,0 +1,86 @@
+"""Two processes on localhost (4 CPU devices each) train like one process, and share a cache.
+
+``examples/train_lm.py`` is launched as 2 processes joined by
+``jax.distributed`` (coordinator on 127.0.0.1) over a global ``data x fsdp``
+mesh of 8 devices; its losses must equal a single-device run's. With a
+compilation cache, only process 0 writes entries and on a second launch both
+processes load the train step from the cache.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "examples" / "train_lm.py"
+ARGS = ["--steps", "4", "--layers", "2", "--hidden", "64", "--batch", "8", "--length", "32",
+        "--vocab", "256", "--vocab-parallel"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env() -> dict:
+    return dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
+
+
+def _result(stdout: str) -> dict:
+    lines = [line for line in stdout.splitlines() if line.startswith("result: ")]
+    assert lines, stdout
+    return json.loads(lines[-1].removeprefix("result: "))
+
+
+def _launch_two(cache: Path) -> list[dict]:
+    port = _free_port()
+    procs = [subprocess.Popen(
+        [sys.executable, str(SCRIPT), *ARGS, "--devices", "4", "--data", "2", "--fsdp", "4",
+         "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
+         "--cache", str(cache)],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        done = [proc.communicate(timeout=300) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    outs = []
+    for proc, (out, err) in zip(procs, done, strict=True):
+        assert proc.returncode == 0, out[-2000:] + err[-4000:]
+        outs.append(_result(out))
+    return outs
+
+
+@pytest.mark.slow
+def test_two_processes_train_like_one_device_and_only_process_0_writes_the_cache(tmp_path):
+    single = subprocess.run([sys.executable, str(SCRIPT), *ARGS], env=_env(),
+                            capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-4000:]
+    want = _result(single.stdout)
+    assert want["devices"] == 1
+
+    cache = tmp_path / "cache"
+    first = _launch_two(cache)
+    for result in first:
+        assert (result["processes"], result["devices"]) == (2, 8)
+        np.testing.assert_allclose(result["losses"], want["losses"], rtol=1e-5)
+    assert first[0]["cache"]["writes"] > 0
+    assert first[1]["cache"]["writes"] == 0
+    assert any(cache.iterdir())
+
+    second = _launch_two(cache)
+    for result in second:
+        np.testing.assert_allclose(result["losses"], want["losses"], rtol=1e-5)
+        assert result["cache"]["step_hits"] == 1, result["cache"]
+        assert "jit(step)" not in result["cache"]["missed"], result["cache"]
+        assert result["cache"]["writes"] == 0, result["cache"]
+    # process 1's only misses are eager ops on its own devices, which process 0 never runs
+    assert second[0]["cache"]["misses"] == 0, second[0]["cache"]

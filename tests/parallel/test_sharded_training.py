@@ -1,0 +1,134 @@
+"""Transformer training on 8 CPU devices (data x FSDP) equals training on one device.
+
+The checks run in one subprocess with 8 forced host devices, so the rest of
+the suite keeps a single device.
+"""
+
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import re
+    import equinox as eqx, jax, jax.numpy as jnp, numpy as np, optax
+    from jax.sharding import PartitionSpec as P
+    from jaxlean.errors import ConfigError
+    from jaxlean.loss.chunked import VocabParallel
+    from jaxlean.models.lm.train import make_train_step, synthetic_batch
+    from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
+    from jaxlean.train.packed import packed
+    from jaxlean.parallel.mesh import (DATA, FSDP, init_sharded, make_mesh, shard_batch,
+                                       shard_model, transformer_rules)
+
+    assert jax.device_count() == 8
+    RULES = (*transformer_rules(), (r".*", P()))
+    mesh = make_mesh(data=2, fsdp=4)
+
+    def config(layers):
+        return TransformerConfig(vocab_size=256, hidden_size=64, intermediate_size=128,
+                                 num_layers=layers, num_heads=4, num_kv_heads=2)
+
+    def close(got, want, tol, what):
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            a, b = np.asarray(a), np.asarray(b)
+            scale = np.max(np.abs(b)) + 1e-30
+            assert np.max(np.abs(a - b)) <= tol * scale, (what, np.max(np.abs(a - b)) / scale)
+
+    def collectives(compiled):
+        return sorted(re.findall(r"= (\\S+) (all-gather|all-to-all|collective-permute)\\(",
+                                 compiled.as_text()))
+
+    # 1. placement: the stacked layer axis stays whole, weights split over fsdp
+    model = Transformer(config(4), key=jax.random.key(0))
+    sharded = shard_model(model, mesh, RULES)
+    assert sharded.layers.attn.q_proj.weight.sharding.spec == P(None, FSDP, None)
+    assert sharded.embed.sharding.spec == P(FSDP, None)
+    built = init_sharded(lambda: Transformer(config(4), key=jax.random.key(0)), mesh, RULES)
+    close(built, model, 0, "init_sharded")
+    assert built.lm_head.weight.sharding.spec == P(None, FSDP)
+
+    # 2. loss and gradients equal the single-device ones (remat, vocab-parallel head)
+    tokens, targets = synthetic_batch(0, 8, 32, 256)
+    stokens, stargets = shard_batch((tokens, targets), mesh)
+    assert stokens.sharding.spec == P((DATA, FSDP), None)
+    grad = eqx.filter_jit(eqx.filter_value_and_grad(loss))
+    want_loss, want_grad = grad(model, tokens, targets)
+    for remat, vp in [(None, None), ("full", None), ("full", VocabParallel(mesh, FSDP, DATA))]:
+        got_loss, got_grad = grad(sharded, stokens, stargets, remat=remat, vocab_parallel=vp)
+        close(got_loss, want_loss, 1e-6, ("loss", remat, vp))
+        close(got_grad, want_grad, 1e-5, ("grad", remat, vp))
+
+    # 3. the scanned layer stack is one trace; the remat policy still applies
+    def equations(layers, remat):
+        m = shard_model(Transformer(config(layers), key=jax.random.key(1)), mesh, RULES)
+        jaxpr = jax.make_jaxpr(lambda m: eqx.filter_grad(loss)(m, stokens, stargets,
+                                                               remat=remat))(m)
+        return len(str(jaxpr).splitlines()), "checkpoint" in str(jaxpr) or "remat" in str(jaxpr)
+    assert equations(2, "full") == equations(8, "full"), "jaxpr grows with depth"
+    assert equations(8, "full")[1] and not equations(8, None)[1]
+
+    def temp_bytes(layers, remat):
+        m = shard_model(Transformer(config(layers), key=jax.random.key(1)), mesh, RULES)
+        fn = jax.jit(lambda m, t: eqx.filter_grad(loss)(m, t, t, remat=remat))
+        return fn.lower(m, stokens).compile().memory_analysis().temp_size_in_bytes
+    assert temp_bytes(8, "full") < 0.5 * temp_bytes(8, None), (temp_bytes(8, "full"),
+                                                                 temp_bytes(8, None))
+
+    # 4. packed optimizer state: no gather or reshard of optimizer state, unlike optax.flatten
+    def update_fn(tx):
+        def update(grads, state, params):
+            updates, state = tx.update(grads, state, params)
+            return eqx.apply_updates(params, updates), state
+        return update
+    counts = {}
+    for name, tx in [("packed", packed(optax.adamw(1e-3))), ("plain", optax.adamw(1e-3)),
+                     ("flatten", optax.flatten(optax.adamw(1e-3)))]:
+        state = tx.init(sharded)
+        update = jax.jit(update_fn(tx)).lower(sharded, state, sharded).compile()
+        step = make_train_step(tx, donate=False).lower(sharded, state, stokens, stargets).compile()
+        counts[name] = (collectives(update), collectives(step))
+        print(name, "collectives in update / whole step:", len(counts[name][0]),
+              len(counts[name][1]))
+    assert counts["packed"][0] == [], counts["packed"][0]
+    assert counts["packed"][1] == counts["plain"][1], "packing added collectives to the step"
+    assert len(counts["flatten"][0]) > 0
+
+    # 5. a few training steps give the same losses (and, with SGD, parameters) as on one device
+    def train(model, batches, tx):
+        step, state, losses = make_train_step(tx, remat="full"), tx.init(model), []
+        for batch in batches:
+            model, state, value = step(model, state, *batch)
+            losses.append(float(value))
+        return losses, model
+    batches = [synthetic_batch(i, 8, 32, 256) for i in range(4)]
+    for tx, steps in [(packed(optax.adamw(1e-2)), 4), (packed(optax.sgd(0.5)), 2)]:
+        single_losses, single_model = train(Transformer(config(4), key=jax.random.key(0)),
+                                            batches[:steps], tx)
+        mesh_losses, mesh_model = train(shard_model(Transformer(config(4), key=jax.random.key(0)),
+                                                    mesh, RULES),
+                                        [shard_batch(b, mesh) for b in batches[:steps]], tx)
+        np.testing.assert_allclose(mesh_losses, single_losses, rtol=1e-5)
+        assert mesh_losses[-1] < mesh_losses[0]
+        assert mesh_model.layers.mlp.up_proj.weight.sharding.spec == P(None, FSDP, None)
+    close(mesh_model, single_model, 1e-5, "parameters after SGD steps")
+
+    # 6. errors name the leaf
+    try:
+        shard_model({"w": np.zeros((4, 6))}, mesh, [("w", P(None, FSDP))])
+    except ConfigError as error:
+        assert "['w']: dimension 1 of shape [4, 6] has size 6" in str(error), error
+    else:
+        raise AssertionError("6 columns over 4 fsdp devices should fail")
+    try:
+        shard_batch((np.zeros((6, 4), np.int32),), mesh)
+    except ConfigError as error:
+        assert "batch[0]: 6 examples" in str(error), error
+    else:
+        raise AssertionError("6 examples over 8 devices should fail")
+    print("ok")
+""")
+
+
+@pytest.mark.slow
+def test_sharded_transformer_training_on_eight_devices(run_on_devices):
+    run_on_devices(SCRIPT, devices=8)
