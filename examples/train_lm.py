@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import time
+from functools import partial
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,8 +70,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     from jaxlean import cache_stats, enable_compilation_cache, packed
     from jaxlean.loss.chunked import VocabParallel
-    from jaxlean.models.lm.train import make_train_step, synthetic_batch
+    from jaxlean.models.lm.data import synthetic_batch
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig
+    from jaxlean.models.lm.transformer import loss as lm_loss
     from jaxlean.parallel.distributed import initialize
     from jaxlean.parallel.mesh import (
         DATA,
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
         shard_batch,
         transformer_rules,
     )
+    from jaxlean.train.step import make_train_step
 
     info = initialize(args.coordinator, args.num_processes, args.process_id)
     if args.cache:
@@ -97,8 +100,8 @@ def main(argv: list[str] | None = None) -> dict:
     tx = packed(optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(args.lr)))
     opt_state = tx.init(model)
     vocab_parallel = VocabParallel(mesh, FSDP, DATA) if args.vocab_parallel else None
-    step = make_train_step(tx, remat=None if args.remat == "none" else args.remat,
-                           vocab_parallel=vocab_parallel)
+    remat = None if args.remat == "none" else args.remat
+    step = make_train_step(partial(lm_loss, remat=remat, vocab_parallel=vocab_parallel), tx)
 
     losses = []
     start = time.perf_counter()

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -82,14 +83,15 @@ def _refeeding(step: Any, model: Any, opt_state: Any, tokens: Any,
 def _measure_layout(model: Any, data: tuple, mesh: Any, rules: Any,
                     tx: Any) -> tuple[dict[str, Any], Callable[[], Any]]:
     """Bytes, XLA memory and losses of one layout's donating step, and a call to time it."""
-    from jaxlean.models.lm.train import make_train_step
+    from jaxlean.models.lm.transformer import loss
     from jaxlean.parallel.mesh import shard_batch, shard_model
+    from jaxlean.train.step import make_train_step
 
     sharded = shard_model(model, mesh, rules)
     opt_state = tx.init(sharded)
     batch = shard_batch(data, mesh)
     state_bytes = _device_bytes((sharded, opt_state))
-    step = make_train_step(tx, remat="full")
+    step = make_train_step(partial(loss, remat="full"), tx)
     memory = step.lower(sharded, opt_state, *batch).compile().memory_analysis()
     trained, trained_state, first_loss = step(sharded, opt_state, *batch)
     trained, trained_state, after_loss = step(trained, trained_state, *batch)
@@ -107,7 +109,7 @@ def measure_in_this_process(quick: bool) -> dict[str, Any]:
     import numpy as np
 
     from jaxlean.bench._measure import wall_times
-    from jaxlean.models.lm.train import synthetic_batch
+    from jaxlean.models.lm.data import synthetic_batch
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
     jax.config.update("jax_enable_compilation_cache", False)

@@ -6,8 +6,8 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from jaxlean.errors import ConfigError
+from jaxlean.models.lm.data import synthetic_batch
 from jaxlean.models.lm.lora import add_lora
-from jaxlean.models.lm.train import synthetic_batch
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 from jaxlean.parallel.distributed import (
     ENV_COORDINATOR,

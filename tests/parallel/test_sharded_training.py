@@ -10,11 +10,14 @@ import pytest
 
 SCRIPT = textwrap.dedent("""
     import re
+    from functools import partial
+
     import equinox as eqx, jax, jax.numpy as jnp, numpy as np, optax
     from jax.sharding import PartitionSpec as P
     from jaxlean.errors import ConfigError
     from jaxlean.loss.chunked import VocabParallel
-    from jaxlean.models.lm.train import make_train_step, synthetic_batch
+    from jaxlean.models.lm.data import synthetic_batch
+    from jaxlean.train.step import make_train_step
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
     from jaxlean.train.packed import packed
     from jaxlean.parallel.mesh import (DATA, FSDP, init_sharded, make_mesh, shard_batch,
@@ -85,7 +88,8 @@ SCRIPT = textwrap.dedent("""
                      ("flatten", optax.flatten(optax.adamw(1e-3)))]:
         state = tx.init(sharded)
         update = jax.jit(update_fn(tx)).lower(sharded, state, sharded).compile()
-        step = make_train_step(tx, donate=False).lower(sharded, state, stokens, stargets).compile()
+        step = make_train_step(loss, tx, donate=False).lower(sharded, state, stokens,
+                                                              stargets).compile()
         counts[name] = (collectives(update), collectives(step))
         print(name, "collectives in update / whole step:", len(counts[name][0]),
               len(counts[name][1]))
@@ -95,7 +99,7 @@ SCRIPT = textwrap.dedent("""
 
     # 5. a few training steps give the same losses (and, with SGD, parameters) as on one device
     def train(model, batches, tx):
-        step, state, losses = make_train_step(tx, remat="full"), tx.init(model), []
+        step, state, losses = make_train_step(partial(loss, remat="full"), tx), tx.init(model), []
         for batch in batches:
             model, state, value = step(model, state, *batch)
             losses.append(float(value))
