@@ -1,10 +1,13 @@
-"""Comparing pytrees by structure: the first place two layers differ, in the user's terms.
+"""Comparing pytrees by structure: the first place two trees differ, in the user's terms.
 
 Two layers can be stacked when they have the same pytree structure, the same
 shape and dtype at every array leaf, and equal values at every other leaf
 (activation functions, sizes, Equinox static fields). :func:`first_difference`
 walks both trees one level at a time and says where that fails, as a pytree
-path (``.mlp.weight``, ``['blocks'][2]``).
+path (``.mlp.weight``, ``['blocks'][2]``). It is the one structural comparison
+of the library: stacking layers, grouping modules into runs, and checking that
+a layer keeps the shape of its input (``jax.ShapeDtypeStruct`` leaves compare
+like arrays) all use it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ import numpy as np
 def is_array(leaf: Any) -> bool:
     """Array leaves are stacked; everything else is static and must be equal."""
     return isinstance(leaf, (jax.Array, np.ndarray, np.generic))
+
+
+def _is_array_like(leaf: Any) -> bool:
+    return is_array(leaf) or isinstance(leaf, jax.ShapeDtypeStruct)
 
 
 def _describe(value: Any) -> str:
@@ -42,10 +49,10 @@ def first_difference(a: Any, b: Any, path: tuple = ()) -> str | None:
     """Where ``a`` and ``b`` stop being stackable, described in words; ``None`` if they match."""
     where = jax.tree_util.keystr(path) or "<root>"
     if type(a) is not type(b):
-        if is_array(a) or is_array(b):
+        if _is_array_like(a) or _is_array_like(b):
             return f"at {where}: type {type(a).__name__} vs {type(b).__name__}"
         return f"at {where}: {_describe(a)} vs {_describe(b)}"
-    if is_array(a):
+    if _is_array_like(a):
         if a.shape != b.shape or a.dtype != b.dtype:
             return f"at {where}: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}"
         return None

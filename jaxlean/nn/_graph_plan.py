@@ -2,8 +2,9 @@
 
 From the node names and the edge dict this module validates the graph
 (reserved and unknown names, cycles, unconnected inputs), orders it
-topologically, finds the maximal chains of identical modules that can run as
-one ``scan_layers``, and records how each node's input is assembled from the
+topologically, finds the maximal chains (each node's whole output is the next
+node's only input), has :mod:`jaxlean.nn._runs` split each chain into runs of
+identical modules, and records how each node's input is assembled from the
 edges. Nothing here computes on JAX arrays; the result is hashable static metadata.
 """
 
@@ -14,10 +15,8 @@ import heapq
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jax
-
-from jaxlean._pytree import first_difference, is_array
 from jaxlean.errors import GraphError
+from jaxlean.nn._runs import Run, block_kind, chain_runs
 
 INPUT, OUTPUT = "input", "output"
 RESERVED = (INPUT, OUTPUT)
@@ -44,23 +43,33 @@ class Edge:
 
     @property
     def plain(self) -> bool:
-        """Whole output to whole input: the kind of link a scanned chain is made of."""
+        """Whole output to whole input: the kind of link a chain is made of."""
         return not self.source_path and not self.target_path
 
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """One step of the plan: a single node, or a chain of nodes run as one scan."""
+    """One step of the plan: a single node, or a run of nodes executed as one scan.
+
+    Attributes:
+        nodes: the nodes of the step, in order.
+        kind: the type names of one block of the run (``"Dense"``, ``"Linear, MLP"``).
+        run: where the step lies in its chain (its period and number of repeats).
+        chain: index of the run's stacked parameters in ``Graph.chains``; ``None``
+            for a node run alone.
+    """
 
     nodes: tuple[str, ...]
     kind: str
+    run: Run
     chain: int | None = None
 
     def __str__(self) -> str:
         if self.chain is None:
             return f"{self.nodes[0]} ({self.kind})"
         names = self.nodes if len(self.nodes) <= 4 else (*self.nodes[:2], "...", self.nodes[-1])
-        return f"scan {len(self.nodes)} x {self.kind}: {' -> '.join(names)}"
+        block = self.kind if self.run.period == 1 else f"[{self.kind}]"
+        return f"scan {self.run.repeats} x {block}: {' -> '.join(names)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +88,7 @@ class Plan:
 
     @property
     def num_chains(self) -> int:
+        """The number of scanned runs (the length of ``Graph.chains``)."""
         return sum(step.chain is not None for step in self.steps)
 
     def input_spec(self, target: str) -> Spec:
@@ -87,7 +97,7 @@ class Plan:
     def __str__(self) -> str:
         scanned = sum(len(step.nodes) for step in self.steps if step.chain is not None)
         lines = [f"plan: {_count(len(self.steps), 'step')} for {_count(len(self.nodes), 'node')}"
-                 f" ({_count(self.num_chains, 'scanned chain')} covering "
+                 f" ({_count(self.num_chains, 'scanned run')} covering "
                  f"{_count(scanned, 'node')})"]
         lines += [f"  {i}. {step}" for i, step in enumerate(self.steps, start=1)]
         if self.unused:
@@ -250,8 +260,8 @@ def input_spec(target: str, incoming: Sequence[tuple[int, Edge]]) -> Spec:
     return _slots_spec(target, slots, ())
 
 
-def _links(order: Sequence[str], edges: Sequence[Edge], modules: Mapping[str, Any]) -> dict:
-    """``u -> v`` where u's whole output is v's only input, and u, v are stackable alike."""
+def _links(order: Sequence[str], edges: Sequence[Edge]) -> dict:
+    """``u -> v`` where u's whole output is its only output and v's only input."""
     outgoing: dict[str, list[Edge]] = {name: [] for name in order}
     incoming: dict[str, list[Edge]] = {name: [] for name in order}
     for edge in edges:
@@ -264,19 +274,14 @@ def _links(order: Sequence[str], edges: Sequence[Edge], modules: Mapping[str, An
         if len(outgoing[name]) != 1:
             continue
         edge = outgoing[name][0]
-        if (edge.plain and edge.target in incoming and len(incoming[edge.target]) == 1
-                and _stackable(modules[name], modules[edge.target])):
+        if edge.plain and edge.target in incoming and len(incoming[edge.target]) == 1:
             links[name] = edge.target
     return links
 
 
-def _stackable(a: Any, b: Any) -> bool:
-    has_arrays = any(is_array(leaf) for leaf in jax.tree_util.tree_leaves(a))
-    return has_arrays and first_difference(a, b) is None
-
-
-def _steps(order: Sequence[str], links: Mapping[str, str],
-           modules: Mapping[str, Any]) -> tuple[Step, ...]:
+def _steps(order: Sequence[str], links: Mapping[str, str], modules: Mapping[str, Any],
+           scan: bool) -> tuple[Step, ...]:
+    """Each maximal chain, at its first node's place in ``order``, split into runs."""
     linked_to = set(links.values())
     steps, chains = [], 0
     for name in order:
@@ -285,12 +290,13 @@ def _steps(order: Sequence[str], links: Mapping[str, str],
         chain = [name]
         while chain[-1] in links:
             chain.append(links[chain[-1]])
-        kind = type(modules[name]).__name__
-        if len(chain) == 1:
-            steps.append(Step((name,), kind))
-        else:
-            steps.append(Step(tuple(chain), kind, chains))
-            chains += 1
+        chain_modules = [modules[node] for node in chain]
+        for run in chain_runs(chain_modules, scan=scan):
+            kind = block_kind(chain_modules[run.start:run.start + run.period])
+            index = None
+            if run.scanned:
+                index, chains = chains, chains + 1
+            steps.append(Step(tuple(chain[run.start:run.stop]), kind, run, index))
     return tuple(steps)
 
 
@@ -300,7 +306,7 @@ def build_plan(modules: Mapping[str, Any], edges: Any, *, scan: bool = True) -> 
     Args:
         modules: node name -> callable pytree, in the user's order.
         edges: source -> target or list of targets (see :class:`~jaxlean.nn.graph.Graph`).
-        scan: find chains of identical modules and run each as one scan.
+        scan: find runs of identical modules in each chain and run each as one scan.
 
     Returns:
         The :class:`Plan`.
@@ -326,6 +332,6 @@ def build_plan(modules: Mapping[str, Any], edges: Any, *, scan: bool = True) -> 
             raise GraphError(f"node {name!r} has no input connected; add an edge into it "
                              f"(for example 'input' -> {name!r})")
     inputs = tuple((target, input_spec(target, incoming[target])) for target in (*run, OUTPUT))
-    links = _links(run, kept, modules) if scan else {}
-    return Plan(_steps(run, links, modules), tuple(kept), inputs,
+    steps = _steps(run, _links(run, kept), modules, scan)
+    return Plan(steps, tuple(kept), inputs,
                 tuple(name for name in names if name not in used))

@@ -83,23 +83,24 @@ def depth_of(stacked: Any) -> int:
     return next(iter(sizes))
 
 
+def take_layers(stacked: T, index: int | slice) -> T:
+    """Layer ``index`` of a stacked pytree (an int drops the layer axis), or layers ``index``
+    (a slice keeps it). Non-array leaves are shared by every layer and kept as they are.
+
+    The one way layers are sliced out of a stack: :func:`unstack`, ``scan_layers``'
+    blocks, and the run planner's single modules all use it.
+    """
+    return jax.tree.map(lambda leaf: leaf[index] if is_array(leaf) else leaf, stacked)
+
+
 def unstack(stacked: T) -> list[T]:
     """Split a stacked pytree back into its layers (exact inverse of :func:`stack`)."""
-    depth = depth_of(stacked)
-    return [
-        jax.tree.map(lambda leaf, i=i: leaf[i] if is_array(leaf) else leaf, stacked)
-        for i in range(depth)
-    ]
+    return [take_layers(stacked, i) for i in range(depth_of(stacked))]
 
 
-def _take_layers(tree: Any, start: int, stop: int, blocks: int | None = None) -> Any:
-    """Layers ``start:stop`` of stacked arrays, optionally reshaped to ``[blocks, k, ...]``."""
-
-    def take(leaf):
-        leaf = leaf[start:stop]
-        return leaf.reshape(blocks, -1, *leaf.shape[1:]) if blocks else leaf
-
-    return jax.tree.map(take, tree)
+def _split_blocks(tree: Any, blocks: int) -> Any:
+    """Reshape the layer axis ``[blocks * k, ...]`` of every array to ``[blocks, k, ...]``."""
+    return jax.tree.map(lambda leaf: leaf.reshape(blocks, -1, *leaf.shape[1:]), tree)
 
 
 def _merge_blocks(tree: Any) -> Any:
@@ -127,6 +128,15 @@ def auto_block_size(depth: int, carry_bytes: int, layer_bytes: int) -> int:
         return -(-depth // k) * carry_bytes + k * (carry_bytes + layer_bytes) + remainder_cost
 
     return min(range(depth, 0, -1), key=cost)
+
+
+def check_nested(nested: Nested) -> None:
+    """Reject a ``nested`` option that is not ``None``, ``"auto"`` or a positive int."""
+    if nested is None or nested == "auto":
+        return
+    if isinstance(nested, bool) or not isinstance(nested, int) or nested < 1:
+        raise ConfigError(
+            f"nested must be a positive number of layers per block or 'auto', got {nested!r}")
 
 
 def auto_nested(stacked: Any, init: Any, xs: Any = None) -> int:
@@ -170,6 +180,7 @@ def scan_layers(
     Returns:
         ``(carry, ys)``: the final carry and the per-layer outputs stacked along axis 0.
     """
+    check_nested(nested)
     depth = depth_of(stacked)
     if xs is not None:
         for path, leaf in jax.tree_util.tree_flatten_with_path(xs)[0]:
@@ -191,9 +202,6 @@ def scan_layers(
         nested = auto_nested(params, init, xs)
         if nested in (1, depth):
             return lax.scan(layer_body, init, (params, xs), unroll=unroll)
-    if isinstance(nested, bool) or not isinstance(nested, int) or nested < 1:
-        raise ConfigError(
-            f"nested must be a positive number of layers per block or 'auto', got {nested!r}")
 
     def run_block(carry, block_inputs):
         return lax.scan(layer_body, carry, block_inputs, unroll=unroll)
@@ -202,11 +210,11 @@ def scan_layers(
     blocks, remainder = divmod(depth, nested)
     carry, ys_parts = init, []
     if blocks:
-        inputs = _take_layers((params, xs), 0, blocks * nested, blocks)
+        inputs = _split_blocks(take_layers((params, xs), slice(0, blocks * nested)), blocks)
         carry, block_ys = lax.scan(block_body, carry, inputs)
         ys_parts.append(_merge_blocks(block_ys))
     if remainder:
-        inputs = _take_layers((params, xs), blocks * nested, depth)
+        inputs = take_layers((params, xs), slice(blocks * nested, depth))
         carry, tail_ys = block_body(carry, inputs)
         ys_parts.append(tail_ys)
     if len(ys_parts) == 1:

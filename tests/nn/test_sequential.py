@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxlean import Sequential
-from jaxlean.nn.sequential import Run, plan_runs
+from jaxlean.nn._runs import Run, plan_runs
 
 
 def linear(key, n_in=4, n_out=4):
