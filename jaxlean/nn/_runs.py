@@ -59,7 +59,8 @@ class Run:
     def __str__(self) -> str:
         if not self.scanned:
             return f"module {self.start} alone"
-        return f"modules {self.start}..{self.stop - 1}: scan {self.repeats} x {self.period}"
+        return (f"modules {self.start}..{self.stop - 1}: a block of {self.period} scanned "
+                f"{self.repeats} times")
 
 
 @dataclasses.dataclass(frozen=True)
