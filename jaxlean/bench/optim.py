@@ -72,12 +72,13 @@ def _groups() -> dict[str, Any]:
             "no_decay": optax.adamw(1e-3, weight_decay=0.0)}
 
 
-def _optimizers(params: Any) -> dict[str, Any]:
+def _optimizers() -> dict[str, Any]:
+    """Labels go as a function: a label tree of Equinox modules would be callable itself."""
     import optax
 
     from jaxlean.train.packed import packed
 
-    return {"per-leaf": optax.multi_transform(_groups(), _labels(params)),
+    return {"per-leaf": optax.multi_transform(_groups(), _labels),
             "packed": packed(_groups(), labels=_labels)}
 
 
@@ -134,7 +135,7 @@ def _measure_case(params: Any, repeats: int) -> dict[str, dict[str, Any]]:
 
     grads = _grads(params)
     rows, calls, results = {}, [], {}
-    for name, tx in _optimizers(params).items():
+    for name, tx in _optimizers().items():
         state = tx.init(params)
         compiled = aot_compile(_step(tx), params, state, grads)
         results[name] = jax.block_until_ready(compiled.executable(params, state, grads))

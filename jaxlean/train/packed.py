@@ -120,6 +120,13 @@ class Layout:
         transformation is a :class:`MatrixTransformation` packs its leaves of
         two or more axes into ``[B, m, n]`` buffers by matrix shape.
 
+        Args:
+            params: the params pytree, concrete arrays (their shardings are read).
+            trainable: see :func:`packed`.
+            labels: see :func:`packed`.
+            transforms: group name -> transformation; ``None`` (one group) when
+                ``labels`` is None.
+
         Raises:
             StructureError: ``trainable``/``labels`` do not match ``params``, a
                 label names no group, or a matrix group without fallback gets a
