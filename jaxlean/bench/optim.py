@@ -255,7 +255,9 @@ def run(ctx: BenchContext) -> BenchResult:
     result.notes.append(
         "scanned: layers stacked [L, m, n] (per-leaf Muon already vmaps over L inside one leaf); "
         "per-layer: the L layers as separate modules (per leaf, L Newton-Schulz iterations per "
-        "projection; packed batches all same-shape matrices into one [B, m, n] buffer).")
+        "projection; packed batches all same-shape matrices into one [B, m, n] buffer). "
+        "Packed traces a far smaller program, but on XLA:CPU unpacking costs one slice kernel "
+        "per leaf, so its XLA compile is not smaller for many unstacked leaves.")
     result.notes.append(
         f"Sharded: mesh fsdp={DEVICES} over forced host devices sharing {os.cpu_count()} CPU "
         "cores, transformer_rules() (projections [L, in, out] split along `in`). Packed Muon "
