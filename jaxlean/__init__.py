@@ -30,7 +30,8 @@ from jaxlean.nn.layers import scan_layers, stack, unstack
 from jaxlean.nn.remat import resolve_policy
 from jaxlean.nn.sequential import Sequential
 from jaxlean.train.fit import History, TrainOutput, fit, make_train_fn
-from jaxlean.train.packed import PackedParams, pack_params, packed, unpack_params
+from jaxlean.train.muon import MatrixTransformation, matrix_transform, muon
+from jaxlean.train.packed import Layout, packed
 
 __version__ = "0.1.0"
 
@@ -47,9 +48,10 @@ __all__ = [
     "GraphError",
     "History",
     "JaxleanError",
+    "Layout",
+    "MatrixTransformation",
     "MorphologyError",
     "NonFiniteError",
-    "PackedParams",
     "Sequential",
     "StructureError",
     "TrainOutput",
@@ -63,7 +65,8 @@ __all__ = [
     "enable_compilation_cache",
     "fit",
     "make_train_fn",
-    "pack_params",
+    "matrix_transform",
+    "muon",
     "packed",
     "resolve_policy",
     "scan_layers",
@@ -71,6 +74,5 @@ __all__ = [
     "token_logprobs",
     "tree_solve",
     "tridiagonal_solve",
-    "unpack_params",
     "unstack",
 ]

@@ -24,11 +24,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from jaxlean.errors import ConfigError, DataError, NonFiniteError
-from jaxlean.train.packed import Layout, Trainable, make_layout
+from jaxlean.train._groups import Trainable
+from jaxlean.train._progress import ProgressBar
+from jaxlean.train.packed import Layout
 
 LossFn = Callable[[Any, Any], jax.Array]
 
@@ -118,20 +118,6 @@ def _check_options(epochs: int, batch_size: int, patience: int | None,
         raise ConfigError(f"patience must be a positive integer or None, got {patience!r}")
 
 
-def _unpacked_theta(layout: Layout, leaves: list[Any]) -> Any:
-    """The params tree with every non-trainable position replaced by None."""
-    trainable = [v if leaf is not None and leaf.group >= 0 else None
-                 for v, leaf in zip(leaves, layout.leaves, strict=True)]
-    return jax.tree_util.tree_unflatten(layout.treedef, trainable)
-
-
-def _params_from_unpacked(layout: Layout, theta: Any, frozen: tuple) -> Any:
-    leaves = layout.treedef.flatten_up_to(theta)
-    for index, value in (*layout.static, *zip(layout.frozen(), frozen, strict=True)):
-        leaves[index] = value
-    return jax.tree_util.tree_unflatten(layout.treedef, leaves)
-
-
 def make_train_fn(
     loss_fn: LossFn,
     params: Any,
@@ -197,15 +183,14 @@ def make_train_fn(
     steps_per_epoch = size // batch_size
     log_every = log_every or max(1, math.ceil(epochs * steps_per_epoch / 50))
 
-    layout = make_layout(params, trainable)
-    leaves = jax.tree_util.tree_leaves(params)
-    frozen = tuple(leaves[i] for i in layout.frozen())
+    layout = Layout.plan(params, trainable)
+    frozen = layout.frozen(params)
     if pack:
-        theta = layout.pack(leaves)
-        to_params = lambda theta, frozen: layout.assemble(layout.unpack(theta), frozen)
+        theta = layout.pack(params)
+        to_params = lambda theta, frozen: layout.merge(layout.unpack(theta), frozen)
     else:
-        theta = _unpacked_theta(layout, leaves)
-        to_params = lambda theta, frozen: _params_from_unpacked(layout, theta, frozen)
+        theta = layout.select(params)
+        to_params = layout.merge
     opt_state = tx.init(theta)
 
     def train(theta, frozen, opt_state, data, val_data, key) -> TrainOutput:
@@ -215,7 +200,7 @@ def make_train_fn(
             # Differentiate w.r.t. the unpacked leaves and concatenate their gradients:
             # the transpose of slicing a buffer (a pad per leaf) compiles far slower.
             loss, grads = jax.value_and_grad(
-                lambda trainable: loss_fn(layout.assemble(trainable, frozen), batch)
+                lambda trainable: loss_fn(layout.merge(trainable, frozen), batch)
             )(layout.unpack(theta))
             return loss, layout.pack(grads)
 
@@ -293,45 +278,6 @@ def make_train_fn(
     return train, (theta, frozen, opt_state, data, val_data, key)
 
 
-class _ProgressBar:
-    """A rich progress bar fed by the loop's host callbacks; does nothing when disabled."""
-
-    def __init__(self, enabled: bool, total: int):
-        self.progress = None
-        if not enabled:
-            return
-        self.progress = Progress(
-            TextColumn("[bold]fit[/] epoch {task.fields[epoch]}"), BarColumn(),
-            MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),
-            TextColumn("{task.fields[val]}"), TimeElapsedColumn(),
-            console=Console(stderr=True),
-        )
-        self.task = self.progress.add_task("fit", total=total, epoch=0, loss="-", val="")
-
-    def on_step(self, step: Any, epoch: Any, loss: Any) -> None:
-        self.progress.update(self.task, completed=int(step) + 1, epoch=int(epoch) + 1,
-                             loss=f"{float(loss):.4g}")
-
-    def on_epoch(self, epoch: Any, train: Any, val: Any) -> None:
-        val_text = "" if math.isnan(float(val)) else f"val {float(val):.4g}"
-        self.progress.update(self.task, epoch=int(epoch) + 1, loss=f"{float(train):.4g}",
-                             val=val_text)
-
-    def finish(self, steps: int) -> None:
-        """Show the steps actually run (fewer than planned after early stopping)."""
-        if self.progress is not None:
-            self.progress.update(self.task, completed=steps, total=steps)
-
-    def __enter__(self) -> _ProgressBar:
-        if self.progress is not None:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-
 def fit(
     loss_fn: LossFn,
     params: Any,
@@ -385,7 +331,7 @@ def fit(
     """
     size = _data_size(data, "data")
     total = epochs * (size // batch_size) if isinstance(batch_size, int) and batch_size > 0 else 0
-    with _ProgressBar(progress, total) as bar:
+    with ProgressBar(progress, total) as bar:
         fn, args = make_train_fn(
             loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size, key=key,
             val_data=val_data, patience=patience, log_every=log_every, trainable=trainable,
@@ -411,4 +357,4 @@ def fit(
         stopped_early=ran < epochs,
         steps_per_epoch=steps_per_epoch,
     )
-    return make_layout(params).restore_static(out.params), history
+    return Layout.plan(params).restore_static(out.params), history

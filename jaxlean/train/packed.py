@@ -1,25 +1,28 @@
-"""Optax state packed per (dtype, sharding): a few flat buffers instead of one array per leaf.
+"""Optax state packed per (group, dtype, sharding): a few buffers instead of one array per leaf.
 
 An optimizer over N parameter leaves keeps ~2N state arrays and emits N small
 updates; inside a training loop that is a carry of ~4N arrays, and trace and
 compile time grow with N. :func:`packed` concatenates the trainable leaves
-into one flat buffer per (dtype, sharding) group, so the wrapped optax
-transformation sees a handful of buffers whatever the model size. Unlike
-``optax.flatten`` it never promotes dtypes (bf16 stays bf16), and leaves
-sharded over a mesh are packed shard by shard (``shard_map``), so packing
-moves no data between devices.
+into one buffer per (group, dtype, sharding), so each wrapped transformation
+sees a handful of buffers whatever the model size. Unlike ``optax.flatten`` it
+never promotes dtypes (bf16 stays bf16), and leaves sharded over a mesh are
+packed shard by shard (``shard_map``), so packing moves no data between devices.
 
-:func:`pack_params` / :func:`unpack_params` expose the same packing for
-training loops (``fit``) that carry packed parameters themselves.
+Groups (``labels=``, as in ``optax.multi_transform``) give leaves their own
+transformation: a learning rate for embeddings, no weight decay on norms, or a
+matrix optimizer (:mod:`jaxlean.train.muon`) whose buffers are ``[B, m, n]``
+stacks of every same-shape matrix, batch axis sharded over the mesh.
+
+:class:`Layout` is the packing plan; training loops that carry packed
+parameters themselves (``fit``) use it directly.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,23 +31,29 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxlean._pytree import is_array
-from jaxlean.errors import StructureError
+from jaxlean.errors import ConfigError, StructureError
 from jaxlean.parallel.mesh import axis_names
+from jaxlean.train._groups import Labels, Trainable, leaf_labels, trainable_flags
+from jaxlean.train.muon import MatrixTransformation
 
-Trainable = Any | Callable[[tuple], bool] | None
-"""A pytree of bools (a prefix of the params tree), a predicate on a leaf's key path, or None."""
+__all__ = ["Labels", "Layout", "PackedState", "Trainable", "packed"]
 
 _REPLICATED = ("replicated",)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Leaf:
-    """Where one parameter leaf lives: frozen (``group == -1``) or a slice of a buffer."""
+    """Where one parameter leaf lives: frozen (``buffer == -1``) or a slice of a buffer.
+
+    ``start`` counts elements in a flat buffer and matrices in a matrix buffer;
+    ``local_shape`` is the leaf's block on one device as packed; ``spec`` the
+    leaf's own ``PartitionSpec`` when its buffer is sharded.
+    """
 
     path: str
     shape: tuple[int, ...]
     dtype: np.dtype
-    group: int
+    buffer: int
     start: int = 0
     local_shape: tuple[int, ...] = ()
     spec: P | None = None
@@ -55,64 +64,166 @@ class _Leaf:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Group:
-    """One buffer: the leaves of one dtype and one placement, concatenated.
+class _Buffer:
+    """One buffer: the leaves of one part, dtype and placement, concatenated.
 
-    ``mesh``/``axes`` are set for leaves sharded over a mesh: the buffer is then
-    1-D, split over ``axes`` and holds, on every device, that device's blocks.
+    Flat buffers are 1-D; matrix buffers are ``[count, m, n]`` (``matrix`` is
+    ``(m, n)``). ``size`` counts elements (flat) or matrices (matrix) on one
+    device. With ``mesh`` set, the buffer is split over ``axes`` along its first
+    axis and holds on every device that device's blocks.
     """
 
+    part: int
     dtype: np.dtype
     size: int
+    matrix: tuple[int, int] | None = None
     mesh: Any = None
     axes: tuple[str, ...] = ()
+
+    def spec(self) -> P:
+        return P(self.axes) if self.matrix is None else P(self.axes, None, None)
 
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
     """The static packing plan of a params pytree (hashable: it travels as pytree aux data).
 
+    Build it with :meth:`plan` from concrete arrays (so shardings are seen).
+    ``pack`` turns a tree shaped like the params (params, gradients) into the
+    buffers; ``unpack`` inverts it; ``merge`` adds frozen and static leaves back.
+
     Attributes:
         treedef: structure of the params pytree.
         leaves: one entry per leaf, in ``jax.tree.leaves`` order; ``None`` for
             non-array leaves, which are kept as static values in ``static``.
-        groups: one entry per buffer.
+        buffers: one entry per buffer, ordered by part.
+        parts: ``(group name, uses the group's fallback)`` per part; a part is
+            one transformation's share of the buffers.
         static: the non-array leaves, by leaf index.
     """
 
     treedef: Any
     leaves: tuple[_Leaf | None, ...]
-    groups: tuple[_Group, ...]
+    buffers: tuple[_Buffer, ...]
+    parts: tuple[tuple[str | None, bool], ...]
     static: tuple[tuple[int, Any], ...]
 
-    def members(self, group: int) -> list[int]:
-        return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.group == group]
+    @classmethod
+    def plan(cls, params: Any, trainable: Trainable = None, labels: Labels = None,
+             transforms: Mapping[str | None, Any] | None = None) -> Layout:
+        """Plan how ``params`` is packed: which leaves train, their buffer, offset and shape.
 
-    def frozen(self) -> list[int]:
-        return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.group < 0]
+        Array leaves of inexact dtype for which ``trainable`` holds are packed;
+        other array leaves are frozen; non-array leaves (functions, Python
+        scalars) are kept as static values. With ``labels``, each trainable
+        leaf goes to the group its label names in ``transforms``; a group whose
+        transformation is a :class:`MatrixTransformation` packs its leaves of
+        two or more axes into ``[B, m, n]`` buffers by matrix shape.
 
-    def pack(self, leaves: Sequence[Any]) -> tuple[jax.Array, ...]:
-        """Concatenate the trainable entries of a flat leaf list into one buffer per group.
+        Args:
+            params: the params pytree, concrete arrays (their shardings are read).
+            trainable: see :func:`packed`.
+            labels: see :func:`packed`.
+            transforms: group name -> transformation; ``None`` (one group) when
+                ``labels`` is None.
 
-        ``leaves`` is indexed by leaf index (a list, or a dict holding at least
-        the trainable indices).
+        Raises:
+            StructureError: ``trainable``/``labels`` do not match ``params``, a
+                label names no group, or a matrix group without fallback gets a
+                leaf with fewer than two axes.
         """
-        return tuple(self._pack_group(g, [leaves[i] for i in self.members(g)])
-                     for g in range(len(self.groups)))
+        with_paths, treedef = jax.tree_util.tree_flatten_with_path(params)
+        paths = [path for path, _ in with_paths]
+        flags = trainable_flags(paths, trainable)
+        names = leaf_labels(paths, params, labels)
+        transforms = {None: None} if transforms is None else transforms
+        part_index: dict[tuple, int] = {}
+        buffer_index: dict[tuple, int] = {}
+        buffers: list[_Buffer] = []
+        leaves: list[_Leaf | None] = []
+        static = []
+        for index, ((path, value), flag, label) in enumerate(
+                zip(with_paths, flags, names, strict=True)):
+            if not is_array(value):
+                leaves.append(None)
+                static.append((index, value))
+                continue
+            dtype, shape = np.dtype(value.dtype), tuple(value.shape)
+            name = jax.tree_util.keystr(path)
+            if not (flag and jnp.issubdtype(dtype, jnp.inexact)):
+                leaves.append(_Leaf(name, shape, dtype, -1))
+                continue
+            if label not in transforms:
+                raise StructureError(
+                    f"labels{name} is {label!r}, which names no group; the groups are "
+                    f"{sorted(map(str, transforms))}")
+            tx = transforms[label]
+            fallback = isinstance(tx, MatrixTransformation) and len(shape) < 2
+            if fallback and tx.fallback is None:
+                raise StructureError(
+                    f"params{name} has shape {shape}, but group {label!r} is a matrix "
+                    "optimizer and needs at least two axes; give it a fallback "
+                    "(e.g. muon(..., fallback=optax.adamw(...))) or label this leaf with "
+                    "another group")
+            matrix = shape[-2:] if isinstance(tx, MatrixTransformation) and not fallback else None
+            part = part_index.setdefault((label, fallback), len(part_index))
+            place = _placement(value, matrix is not None)
+            key = (part, dtype, matrix, place.key)
+            if key not in buffer_index:
+                buffer_index[key] = len(buffers)
+                buffers.append(_Buffer(part, dtype, 0, matrix, place.mesh, place.axes))
+            b = buffer_index[key]
+            local_shape = shape if place.local_shape is None else place.local_shape
+            leaf = _Leaf(name, shape, dtype, b, buffers[b].size, local_shape, place.spec)
+            grow = leaf.local_size if matrix is None else leaf.local_size // int(np.prod(matrix))
+            buffers[b] = dataclasses.replace(buffers[b], size=buffers[b].size + grow)
+            leaves.append(leaf)
+        order = sorted(range(len(buffers)), key=lambda b: buffers[b].part)
+        renumber = {old: new for new, old in enumerate(order)}
+        leaves = [leaf if leaf is None or leaf.buffer < 0
+                  else dataclasses.replace(leaf, buffer=renumber[leaf.buffer]) for leaf in leaves]
+        parts = tuple(sorted(part_index, key=part_index.get))
+        return cls(treedef, tuple(leaves), tuple(buffers[b] for b in order), parts, tuple(static))
 
-    def unpack(self, buffers: Sequence[jax.Array]) -> dict[int, jax.Array]:
-        """Split buffers back into trainable leaves, keyed by leaf index."""
-        out: dict[int, jax.Array] = {}
-        for g, buffer in enumerate(buffers):
-            members = self.members(g)
-            out.update(zip(members, self._unpack_group(g, members, buffer), strict=True))
-        return out
+    def part_buffers(self, part: int) -> list[int]:
+        """Indices of the buffers of one part."""
+        return [b for b, buffer in enumerate(self.buffers) if buffer.part == part]
 
-    def assemble(self, trainable: dict[int, Any], frozen: Sequence[Any]) -> Any:
-        """The params pytree from trainable leaves (by leaf index), frozen leaves and statics."""
-        leaves: list[Any] = [None] * len(self.leaves)
-        for index, value in (*self.static, *zip(self.frozen(), frozen, strict=True),
-                             *trainable.items()):
+    def pack(self, tree: Any) -> tuple[jax.Array, ...]:
+        """The buffers of the trainable leaves of ``tree`` (params, gradients: same structure).
+
+        Other positions of ``tree`` are ignored (they may be None).
+        """
+        leaves = self._flatten(tree, "the tree to pack")
+        return tuple(self._pack_buffer(b, [leaves[i] for i in self._members(b)])
+                     for b in range(len(self.buffers)))
+
+    def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:
+        """The params tree with trainable leaves read from ``buffers`` and None elsewhere."""
+        out: list[Any] = [None] * len(self.leaves)
+        for b, buffer in enumerate(buffers):
+            members = self._members(b)
+            for index, value in zip(members, self._unpack_buffer(b, members, buffer), strict=True):
+                out[index] = value
+        return jax.tree_util.tree_unflatten(self.treedef, out)
+
+    def frozen(self, params: Any) -> tuple[Any, ...]:
+        """The frozen array leaves of ``params``, in leaf order."""
+        leaves = self._flatten(params, "params")
+        return tuple(leaves[i] for i in self._frozen_indices())
+
+    def select(self, params: Any) -> Any:
+        """``params`` with every position that is not a trainable leaf set to None."""
+        leaves = self._flatten(params, "params")
+        return jax.tree_util.tree_unflatten(self.treedef, [
+            value if leaf is not None and leaf.buffer >= 0 else None
+            for value, leaf in zip(leaves, self.leaves, strict=True)])
+
+    def merge(self, trainable: Any, frozen: tuple[Any, ...]) -> Any:
+        """The params tree from a tree of trainable leaves (:meth:`unpack`, :meth:`select`),
+        the frozen leaves (:meth:`frozen`) and the static values."""
+        leaves = self.treedef.flatten_up_to(trainable)
+        for index, value in (*self.static, *zip(self._frozen_indices(), frozen, strict=True)):
             leaves[index] = value
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
 
@@ -130,27 +241,62 @@ class Layout:
             leaves[index] = value
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
 
-    def _pack_group(self, g: int, values: list[Any]) -> jax.Array:
-        group = self.groups[g]
-        specs = [self.leaves[i].spec for i in self.members(g)]
-        concat = lambda *blocks: jnp.concatenate([jnp.ravel(b) for b in blocks])
-        if group.mesh is None:
+    def _flatten(self, tree: Any, what: str) -> list[Any]:
+        try:
+            return self.treedef.flatten_up_to(tree)
+        except (ValueError, TypeError):
+            raise StructureError(
+                f"{what} has structure {jax.tree_util.tree_structure(tree)}, but the params "
+                f"were planned with {self.treedef}") from None
+
+    def _members(self, b: int) -> list[int]:
+        return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.buffer == b]
+
+    def _frozen_indices(self) -> list[int]:
+        return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.buffer < 0]
+
+    def _pack_buffer(self, b: int, values: list[Any]) -> jax.Array:
+        buffer = self.buffers[b]
+        if buffer.matrix is None:
+            concat = lambda *blocks: jnp.concatenate([jnp.ravel(x) for x in blocks])
+        else:
+            concat = lambda *blocks: jnp.concatenate(
+                [x.reshape(-1, *buffer.matrix) for x in blocks])
+        if buffer.mesh is None:
             return concat(*values)
-        return jax.shard_map(concat, mesh=group.mesh, in_specs=tuple(specs),
-                             out_specs=P(group.axes))(*values)
+        specs = tuple(self._block_spec(i) for i in self._members(b))
+        if buffer.matrix is not None:
+            values = [jax.lax.with_sharding_constraint(v, NamedSharding(buffer.mesh, s))
+                      for v, s in zip(values, specs, strict=True)]
+        return jax.shard_map(concat, mesh=buffer.mesh, in_specs=specs,
+                             out_specs=buffer.spec())(*values)
 
-    def _unpack_group(self, g: int, members: list[int], buffer: jax.Array) -> tuple:
-        group = self.groups[g]
+    def _unpack_buffer(self, b: int, members: list[int], flat: jax.Array) -> tuple:
+        buffer = self.buffers[b]
         leaves = [self.leaves[i] for i in members]
+        per = 1 if buffer.matrix is None else int(np.prod(buffer.matrix))
 
-        def split(flat: jax.Array) -> tuple:
-            return tuple(flat[leaf.start:leaf.start + leaf.local_size].reshape(leaf.local_shape)
+        def split(x: jax.Array) -> tuple:
+            return tuple(x[leaf.start:leaf.start + leaf.local_size // per].reshape(leaf.local_shape)
                          for leaf in leaves)
 
-        if group.mesh is None:
-            return split(buffer)
-        return jax.shard_map(split, mesh=group.mesh, in_specs=P(group.axes),
-                             out_specs=tuple(leaf.spec for leaf in leaves))(buffer)
+        if buffer.mesh is None:
+            return split(flat)
+        specs = tuple(self._block_spec(i) for i in members)
+        out = jax.shard_map(split, mesh=buffer.mesh, in_specs=buffer.spec(),
+                            out_specs=specs)(flat)
+        if buffer.matrix is None:
+            return out
+        return tuple(jax.lax.with_sharding_constraint(x, NamedSharding(buffer.mesh, leaf.spec))
+                     for x, leaf in zip(out, leaves, strict=True))
+
+    def _block_spec(self, index: int) -> P:
+        """How a leaf is split when packed: its own spec (flat), its first axis (matrix)."""
+        leaf = self.leaves[index]
+        buffer = self.buffers[leaf.buffer]
+        if buffer.matrix is None:
+            return leaf.spec
+        return P(buffer.axes, *(None,) * (len(leaf.shape) - 1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,12 +310,15 @@ class _Placement:
     local_shape: tuple[int, ...] | None = None
 
 
-def _placement(leaf: Any) -> _Placement:
+def _placement(leaf: Any, matrix: bool) -> _Placement:
     """Group key of a leaf's sharding: replicated, or sharded over some mesh axes.
 
-    Tracers (inside ``jit``) have no concrete sharding and count as replicated;
-    a sharding that cannot be packed shard by shard (not a ``NamedSharding``,
-    or uneven blocks) gets a group of its own, keyed by the leaf's identity.
+    Tracers (inside ``jit``) have no concrete sharding and count as replicated.
+    A flat leaf is packed block by block as it lies; a sharding that cannot be
+    (not a ``NamedSharding``, uneven blocks) gets a buffer of its own. A matrix
+    leaf ``[L, ..., m, n]`` sharded over some mesh axes is resplit along ``L``
+    over those axes (an all-to-all, not a gather), so each device holds whole
+    matrices; a 2-D matrix, or ``L`` not divisible, is packed replicated.
     """
     if isinstance(leaf, jax.core.Tracer) or not isinstance(leaf, jax.Array):
         return _Placement(_REPLICATED)
@@ -177,170 +326,39 @@ def _placement(leaf: Any) -> _Placement:
     if sharding.is_fully_replicated:
         return _Placement(_REPLICATED)
     if not isinstance(sharding, NamedSharding):
-        return _Placement(("alone", id(leaf)))
+        return _Placement(_REPLICATED if matrix else ("alone", id(leaf)))
     mesh, spec = sharding.mesh, tuple(sharding.spec) + (None,) * (leaf.ndim - len(sharding.spec))
     names = [axis_names(entry) for entry in spec]
-    local_shape = []
-    for dim, axes in zip(leaf.shape, names, strict=True):
-        parts = int(np.prod([mesh.shape[name] for name in axes], dtype=np.int64))
-        if dim % parts:
-            return _Placement(("alone", id(leaf)))
-        local_shape.append(dim // parts)
     used = {name for axes in names for name in axes}
     axes = tuple(name for name in mesh.axis_names if name in used)
-    return _Placement(("sharded", mesh, axes), mesh, axes, P(*spec), tuple(local_shape))
-
-
-def _trainable_flags(paths: list[tuple], params: Any, trainable: Trainable) -> list[bool]:
-    """One bool per leaf path from a bool pytree (prefix of params), a predicate, or None."""
-    if trainable is None:
-        return [True] * len(paths)
-    # A mask built from an Equinox model (``eqx.filter``-style) is callable too: it is a pytree.
-    if callable(trainable) and not isinstance(trainable, bool | eqx.Module):
-        return [bool(trainable(path)) for path in paths]
-    flags = dict(jax.tree_util.tree_flatten_with_path(trainable)[0])
-    for path, flag in flags.items():
-        if not isinstance(flag, (bool, np.bool_)):
-            raise StructureError(
-                f"trainable{jax.tree_util.keystr(path)} is {flag!r}; expected True or False"
-            )
-    out, used = [], set()
-    for path in paths:
-        covering = [path[:k] for k in range(len(path) + 1) if path[:k] in flags]
-        if not covering:
-            raise StructureError(
-                f"params{jax.tree_util.keystr(path)} has no entry in `trainable` "
-                "(it must be a pytree of bools with the structure of params, or a prefix of it)"
-            )
-        used.add(covering[-1])
-        out.append(bool(flags[covering[-1]]))
-    extra = [p for p in flags if p not in used]
-    if extra:
-        raise StructureError(
-            f"trainable{jax.tree_util.keystr(extra[0])} does not match any leaf of params"
-        )
-    return out
-
-
-def make_layout(params: Any, trainable: Trainable = None) -> Layout:
-    """Plan how ``params`` is packed: which leaves train, their group, offset and shape.
-
-    Array leaves of inexact dtype for which ``trainable`` holds are packed;
-    other array leaves are frozen; non-array leaves (functions, Python scalars)
-    are kept as static values.
-
-    Raises:
-        StructureError: ``trainable`` does not match the structure of ``params``.
-    """
-    with_paths, treedef = jax.tree_util.tree_flatten_with_path(params)
-    paths = [path for path, _ in with_paths]
-    flags = _trainable_flags(paths, params, trainable)
-    group_keys: dict[tuple, int] = {}
-    sizes: list[int] = []
-    groups: list[_Group] = []
-    leaves: list[_Leaf | None] = []
-    static = []
-    for index, ((path, value), flag) in enumerate(zip(with_paths, flags, strict=True)):
-        if not is_array(value):
-            leaves.append(None)
-            static.append((index, value))
-            continue
-        dtype, shape = np.dtype(value.dtype), tuple(value.shape)
-        name = jax.tree_util.keystr(path)
-        if not (flag and jnp.issubdtype(dtype, jnp.inexact)):
-            leaves.append(_Leaf(name, shape, dtype, -1))
-            continue
-        place = _placement(value)
-        key = (dtype, place.key)
-        if key not in group_keys:
-            group_keys[key] = len(groups)
-            groups.append(_Group(dtype, 0, place.mesh, place.axes))
-            sizes.append(0)
-        g = group_keys[key]
-        local_shape = shape if place.local_shape is None else place.local_shape
-        leaf = _Leaf(name, shape, dtype, g, sizes[g], local_shape, place.spec)
-        sizes[g] += leaf.local_size
-        leaves.append(leaf)
-    groups = [dataclasses.replace(g, size=size) for g, size in zip(groups, sizes, strict=True)]
-    return Layout(treedef, tuple(leaves), tuple(groups), tuple(static))
-
-
-def _check_structure(layout: Layout, tree: Any, what: str) -> list[Any]:
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    if treedef != layout.treedef:
-        raise StructureError(
-            f"{what} has structure {treedef}, but the params the optimizer was initialised "
-            f"with have {layout.treedef}"
-        )
-    return leaves
-
-
-@jax.tree_util.register_pytree_node_class
-class PackedParams:
-    """A params pytree as packed buffers, frozen array leaves and the static layout.
-
-    Attributes:
-        buffers: one flat array per (dtype, sharding) group of trainable leaves.
-        frozen: the frozen array leaves, in leaf order.
-        layout: the static packing plan (pytree aux data).
-    """
-
-    def __init__(self, buffers: tuple, frozen: tuple, layout: Layout):
-        self.buffers = tuple(buffers)
-        self.frozen = tuple(frozen)
-        self.layout = layout
-
-    def tree_flatten(self):
-        return (self.buffers, self.frozen), self.layout
-
-    @classmethod
-    def tree_unflatten(cls, layout, children):
-        return cls(*children, layout)
-
-    def replace_buffers(self, buffers: Sequence[jax.Array]) -> PackedParams:
-        """The same parameters with new trainable buffers (e.g. after an optimizer step)."""
-        return PackedParams(tuple(buffers), self.frozen, self.layout)
-
-    def __repr__(self) -> str:
-        shapes = ", ".join(f"{b.dtype}[{b.size}]" for b in self.buffers)
-        return f"PackedParams(buffers=({shapes}), frozen={len(self.frozen)} leaves)"
-
-
-def pack_params(params: Any, trainable: Trainable = None) -> PackedParams:
-    """Pack the trainable leaves of ``params`` into one flat buffer per (dtype, sharding).
-
-    Call it outside ``jit`` on concrete arrays so shardings are seen; the layout
-    is static and travels with the result through ``jit`` and loops.
-
-    Args:
-        params: a pytree of arrays (non-array leaves are kept as static values).
-        trainable: pytree of bools (params or a prefix of it), a predicate
-            ``trainable(key_path) -> bool``, or None (every inexact leaf trains).
-
-    Returns:
-        A :class:`PackedParams` pytree; :func:`unpack_params` inverts it.
-    """
-    layout = make_layout(params, trainable)
-    leaves = jax.tree_util.tree_leaves(params)
-    return PackedParams(layout.pack(leaves), tuple(leaves[i] for i in layout.frozen()), layout)
-
-
-def unpack_params(packed_params: PackedParams) -> Any:
-    """The ordinary params pytree of a :class:`PackedParams` (works inside ``jit``)."""
-    layout = packed_params.layout
-    return layout.assemble(layout.unpack(packed_params.buffers), packed_params.frozen)
+    parts = [int(np.prod([mesh.shape[name] for name in dim_axes], dtype=np.int64))
+             for dim_axes in names]
+    if matrix:
+        devices = int(np.prod(parts, dtype=np.int64))
+        if leaf.ndim < 3 or leaf.shape[0] % devices:
+            return _Placement(_REPLICATED)
+        local_shape = (leaf.shape[0] // devices, *leaf.shape[1:])
+        return _Placement(("sharded", mesh, axes), mesh, axes, P(*spec), local_shape)
+    if any(dim % n for dim, n in zip(leaf.shape, parts, strict=True)):
+        return _Placement(("alone", id(leaf)))
+    local_shape = tuple(dim // n for dim, n in zip(leaf.shape, parts, strict=True))
+    return _Placement(("sharded", mesh, axes), mesh, axes, P(*spec), local_shape)
 
 
 @jax.tree_util.register_pytree_node_class
 class PackedState:
-    """State of :func:`packed`: the inner transformation's state over the buffers.
+    """State of :func:`packed`: one inner state per part, over that part's buffers.
 
     The layout is static aux data, so the state's array leaves are only the
-    inner state's, i.e. O(number of groups).
+    inner states', i.e. O(groups x dtypes x shardings).
+
+    Attributes:
+        inner: a tuple with, per part of ``layout.parts``, its transformation's state.
+        layout: the packing plan.
     """
 
-    def __init__(self, inner: optax.OptState, layout: Layout):
-        self.inner = inner
+    def __init__(self, inner: tuple, layout: Layout):
+        self.inner = tuple(inner)
         self.layout = layout
 
     def tree_flatten(self):
@@ -351,47 +369,121 @@ class PackedState:
         return cls(children[0], layout)
 
 
-def packed(
-    tx: optax.GradientTransformation, trainable: Trainable = None
-) -> optax.GradientTransformation:
-    """Run ``tx`` on a few packed buffers instead of on every parameter leaf.
+_MASKING_STATES = (optax.MaskedState, optax.MultiTransformState)
 
-    Trainable leaves are grouped by (dtype, sharding) and each group is
-    concatenated into one flat buffer; ``tx`` sees those buffers (and packed
-    params, for weight decay), so its state is a few arrays. Elementwise
+
+def _part_init(tx: Any, buffers: tuple, label: str | None) -> Any:
+    """``tx.init`` on a part's buffers; masks over the params tree are rejected with advice."""
+    advice = ("inside packed a transformation sees the packed buffers, not the params tree, so "
+              "optax.masked / optax.multi_transform / a weight-decay mask cannot select leaves "
+              "there; give packed a dict of transformations and labels= instead (e.g. "
+              "{'decay': optax.adamw(lr, weight_decay=0.1), 'no_decay': optax.adamw(lr, "
+              "weight_decay=0.0)}), or apply the mask outside packed")
+    where = "packed" if label is None else f"group {label!r} of packed"
+    try:
+        state = tx.init(buffers)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{where}: initialising the transformation on the packed buffers "
+                          f"failed ({error}); if it holds a mask: {advice}") from error
+    masks = [x for x in jax.tree.leaves(state, is_leaf=lambda x: isinstance(x, _MASKING_STATES))
+             if isinstance(x, _MASKING_STATES)]
+    if masks:
+        raise ConfigError(f"{where}: the transformation contains {type(masks[0]).__name__}; "
+                          f"{advice}")
+    return state
+
+
+def _transforms(tx: Any, labels: Labels) -> dict[str | None, Any]:
+    if labels is None:
+        if isinstance(tx, Mapping):
+            raise ConfigError("packed was given a dict of transformations but no labels=; "
+                              "give labels (a pytree of group names or a function of params)")
+        return {None: tx}
+    if not isinstance(tx, Mapping):
+        raise ConfigError("packed(tx, labels=...) needs tx to be a dict from group name to "
+                          f"transformation, got {type(tx).__name__}")
+    return dict(tx)
+
+
+def packed(
+    tx: optax.GradientTransformation | Mapping[str, optax.GradientTransformation],
+    trainable: Trainable = None,
+    *,
+    labels: Labels = None,
+) -> optax.GradientTransformationExtraArgs:
+    """Run optax transformations on a few packed buffers instead of on every parameter leaf.
+
+    Trainable leaves are grouped by (group, dtype, sharding) and each group is
+    concatenated into one buffer; each transformation sees its buffers (and the
+    packed params, for weight decay), so the state is a few arrays. Elementwise
     transformations give the same updates as on the pytree; global-norm
-    clipping too (the norm of the buffers is the norm of the leaves).
-    Frozen leaves get no state and exactly-zero updates. Transformations that
-    need per-leaf structure (``optax.masked``/``multi_transform`` masks over
-    the params tree) must be applied outside ``packed``.
+    clipping too within a group (the norm of the buffers is the norm of the
+    leaves). A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
+    ``[B, m, n]`` buffers of all its same-shape matrices, layers and modules
+    together, and its fallback the leaves with fewer than two axes. Frozen
+    leaves get no state and exactly-zero updates. Extra arguments of ``update``
+    (``value=`` for line searches, ...) go to every transformation.
 
     Args:
-        tx: any optax transformation (adam, adamw, chains with clipping and schedules).
+        tx: one optax transformation for every leaf, or with ``labels`` a dict
+            from group name to transformation (like ``optax.multi_transform``).
         trainable: pytree of bools (params or a prefix of it), a predicate
             ``trainable(key_path) -> bool``, or None (every inexact leaf trains).
+        labels: pytree of group names (params or a prefix of it), or a function
+            ``labels(params)`` returning one.
 
     Returns:
-        An ``optax.GradientTransformation`` over the ordinary params pytree.
+        An ``optax.GradientTransformationExtraArgs`` over the ordinary params pytree.
+
+    Raises:
+        ConfigError: a dict without labels or labels without a dict; a
+            transformation that masks leaves (``optax.masked``,
+            ``multi_transform``, ``adamw(mask=...)``): use groups instead.
+        StructureError: (at ``init``) a label that names no group, a leaf with
+            fewer than two axes in a matrix group without fallback, masks that do
+            not fit the params; (at ``update``) trees of another structure.
     """
+    transforms = _transforms(tx, labels)
+
+    def part_tx(layout: Layout, part: int) -> optax.GradientTransformationExtraArgs:
+        label, fallback = layout.parts[part]
+        inner = transforms[label].fallback if fallback else transforms[label]
+        return optax.with_extra_args_support(inner)
 
     def init_fn(params: Any) -> PackedState:
-        layout = make_layout(params, trainable)
-        return PackedState(tx.init(layout.pack(jax.tree_util.tree_leaves(params))), layout)
+        layout = Layout.plan(params, trainable, labels, transforms)
+        buffers = layout.pack(params)
+        inner = tuple(_part_init(part_tx(layout, p), _take(buffers, layout.part_buffers(p)),
+                                 layout.parts[p][0]) for p in range(len(layout.parts)))
+        return PackedState(inner, layout)
 
-    def update_fn(updates: Any, state: PackedState, params: Any = None):
+    def update_fn(updates: Any, state: PackedState, params: Any = None, **extra_args: Any):
         layout = state.layout
-        grads = _check_structure(layout, updates, "updates")
-        packed_params = None
-        if params is not None:
-            packed_params = layout.pack(_check_structure(layout, params, "params"))
-        new_buffers, inner = tx.update(layout.pack(grads), state.inner, packed_params)
-        out = list(grads)
-        for index, value in layout.unpack(new_buffers).items():
-            out[index] = value
-        for index in layout.frozen():
-            leaf = layout.leaves[index]
-            same = is_array(grads[index]) and grads[index].dtype == leaf.dtype
-            out[index] = jnp.zeros_like(grads[index]) if same else jnp.zeros(leaf.shape, leaf.dtype)
-        return jax.tree_util.tree_unflatten(layout.treedef, out), PackedState(inner, layout)
+        grads = layout._flatten(updates, "updates")
+        buffers = layout.pack(updates)
+        packed_params = None if params is None else layout.pack(params)
+        new = list(buffers)
+        inner = []
+        for p, part_state in enumerate(state.inner):
+            ids = layout.part_buffers(p)
+            part_params = None if packed_params is None else _take(packed_params, ids)
+            out, part_state = part_tx(layout, p).update(_take(buffers, ids), part_state,
+                                                       part_params, **extra_args)
+            for b, value in zip(ids, out, strict=True):
+                new[b] = value
+            inner.append(part_state)
+        out = layout.treedef.flatten_up_to(layout.unpack(tuple(new)))
+        for index, leaf in enumerate(layout.leaves):
+            if leaf is None:
+                out[index] = grads[index]
+            elif leaf.buffer < 0:
+                g = grads[index]
+                same = is_array(g) and g.dtype == leaf.dtype
+                out[index] = jnp.zeros_like(g) if same else jnp.zeros(leaf.shape, leaf.dtype)
+        return jax.tree_util.tree_unflatten(layout.treedef, out), PackedState(tuple(inner), layout)
 
-    return optax.GradientTransformation(init_fn, update_fn)
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def _take(buffers: tuple, ids: list[int]) -> tuple:
+    return tuple(buffers[b] for b in ids)

@@ -10,7 +10,7 @@ import optax
 import pytest
 
 from jaxlean.errors import StructureError
-from jaxlean.train.packed import pack_params, packed, unpack_params
+from jaxlean.train.packed import Layout, packed
 
 SCHEDULE = optax.linear_schedule(1e-2, 1e-3, transition_steps=3)
 TRANSFORMS = {
@@ -132,7 +132,7 @@ def test_frozen_leaves_have_no_state_and_predicate_form_agrees():
     n_trainable = sum(x.size for x, f in zip(jax.tree.leaves(params), jax.tree.leaves(FROZEN),
                                              strict=True) if f)
     state = packed(optax.adam(1e-3), FROZEN).init(params)
-    assert sum(x.size for x in state.inner[0].mu) == n_trainable
+    assert sum(x.size for x in state.inner[0][0].mu) == n_trainable
 
     def by_path(path):
         return jax.tree_util.keystr(path) not in ("['enc']['b']", "['blocks'][1][0]")
@@ -160,7 +160,7 @@ def test_prefix_mask_and_integer_leaves_are_frozen():
 
 def test_clipping_sees_the_same_global_norm():
     params = random_params(jax.random.key(3), dtypes=(jnp.float32,))
-    buffers = pack_params(params).buffers
+    buffers = Layout.plan(params).pack(params)
     np.testing.assert_allclose(optax.tree.norm(buffers), optax.tree.norm(params), rtol=1e-6)
     outer = optax.chain(optax.clip_by_global_norm(0.1), packed(optax.adam(1e-2)))
     inner = packed(optax.chain(optax.clip_by_global_norm(0.1), optax.adam(1e-2)))
@@ -173,15 +173,13 @@ def test_clipping_sees_the_same_global_norm():
 def test_pack_unpack_round_trip_keeps_static_and_frozen_leaves():
     params = {"fn": jnp.tanh, "w": jnp.arange(6.0).reshape(2, 3), "n": 3,
               "h": jnp.ones(2, jnp.bfloat16), "ids": jnp.arange(3)}
-    packed_params = pack_params(params, {"fn": False, "w": True, "n": False, "h": True,
-                                         "ids": False})
-    assert {b.dtype for b in packed_params.buffers} == {jnp.dtype(jnp.float32),
-                                                        jnp.dtype(jnp.bfloat16)}
-    assert len(packed_params.frozen) == 1  # ids; fn and n are static
-    back = unpack_params(packed_params)
+    layout = Layout.plan(params, {"fn": False, "w": True, "n": False, "h": True, "ids": False})
+    buffers, frozen = layout.pack(params), layout.frozen(params)
+    assert {b.dtype for b in buffers} == {jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)}
+    assert len(frozen) == 1  # ids; fn and n are static
+    back = layout.merge(layout.unpack(buffers), frozen)
     assert back["fn"] is jnp.tanh and back["n"] == 3
-    np.testing.assert_array_equal(jax.jit(lambda p: unpack_params(p)["w"])(packed_params),
-                                  params["w"])
+    np.testing.assert_array_equal(jax.jit(lambda b: layout.unpack(b)["w"])(buffers), params["w"])
     for name in ("w", "h", "ids"):
         assert back[name].dtype == params[name].dtype
         np.testing.assert_array_equal(back[name], params[name])
@@ -233,7 +231,7 @@ SHARDED_SCRIPT = textwrap.dedent("""
         print(name, "collectives:", found)
         if name == "packed":
             assert not found, found
-            assert len(state.inner[0].mu) == 4, state.layout.groups
+            assert len(state.inner[0][0].mu) == 4, state.layout.buffers
         p, s = params, state
         for _ in range(3):
             p, s = compiled(p, s)
