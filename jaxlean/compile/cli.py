@@ -19,7 +19,7 @@ from rich.table import Table
 
 from jaxlean._units import format_bytes
 from jaxlean.compile.check import compare, run_once
-from jaxlean.compile.store import clear, default_cache_dir, list_entries, parse_size, prune
+from jaxlean.compile.directory import clear, default_cache_dir, list_entries, parse_size, prune
 from jaxlean.errors import CacheError
 
 console = Console(soft_wrap=True)
