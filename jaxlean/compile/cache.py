@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -18,23 +17,13 @@ import jax
 from jaxlean.compile import _jax_private, multiprocess_key
 from jaxlean.compile.directory import default_cache_dir, prune
 from jaxlean.compile.file_cache import SafeFileCache
+from jaxlean.compile.health import unwritable_reason
 from jaxlean.compile.stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
 from jaxlean.errors import CacheError
 
 __all__ = ["CacheStats", "FunctionCacheStats", "cache_stats", "enable_compilation_cache"]
 
 _summary_registered = False
-
-
-def _unwritable_reason(directory: Path) -> str | None:
-    """Why process 0 cannot write cache entries into ``directory``, or ``None`` if it can."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".jaxlean-probe-"):
-            pass
-    except OSError as err:
-        return f"{type(err).__name__}: {err}"
-    return None
 
 
 def _install_store(store: SafeFileCache | None) -> None:
@@ -107,7 +96,7 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
         warnings.warn(f"jaxlean: {problem}; skipped: in multi-process CPU runs only "
                       "process 0 will find cache entries", stacklevel=2)
     if _jax_private.process_index() == 0:
-        if reason := _unwritable_reason(directory):
+        if reason := unwritable_reason(directory, create=True):
             warnings.warn(f"jaxlean: cannot write the compilation cache at {directory} "
                           f"({reason}); running without a persistent cache", stacklevel=2)
             _install_store(None)
