@@ -1,0 +1,261 @@
+"""An opt-in cache of compiled executables: a restarted process runs without tracing.
+
+The persistent compilation cache skips XLA's compile but a restarted process
+still traces and lowers its functions to find the cache key. This cache keys a
+compiled executable on what the program is made of, computed without tracing,
+and stores the serialized executable; a new process with the same key
+deserializes it and runs it directly.
+
+The key is the hash of
+
+- the function: its code, the values it closes over and the globals it uses,
+  the source files it is defined in (:func:`jaxlean.compile.fingerprint.fingerprint`),
+  and the ``jax.jit`` options;
+- the arguments: pytree structure, and per leaf shape, dtype, weak type and sharding
+  (which names the mesh);
+- the environment: jax and jaxlib versions, backend and its version, the
+  devices, process index and count, every jax config value that can change
+  a program, ``XLA_FLAGS``/``LIBTPU_INIT_ARGS``, and this host's CPU.
+
+When the key cannot be computed safely (the function reaches a value that cannot
+be hashed) or the executable cannot be serialized, the call takes the normal
+path (``jax.jit``, which the persistent compilation cache still serves) and the
+reason is warned once and kept in :attr:`ExecutableCache.stats`. Like ``jax.jit``,
+the function is assumed to trace the same way for the same key: a function that
+reads files or environment variables while tracing is not supported.
+
+Only load executables from a directory you trust: deserializing runs code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import pickle
+import platform
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jaxlib
+from jax.experimental import serialize_executable
+
+from jaxlean.compile.directory import default_cache_dir
+from jaxlean.compile.fingerprint import Unkeyable, fingerprint
+from jaxlean.compile.multiprocess_key import host_cpu_signature
+from jaxlean.errors import ConfigError
+
+__all__ = ["CachedFunction", "ExecutableCache", "ExecutableCacheStats", "cached_jit"]
+
+SUFFIX = ".jaxexec"
+_FORMAT = 1
+# jax config values that change how jax runs or reports, never the compiled program.
+_NEUTRAL_CONFIG = ("compilation_cache", "persistent_cache", "log", "dump", "traceback",
+                   "debug_log", "explain_cache_misses", "raise_persistent_cache_errors",
+                   "timeout_minutes", "distributed_debug", "tracer_error_num")
+_ENVIRONMENT = ("XLA_FLAGS", "LIBTPU_INIT_ARGS")
+
+
+def default_executable_dir() -> Path:
+    """``executables/`` next to the persistent compilation cache's default directory."""
+    return default_cache_dir().parent / "executables"
+
+
+@dataclasses.dataclass
+class ExecutableCacheStats:
+    """What the executable cache did: disk hits, misses (compiled), entries written, and
+    calls that took the normal path, with the reason of each."""
+
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+    fallbacks: list[str] = dataclasses.field(default_factory=list)
+
+
+def _environment() -> str:
+    """Digest of everything outside the function and its arguments that changes a program."""
+    config = {name: value for name, value in jax.config.values.items()
+              if not any(word in name for word in _NEUTRAL_CONFIG)}
+    devices = [(d.id, d.platform, d.device_kind, d.process_index) for d in jax.devices()]
+    backend = jax.devices()[0].client
+    return fingerprint(jax.__version__, jaxlib.__version__, backend.platform,
+                       backend.platform_version, devices, jax.process_index(),
+                       jax.process_count(), config, {k: os.environ.get(k) for k in _ENVIRONMENT},
+                       host_cpu_signature(), platform.python_version())
+
+
+def _leaf_signature(leaf: Any, path: str) -> tuple:
+    if isinstance(leaf, jax.Array):
+        return ("array", leaf.shape, str(leaf.dtype), leaf.weak_type, leaf.sharding,
+                leaf.committed)
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+        return ("host", tuple(leaf.shape), str(leaf.dtype))
+    if isinstance(leaf, bool | int | float | complex):
+        return ("scalar", type(leaf).__name__)
+    raise Unkeyable(f"argument leaf {path} is a {type(leaf).__qualname__}, not an array")
+
+
+def signature(args: tuple) -> tuple:
+    """What identifies the arguments' structure and types (hashable, cheap)."""
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(args)
+    return treedef, tuple(_leaf_signature(leaf, jax.tree_util.keystr(path))
+                          for path, leaf in leaves)
+
+
+class ExecutableCache:
+    """A directory of serialized executables shared by the runs of a program.
+
+    Args:
+        directory: where entries live; default ``executables/`` next to the
+            persistent cache's default directory. Only process 0 writes.
+    """
+
+    def __init__(self, directory: str | Path | None = None):
+        self.directory = Path(directory).expanduser() if directory else default_executable_dir()
+        self.stats = ExecutableCacheStats()
+        self._lock = threading.Lock()
+        self._environment: str | None = None
+        self._warned: set[str] = set()
+
+    def key(self, program: str, signature: tuple) -> str:
+        """The entry name for a program digest and an argument signature."""
+        if self._environment is None:
+            self._environment = _environment()
+        return hashlib.sha256(
+            f"{self._environment}:{program}:{fingerprint(signature)}".encode()).hexdigest()
+
+    def _fallback(self, reason: str) -> None:
+        with self._lock:
+            self.stats.fallbacks.append(reason)
+            first = reason not in self._warned
+            self._warned.add(reason)
+        if first:
+            warnings.warn(f"jaxlean executable cache: {reason}; tracing and compiling normally",
+                          stacklevel=4)
+
+    def _load(self, path: Path, args: tuple) -> Callable | None:
+        try:
+            entry = pickle.loads(path.read_bytes())
+            if entry.get("format") != _FORMAT:
+                return None
+            in_tree = jax.tree.structure((args, {}))
+            out_tree = jax.tree.structure(entry["outputs"])
+            return serialize_executable.deserialize_and_load(entry["executable"], in_tree,
+                                                             out_tree)
+        except FileNotFoundError:
+            return None
+        except Exception as err:  # a damaged or foreign entry is recompiled and replaced
+            warnings.warn(f"jaxlean executable cache: cannot load {path.name} "
+                          f"({type(err).__name__}: {err}); compiling again", stacklevel=4)
+            return None
+
+    def _store(self, path: Path, compiled: jax.stages.Compiled) -> None:
+        try:
+            executable, _, out_tree = serialize_executable.serialize(compiled)
+            outputs = jax.tree.unflatten(out_tree, list(range(out_tree.num_leaves)))
+            if jax.tree.structure(pickle.loads(pickle.dumps(outputs))) != out_tree:
+                raise ValueError("the output structure does not survive pickling")
+            data = pickle.dumps({"format": _FORMAT, "executable": executable,
+                                 "outputs": outputs})
+        except Exception as err:
+            self._fallback(f"cannot serialize the executable ({type(err).__name__}: {err})")
+            return
+        if jax.process_index() != 0:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        with self._lock:
+            self.stats.writes += 1
+
+    def executable(self, jitted: Any, program: Any, args: tuple) -> Callable:
+        """The compiled ``jitted`` for ``args``: loaded from disk, else compiled and stored.
+
+        Args:
+            jitted: a ``jax.jit`` function (used only on a miss).
+            program: values that, with the arguments' signature, identify what
+                ``jitted`` computes (the Python function and its jit options).
+            args: the positional arguments it will be called with.
+
+        Returns:
+            A callable taking ``*args``: the loaded or compiled executable, or
+            ``jitted`` itself when the key cannot be computed.
+        """
+        try:
+            key = self.key(fingerprint(program), signature(args))
+        except Unkeyable as err:
+            self._fallback(f"cannot key the function safely: {err}")
+            return jitted
+        path = self.directory / f"{key}{SUFFIX}"
+        loaded = self._load(path, args)
+        if loaded is not None:
+            with self._lock:
+                self.stats.hits += 1
+            return loaded
+        compiled = jitted.lower(*args).compile()
+        with self._lock:
+            self.stats.misses += 1
+        self._store(path, compiled)
+        return compiled
+
+
+class CachedFunction:
+    """``jax.jit(fn, **jit_options)`` whose executables come from an :class:`ExecutableCache`.
+
+    Each distinct argument signature is looked up once per process; later calls
+    run the executable directly.
+    """
+
+    def __init__(self, fn: Callable, cache: ExecutableCache, jit_options: dict[str, Any]):
+        self.fn = fn
+        self.cache = cache
+        self._jitted = jax.jit(fn, **jit_options)
+        self._program = (fn, jit_options)
+        self._executables: dict[tuple, Callable] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            known = signature(args)
+        except Unkeyable as err:
+            self.cache._fallback(str(err))
+            return self._jitted(*args)
+        executable = self._executables.get(known)
+        if executable is None:
+            executable = self._executables[known] = self.cache.executable(
+                self._jitted, self._program, args)
+        return executable(*args)
+
+
+def cached_jit(fn: Callable, cache: ExecutableCache | str | Path | None = None,
+               **jit_options: Any) -> CachedFunction:
+    """``jax.jit(fn, **jit_options)`` that a restarted process runs without tracing.
+
+    The first process to call it with given argument shapes compiles as usual
+    and stores the executable; later processes load it (see the module
+    docstring for what the key covers). Positional arguments only; bind
+    static values with ``functools.partial`` (they become part of the key).
+
+    Args:
+        fn: the function to compile.
+        cache: an :class:`ExecutableCache` or its directory (default directory when ``None``).
+        jit_options: ``jax.jit`` options such as ``donate_argnums`` or ``out_shardings``.
+    """
+    for name in ("static_argnums", "static_argnames"):
+        if name in jit_options:
+            raise ConfigError(f"cached_jit does not take {name}: bind static arguments with "
+                              "functools.partial (their values then enter the key)")
+    if not isinstance(cache, ExecutableCache):
+        cache = ExecutableCache(cache)
+    return CachedFunction(fn, cache, jit_options)
