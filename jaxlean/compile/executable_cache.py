@@ -46,6 +46,7 @@ import jax
 import jaxlib
 from jax.experimental import serialize_executable
 
+from jaxlean.compile import _jax_private
 from jaxlean.compile.directory import default_cache_dir
 from jaxlean.compile.fingerprint import Unkeyable, fingerprint
 from jaxlean.compile.multiprocess_key import host_cpu_signature
@@ -54,6 +55,7 @@ from jaxlean.errors import ConfigError
 __all__ = ["CachedFunction", "ExecutableCache", "ExecutableCacheStats", "cached_jit"]
 
 SUFFIX = ".jaxexec"
+_LAPACK = "jax._src.lax.linalg.initialize_lapack"
 _FORMAT = 1
 # jax config values that change how jax runs or reports, never the compiled program.
 _NEUTRAL_CONFIG = ("compilation_cache", "persistent_cache", "log", "dump", "traceback",
@@ -101,6 +103,39 @@ def _leaf_signature(leaf: Any, path: str) -> tuple:
     raise Unkeyable(f"argument leaf {path} is a {type(leaf).__qualname__}, not an array")
 
 
+def _skeleton(treedef: jax.tree_util.PyTreeDef) -> Any:
+    """A picklable pytree of ``treedef``'s structure (leaves numbered)."""
+    return jax.tree.unflatten(treedef, list(range(treedef.num_leaves)))
+
+
+def _encode_outputs(out_tree: jax.tree_util.PyTreeDef, in_tree: jax.tree_util.PyTreeDef) -> Any:
+    """The output structure in a form that survives pickling: each part of an output
+    tuple that has the structure of an argument (a train step's new model and
+    optimizer state) is stored as that argument's index, the rest as a skeleton.
+    Pytree nodes whose static data does not pickle equal (plans, sentinels) then
+    come back from the arguments of the call that loads the entry."""
+    arguments = in_tree.children()[0].children()
+    node_type, _ = out_tree.node_data() or (None, None)
+    if node_type is not tuple:
+        return ("skeleton", _skeleton(out_tree))
+    parts = []
+    for child in out_tree.children():
+        index = next((i for i, arg in enumerate(arguments) if arg == child), None)
+        parts.append(("argument", index) if index is not None else ("skeleton", _skeleton(child)))
+    return ("tuple", parts)
+
+
+def _decode_outputs(encoded: Any, in_tree: jax.tree_util.PyTreeDef) -> jax.tree_util.PyTreeDef:
+    """The output treedef :func:`_encode_outputs` described, for a call with ``in_tree``."""
+    kind, content = encoded
+    if kind == "skeleton":
+        return jax.tree.structure(content)
+    arguments = in_tree.children()[0].children()
+    return jax.tree_util.treedef_tuple(
+        [arguments[value] if part == "argument" else jax.tree.structure(value)
+         for part, value in content])
+
+
 def signature(args: tuple) -> tuple:
     """What identifies the arguments' structure and types (hashable, cheap)."""
     leaves, treedef = jax.tree_util.tree_flatten_with_path(args)
@@ -145,7 +180,7 @@ class ExecutableCache:
             if entry.get("format") != _FORMAT:
                 return None
             in_tree = jax.tree.structure((args, {}))
-            out_tree = jax.tree.structure(entry["outputs"])
+            out_tree = _decode_outputs(entry["outputs"], in_tree)
             return serialize_executable.deserialize_and_load(entry["executable"], in_tree,
                                                              out_tree)
         except FileNotFoundError:
@@ -155,11 +190,11 @@ class ExecutableCache:
                           f"({type(err).__name__}: {err}); compiling again", stacklevel=4)
             return None
 
-    def _store(self, path: Path, compiled: jax.stages.Compiled) -> None:
+    def _store(self, path: Path, compiled: jax.stages.Compiled, args: tuple) -> None:
         try:
-            executable, _, out_tree = serialize_executable.serialize(compiled)
-            outputs = jax.tree.unflatten(out_tree, list(range(out_tree.num_leaves)))
-            if jax.tree.structure(pickle.loads(pickle.dumps(outputs))) != out_tree:
+            executable, in_tree, out_tree = serialize_executable.serialize(compiled)
+            outputs = _encode_outputs(out_tree, in_tree)
+            if _decode_outputs(pickle.loads(pickle.dumps(outputs)), in_tree) != out_tree:
                 raise ValueError("the output structure does not survive pickling")
             data = pickle.dumps({"format": _FORMAT, "executable": executable,
                                  "outputs": outputs})
@@ -199,6 +234,10 @@ class ExecutableCache:
             self._fallback(f"cannot key the function safely: {err}")
             return jitted
         path = self.directory / f"{key}{SUFFIX}"
+        if jax.default_backend() == "cpu" and not _jax_private.initialize_cpu_kernels():
+            self._fallback("this JAX cannot register its CPU kernels before loading an "
+                           f"executable ({_jax_private.problems()[_LAPACK]})")
+            return jitted
         loaded = self._load(path, args)
         if loaded is not None:
             with self._lock:
@@ -207,7 +246,7 @@ class ExecutableCache:
         compiled = jitted.lower(*args).compile()
         with self._lock:
             self.stats.misses += 1
-        self._store(path, compiled)
+        self._store(path, compiled, args)
         return compiled
 
 

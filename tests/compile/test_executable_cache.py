@@ -20,6 +20,7 @@ import pytest
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlean.compile import _jax_private
 from jaxlean.compile.cache import cache_stats
 from jaxlean.compile.cached_step import cached_train_step
 from jaxlean.compile.executable_cache import SUFFIX, ExecutableCache, cached_jit
@@ -219,7 +220,7 @@ _CHILD = textwrap.dedent("""
         traces.append(1)
         for i in range(8):
             x = jnp.tanh(x @ x.T + i)
-        return x.sum()
+        return x.sum() + jnp.linalg.eigvalsh(x + x.T).sum()  # a LAPACK kernel on CPU
 
     cache = ExecutableCache(sys.argv[1])
     value = float(cached_jit(chain, cache)(jnp.arange(16.0).reshape(4, 4) / 16))
@@ -228,6 +229,7 @@ _CHILD = textwrap.dedent("""
 
 
 def test_new_process_runs_without_tracing(tmp_path):
+    """Also checks that a loaded CPU executable finds JAX's lazily registered LAPACK kernels."""
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
@@ -239,3 +241,17 @@ def test_new_process_runs_without_tracing(tmp_path):
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert [(r["traces"], r["hits"]) for r in runs] == [(1, 0), (0, 1)]
     assert runs[0]["value"] == runs[1]["value"]
+
+
+def test_without_cpu_kernel_hook_loading_is_refused(tmp_path, monkeypatch):
+    _baseline(tmp_path)
+    monkeypatch.delattr("jax._src.lax.linalg.initialize_lapack")
+    _jax_private.refresh()
+    try:
+        with pytest.warns(UserWarning, match="cannot register its CPU kernels"):
+            cache, out = _run(scaled, tmp_path, jnp.ones(4))
+    finally:
+        monkeypatch.undo()
+        _jax_private.refresh()
+    assert cache.stats.hits == 0 and len(cache.stats.fallbacks) == 1
+    np.testing.assert_allclose(out, np.sin(np.ones(4)) * SCALE, rtol=1e-6)
