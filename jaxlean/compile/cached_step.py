@@ -9,7 +9,7 @@ from typing import Any
 import equinox as eqx
 import optax
 
-from jaxlean.compile.executable_cache import ExecutableCache, signature
+from jaxlean.compile.executable_cache import ExecutableCache, commit, signature
 from jaxlean.train.step import TrainStep
 
 __all__ = ["CachedTrainStep", "cached_train_step"]
@@ -33,7 +33,7 @@ class CachedTrainStep:
 
     def __call__(self, model: Any, opt_state: optax.OptState, *batch: Any) -> tuple:
         jitted, (arrays, opt_state, static) = self.step._for(model, opt_state)
-        args = (arrays, opt_state, *batch)
+        args = commit((arrays, opt_state, *batch))
         key = (id(jitted), signature(batch))
         executable = self._executables.get(key)
         if executable is None:

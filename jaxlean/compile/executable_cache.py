@@ -92,6 +92,17 @@ def _environment() -> str:
                        host_cpu_signature(), platform.python_version())
 
 
+def commit(args: tuple) -> tuple:
+    """``args`` with every array placed where it is, committed.
+
+    A freshly created array is uncommitted, the same array restored from a
+    checkpoint or returned by a step is committed; committing both makes the
+    first run and a resumed run look up the same executable.
+    """
+    return jax.tree.map(lambda x: jax.device_put(x, x.sharding)
+                        if isinstance(x, jax.Array) and not x.committed else x, args)
+
+
 def _leaf_signature(leaf: Any, path: str) -> tuple:
     if isinstance(leaf, jax.Array):
         return ("array", leaf.shape, str(leaf.dtype), leaf.weak_type, leaf.sharding,
@@ -265,6 +276,7 @@ class CachedFunction:
         self._executables: dict[tuple, Callable] = {}
 
     def __call__(self, *args: Any) -> Any:
+        args = commit(args)
         try:
             known = signature(args)
         except Unkeyable as err:

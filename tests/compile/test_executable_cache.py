@@ -255,3 +255,11 @@ def test_without_cpu_kernel_hook_loading_is_refused(tmp_path, monkeypatch):
         _jax_private.refresh()
     assert cache.stats.hits == 0 and len(cache.stats.fallbacks) == 1
     np.testing.assert_allclose(out, np.sin(np.ones(4)) * SCALE, rtol=1e-6)
+
+
+def test_fresh_and_restored_arrays_share_an_entry(tmp_path):
+    fresh = jnp.ones(4)
+    assert not fresh.committed
+    _run(scaled, tmp_path, fresh)
+    restored = jax.device_put(jnp.ones(4), jax.devices()[0])  # as a checkpoint restores it
+    assert restored.committed and _outcome(_run(scaled, tmp_path, restored)[0]) == "hit"
