@@ -11,6 +11,8 @@ to the same program. :func:`fingerprint` hashes what tracing reads:
   (jax, optax, ...) are hashed by distribution name and version instead;
 - for a module a function names (``config.lr``), the attributes of it the
   function names, by value, since they may be set at run time;
+- code without a source file (``python -c``, a notebook): each function by its
+  code, each class by its bases and methods;
 - values by content: arrays (dtype, shape, bytes), numbers, strings, containers,
   dataclasses, pytree nodes and plain objects by their type and fields.
 
@@ -75,18 +77,22 @@ def _installed(module: types.ModuleType) -> str | None:
     return _distribution_of(module.__name__.split(".")[0])
 
 
-def _module_identity(module: types.ModuleType, path: str) -> str:
+def _module_identity(module: types.ModuleType) -> str:
     """Distribution and version for installed code, else a hash of the module's source
-    file (editable installs and scripts change between runs)."""
+    file (editable installs and scripts change between runs). Without a file, the
+    functions and classes reached are hashed one by one instead."""
     name = module.__name__
     if dist := _installed(module):
         return f"{name}@{dist}"
     file = getattr(module, "__file__", None)
-    if file is None:
-        if name in sys.builtin_module_names:
-            return f"builtin:{name}"
-        raise Unkeyable(f"{path}: module {name} has no source file to hash")
+    if file is None:  # built in, or code typed into ``python -c``, a REPL or a notebook
+        return f"no file:{name}"
     return f"{name}@{_file_digest(file)}"
+
+
+def _has_source_file(module: types.ModuleType | None) -> bool:
+    return module is None or module.__name__ in sys.builtin_module_names or bool(
+        getattr(module, "__file__", None))
 
 
 def _code_names(code: types.CodeType) -> set[str]:
@@ -128,7 +134,7 @@ class _Hasher:
         elif isinstance(obj, jax.sharding.Sharding | jax.sharding.Mesh):
             self.put(type(obj).__qualname__, repr(obj))
         elif isinstance(obj, types.ModuleType):
-            self.put("module", _module_identity(obj, path))
+            self.put("module", _module_identity(obj))
         elif id(obj) in self.seen:
             self.put("seen", self.seen[id(obj)])
         else:
@@ -152,6 +158,8 @@ class _Hasher:
             module = sys.modules.get(getattr(obj, "__module__", None) or "")
             self.put("named", getattr(obj, "__qualname__", getattr(obj, "__name__", repr(obj))))
             self.value(module, f"{path}.__module__")
+            if isinstance(obj, type) and not _has_source_file(module):
+                self._class_body(obj, path)
         elif hasattr(obj, "__wrapped__") and callable(obj):  # jax.jit, functools.wraps
             self.put("wrapped", type(obj).__qualname__)
             self.value(obj.__wrapped__, f"{path}.__wrapped__")
@@ -217,6 +225,19 @@ class _Hasher:
             if not isinstance(member, types.ModuleType):
                 self.put(attribute)
                 self.value(member, f"{module.__name__}.{attribute}")
+
+    def _class_body(self, cls: type, path: str) -> None:
+        """A class typed in without a source file: its bases and its own attributes."""
+        self.value(cls.__bases__, f"{path}.__bases__")
+        for name, member in sorted(vars(cls).items()):
+            if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__"):
+                continue
+            if isinstance(member, staticmethod | classmethod):
+                member = member.__func__
+            elif isinstance(member, property):
+                member = (member.fget, member.fset, member.fdel)
+            self.put(name)
+            self.value(member, f"{path}.{name}")
 
     def _code(self, code: types.CodeType) -> None:
         self.put(code.co_code, code.co_names, code.co_varnames)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+import types
 
 import jax.numpy as jnp
 import numpy as np
@@ -72,3 +73,18 @@ def test_unhashable_value_is_named():
 
     with pytest.raises(Unkeyable, match=r"<closure lock>: cannot hash a _thread\.lock"):
         fingerprint(f)
+
+
+def test_class_without_source_file_is_hashed_by_its_methods():
+    def make(factor: int) -> type:
+        module = types.ModuleType("typed_in")  # like code typed into a notebook: no __file__
+        sys.modules["typed_in"] = module
+        exec(f"class Scale:\n    def __call__(self, x):\n        return x * {factor}\n",
+             module.__dict__)
+        return module.Scale
+
+    try:
+        assert fingerprint(make(2)) == fingerprint(make(2))
+        assert fingerprint(make(2)) != fingerprint(make(3))
+    finally:
+        sys.modules.pop("typed_in", None)
