@@ -29,6 +29,7 @@ import enum
 import functools
 import hashlib
 import importlib.metadata
+import inspect
 import sys
 import types
 from pathlib import Path
@@ -133,6 +134,10 @@ class _Hasher:
                 self.put(repr(obj.sharding))
         elif isinstance(obj, jax.sharding.Sharding | jax.sharding.Mesh):
             self.put(type(obj).__qualname__, repr(obj))
+        elif isinstance(obj, inspect.Signature):
+            if " at 0x" in str(obj):
+                raise Unkeyable(f"{path}: a signature with a default that names an address")
+            self.put("signature", str(obj))
         elif isinstance(obj, types.ModuleType):
             self.put("module", _module_identity(obj))
         elif id(obj) in self.seen:
@@ -160,9 +165,8 @@ class _Hasher:
             self.value(module, f"{path}.__module__")
             if isinstance(obj, type) and not _has_source_file(module):
                 self._class_body(obj, path)
-        elif hasattr(obj, "__wrapped__") and callable(obj):  # jax.jit, functools.wraps
-            self.put("wrapped", type(obj).__qualname__)
-            self.value(obj.__wrapped__, f"{path}.__wrapped__")
+        elif hasattr(obj, "__wrapped__") and callable(obj):  # jax.jit, custom_jvp, wraps
+            self._wrapped(obj, path)
         elif isinstance(obj, list | tuple):
             self.put(type(obj).__qualname__, len(obj))
             if type(obj) not in (list, tuple):  # a NamedTuple: its class matters
@@ -225,6 +229,20 @@ class _Hasher:
             if not isinstance(member, types.ModuleType):
                 self.put(attribute)
                 self.value(member, f"{module.__name__}.{attribute}")
+
+    def _wrapped(self, obj: Any, path: str) -> None:
+        """A decorated function: the function, and unless it comes from an installed
+        distribution (whose version fixes them) the decorator's own fields (a
+        ``jax.jit``'s options, a ``custom_jvp``'s rule)."""
+        self.put("wrapped", type(obj).__qualname__)
+        self.value(obj.__wrapped__, f"{path}.__wrapped__")
+        module = sys.modules.get(getattr(obj.__wrapped__, "__module__", None) or "")
+        if module is not None and _installed(module):
+            return
+        for name, member in sorted(getattr(obj, "__dict__", {}).items()):
+            if not name.startswith("__"):
+                self.put(name)
+                self.value(member, f"{path}.{name}")
 
     def _class_body(self, cls: type, path: str) -> None:
         """A class typed in without a source file: its bases and its own attributes."""

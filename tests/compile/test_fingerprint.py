@@ -7,6 +7,7 @@ import sys
 import threading
 import types
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -88,3 +89,18 @@ def test_class_without_source_file_is_hashed_by_its_methods():
         assert fingerprint(make(2)) != fingerprint(make(3))
     finally:
         sys.modules.pop("typed_in", None)
+
+
+def test_decorator_fields_count_for_user_code():
+    def double(x):
+        return x * 2
+
+    assert fingerprint(jax.jit(double)) != fingerprint(jax.jit(double, donate_argnums=0))
+    rules = []
+    for factor in (1.0, 2.0):
+        rule = jax.custom_jvp(double)
+        rule.defjvp(lambda primals, tangents, factor=factor: (double(primals[0]),
+                                                              factor * tangents[0]))
+        rules.append(fingerprint(rule))
+    assert rules[0] != rules[1]
+    assert fingerprint(jax.nn.relu) == fingerprint(jax.nn.relu)  # installed: by version
