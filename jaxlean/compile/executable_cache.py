@@ -159,7 +159,9 @@ class ExecutableCache:
 
     Args:
         directory: where entries live; default ``executables/`` next to the
-            persistent cache's default directory. Only process 0 writes.
+            persistent cache's default directory. In a multi-process run each
+            process keeps its own entries (the process index is part of the key:
+            a loaded executable is that process's part of the program).
     """
 
     def __init__(self, directory: str | Path | None = None):
@@ -211,8 +213,6 @@ class ExecutableCache:
                                  "outputs": outputs})
         except Exception as err:
             self._fallback(f"cannot serialize the executable ({type(err).__name__}: {err})")
-            return
-        if jax.process_index() != 0:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.stem}.", suffix=".tmp")

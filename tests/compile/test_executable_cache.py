@@ -263,3 +263,33 @@ def test_fresh_and_restored_arrays_share_an_entry(tmp_path):
     _run(scaled, tmp_path, fresh)
     restored = jax.device_put(jnp.ones(4), jax.devices()[0])  # as a checkpoint restores it
     assert restored.committed and _outcome(_run(scaled, tmp_path, restored)[0]) == "hit"
+
+
+_SHARDED = textwrap.dedent("""
+    import sys, tempfile
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jaxlean.compile.executable_cache import ExecutableCache, cached_jit
+
+    def f(x):
+        return jnp.tanh(x @ x.T).sum(axis=1)
+
+    directory = tempfile.mkdtemp()
+    x = np.arange(32.0).reshape(8, 4) / 32
+    outcomes = []
+    for shape in [(4,), (4,), (2,)]:  # the same mesh twice, then another mesh
+        jax.clear_caches()
+        mesh = Mesh(np.array(jax.devices()[:shape[0]]), ("data",))
+        placed = jax.device_put(x, NamedSharding(mesh, P("data")))
+        cache = ExecutableCache(directory)
+        out = cached_jit(f, cache)(placed)
+        np.testing.assert_allclose(np.asarray(out), np.tanh(x @ x.T).sum(1), rtol=1e-5)
+        assert out.sharding.mesh.shape == mesh.shape, out.sharding
+        outcomes.append((cache.stats.hits, cache.stats.misses))
+    assert outcomes == [(0, 1), (1, 0), (0, 1)], outcomes
+    print("ok")
+""")
+
+
+def test_sharded_inputs_hit_on_the_same_mesh_and_miss_on_another(run_on_devices):
+    run_on_devices(_SHARDED, devices=4, timeout=300)

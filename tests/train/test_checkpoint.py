@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import textwrap
 
 import equinox as eqx
 import jax
@@ -130,3 +131,28 @@ def test_restored_arrays_take_the_template_placement(tmp_path):
 def test_metadata_must_be_json(tmp_path):
     with Checkpointer(tmp_path) as checkpoints, pytest.raises(CheckpointError, match="JSON"):
         checkpoints.save(1, {"w": jnp.ones(2)}, metadata={"bad": object()})
+
+
+_SHARDED = textwrap.dedent("""
+    import tempfile
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jaxlean.train.checkpoint import Checkpointer
+
+    def placed(devices, spec, value):
+        mesh = Mesh(np.array(jax.devices()[:devices]), ("data",))
+        return jax.device_put(value, NamedSharding(mesh, P(*spec)))
+
+    w = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    with Checkpointer(tempfile.mkdtemp()) as checkpoints:
+        checkpoints.save(1, {"w": placed(4, ("data",), w)})
+        like = {"w": placed(2, (None, "data"), np.zeros_like(w))}
+        restored = checkpoints.restore(like)["w"]
+    assert restored.sharding == like["w"].sharding, restored.sharding
+    np.testing.assert_array_equal(np.asarray(restored), w)
+    print("ok")
+""")
+
+
+def test_sharded_state_is_restored_in_the_template_layout(run_on_devices):
+    run_on_devices(_SHARDED, devices=4, timeout=300)
