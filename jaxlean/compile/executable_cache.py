@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import pickle
 import platform
@@ -55,6 +56,7 @@ from jaxlean.errors import ConfigError
 __all__ = ["CachedFunction", "ExecutableCache", "ExecutableCacheStats", "cached_jit"]
 
 SUFFIX = ".jaxexec"
+_SIDECAR = ".json"  # next to each entry: the function's name and the key's ingredients
 _LAPACK = "jax._src.lax.linalg.initialize_lapack"
 _FORMAT = 1
 # jax config values that change how jax runs or reports, never the compiled program.
@@ -71,25 +73,35 @@ def default_executable_dir() -> Path:
 
 @dataclasses.dataclass
 class ExecutableCacheStats:
-    """What the executable cache did: disk hits, misses (compiled), entries written, and
-    calls that took the normal path, with the reason of each."""
+    """What the executable cache did: disk hits, misses (compiled, each with what
+    differs from the nearest stored entry of the same function), entries written,
+    and calls that took the normal path, with the reason of each."""
 
     hits: int = 0
     misses: int = 0
     writes: int = 0
     fallbacks: list[str] = dataclasses.field(default_factory=list)
+    miss_reasons: list[str] = dataclasses.field(default_factory=list)
 
 
-def _environment() -> str:
-    """Digest of everything outside the function and its arguments that changes a program."""
+def _environment() -> dict[str, str]:
+    """Digests of everything outside the function and its arguments that changes a
+    program, by what a user would change (so a miss can name it)."""
     config = {name: value for name, value in jax.config.values.items()
               if not any(word in name for word in _NEUTRAL_CONFIG)}
     devices = [(d.id, d.platform, d.device_kind, d.process_index) for d in jax.devices()]
     backend = jax.devices()[0].client
-    return fingerprint(jax.__version__, jaxlib.__version__, backend.platform,
-                       backend.platform_version, devices, jax.process_index(),
-                       jax.process_count(), config, {k: os.environ.get(k) for k in _ENVIRONMENT},
-                       host_cpu_signature(), platform.python_version())
+    return {
+        "jax, jaxlib and python versions": fingerprint(jax.__version__, jaxlib.__version__,
+                                                       platform.python_version()),
+        "backend": fingerprint(backend.platform, backend.platform_version),
+        "devices and processes": fingerprint(devices, jax.process_index(),
+                                             jax.process_count()),
+        "jax config": fingerprint(config),
+        "XLA_FLAGS / LIBTPU_INIT_ARGS": fingerprint({k: os.environ.get(k)
+                                                     for k in _ENVIRONMENT}),
+        "host CPU": fingerprint(host_cpu_signature()),
+    }
 
 
 def commit(args: tuple) -> tuple:
@@ -168,15 +180,34 @@ class ExecutableCache:
         self.directory = Path(directory).expanduser() if directory else default_executable_dir()
         self.stats = ExecutableCacheStats()
         self._lock = threading.Lock()
-        self._environment: str | None = None
+        self._environment: dict[str, str] | None = None
         self._warned: set[str] = set()
 
-    def key(self, program: str, signature: tuple) -> str:
-        """The entry name for a program digest and an argument signature."""
+    def ingredients(self, program: str, signature: tuple) -> dict[str, str]:
+        """The digest of each part of the key, by name."""
         if self._environment is None:
             self._environment = _environment()
-        return hashlib.sha256(
-            f"{self._environment}:{program}:{fingerprint(signature)}".encode()).hexdigest()
+        return {"function": program,
+                "argument shapes, dtypes and shardings": fingerprint(signature),
+                **self._environment}
+
+    def _explain_miss(self, name: str, ingredients: dict[str, str]) -> str:
+        """What differs between this call and the nearest entry stored for ``name``."""
+        nearest: list[str] | None = None
+        for sidecar in self.directory.glob(f"*{_SIDECAR}"):
+            try:
+                stored = json.loads(sidecar.read_text())
+            except (OSError, ValueError):
+                continue
+            if stored.get("name") != name:
+                continue
+            differ = [part for part, digest in ingredients.items()
+                      if stored.get("ingredients", {}).get(part) != digest]
+            if nearest is None or len(differ) < len(nearest):
+                nearest = differ
+        if nearest is None:
+            return f"{name}: first compile of this function in {self.directory}"
+        return f"{name}: changed since the nearest stored entry: {', '.join(nearest)}"
 
     def _fallback(self, reason: str) -> None:
         with self._lock:
@@ -203,7 +234,8 @@ class ExecutableCache:
                           f"({type(err).__name__}: {err}); compiling again", stacklevel=4)
             return None
 
-    def _store(self, path: Path, compiled: jax.stages.Compiled, args: tuple) -> None:
+    def _store(self, path: Path, compiled: jax.stages.Compiled, args: tuple,
+               description: dict) -> None:
         try:
             executable, in_tree, out_tree = serialize_executable.serialize(compiled)
             outputs = _encode_outputs(out_tree, in_tree)
@@ -220,6 +252,7 @@ class ExecutableCache:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, path)
+            path.with_suffix(_SIDECAR).write_text(json.dumps(description))
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
@@ -240,10 +273,11 @@ class ExecutableCache:
             ``jitted`` itself when the key cannot be computed.
         """
         try:
-            key = self.key(fingerprint(program), signature(args))
+            ingredients = self.ingredients(fingerprint(program), signature(args))
         except Unkeyable as err:
             self._fallback(f"cannot key the function safely: {err}")
             return jitted
+        key = hashlib.sha256(json.dumps(ingredients, sort_keys=True).encode()).hexdigest()
         path = self.directory / f"{key}{SUFFIX}"
         if jax.default_backend() == "cpu" and not _jax_private.initialize_cpu_kernels():
             self._fallback("this JAX cannot register its CPU kernels before loading an "
@@ -254,10 +288,13 @@ class ExecutableCache:
             with self._lock:
                 self.stats.hits += 1
             return loaded
+        name = getattr(jitted, "__name__", "function")
+        reason = self._explain_miss(name, ingredients)
         compiled = jitted.lower(*args).compile()
         with self._lock:
             self.stats.misses += 1
-        self._store(path, compiled, args)
+            self.stats.miss_reasons.append(reason)
+        self._store(path, compiled, args, {"name": name, "ingredients": ingredients})
         return compiled
 
 

@@ -61,6 +61,7 @@ def test_hit_skips_tracing_and_gives_the_same_result(tmp_path):
     before = _traces("scaled")
     cold, first = _run(scaled, tmp_path, x)
     assert (_outcome(cold), cold.stats.writes, _traces("scaled") - before) == ("miss", 1, 1)
+    assert cold.stats.miss_reasons == [f"scaled: first compile of this function in {tmp_path}"]
     assert len(list(tmp_path.glob(f"*{SUFFIX}"))) == 1
     warm, second = _run(scaled, tmp_path, x)
     assert (_outcome(warm), _traces("scaled") - before) == ("hit", 1)  # no second trace
@@ -76,7 +77,7 @@ def test_changed_global_value_misses(tmp_path, monkeypatch):
     _baseline(tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "SCALE", 4.0)
     cache, out = _run(scaled, tmp_path, jnp.ones(4))
-    assert _outcome(cache) == "miss"
+    assert _outcome(cache) == "miss" and cache.stats.miss_reasons[0].endswith(": function")
     np.testing.assert_allclose(out, np.sin(1.0) * 4, rtol=1e-6)
 
 
@@ -104,6 +105,8 @@ def test_changed_input_misses(tmp_path, changed):
     _baseline(tmp_path)
     cache, out = _run(scaled, tmp_path, changed)
     assert _outcome(cache) == "miss"
+    assert cache.stats.miss_reasons == [
+        "scaled: changed since the nearest stored entry: argument shapes, dtypes and shardings"]
     np.testing.assert_allclose(out, np.sin(np.ones(changed.shape)) * SCALE, rtol=1e-6)
 
 
@@ -122,10 +125,13 @@ def test_changed_environment_misses(tmp_path, monkeypatch, change):
     _baseline(tmp_path)
     if change == "jax_version":
         monkeypatch.setattr(jax, "__version__", jax.__version__ + ".dev")
+        reason = "jax, jaxlib and python versions"
     else:
         flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_math=false"
         monkeypatch.setenv("XLA_FLAGS", flags)
-    assert _outcome(_run(scaled, tmp_path, jnp.ones(4))[0]) == "miss"
+        reason = "XLA_FLAGS / LIBTPU_INIT_ARGS"
+    cache, _ = _run(scaled, tmp_path, jnp.ones(4))
+    assert _outcome(cache) == "miss" and cache.stats.miss_reasons[0].endswith(f": {reason}")
 
 
 def test_changed_jax_config_misses(tmp_path):
@@ -133,7 +139,8 @@ def test_changed_jax_config_misses(tmp_path):
     previous = jax.config.jax_default_matmul_precision
     jax.config.update("jax_default_matmul_precision", "highest")
     try:
-        assert _outcome(_run(scaled, tmp_path, jnp.ones(4))[0]) == "miss"
+        cache, _ = _run(scaled, tmp_path, jnp.ones(4))
+        assert _outcome(cache) == "miss" and cache.stats.miss_reasons[0].endswith(": jax config")
     finally:
         jax.config.update("jax_default_matmul_precision", previous)
 
