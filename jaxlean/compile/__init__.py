@@ -1,0 +1,17 @@
+"""Compile once across runs.
+
+- ``cache``: :func:`enable_compilation_cache` and :func:`cache_stats`, JAX's
+  persistent compilation cache made safe for many processes and observable;
+- ``file_cache``: the store it installs (atomic writes, damaged entries replaced);
+- ``directory``: the cache directory on disk (listing, clearing, pruning);
+- ``health``: what stops a cache directory from working (``jaxlean cache info``);
+- ``multiprocess_key``: cache keys that every process of a CPU run shares;
+- ``stats``: trace, hit and miss accounting from ``jax.monitoring`` events;
+- ``report``: :func:`compile_report`, one function's compile stage by stage;
+- ``check``: explain the misses of a command run twice (``jaxlean cache check``);
+- ``executable_cache``: :func:`cached_jit`, serialized executables a restarted
+  process loads without tracing; ``fingerprint``: its key for a Python function;
+  ``cached_step``: the same for a :func:`jaxlean.train.step.make_train_step` step;
+- ``cli``: ``jaxlean cache info|clear|prune|check``;
+- ``_jax_private``: every JAX internal the above uses, checked at import.
+"""

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import atexit
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 import jax
-from jax._src import compilation_cache as _jax_cache
-from jax._src import distributed as _jax_distributed
 
-from jaxlean.compile import key as _cache_key
+from jaxlean.compile import _jax_private, multiprocess_key
+from jaxlean.compile.directory import default_cache_dir, prune
 from jaxlean.compile.file_cache import SafeFileCache
+from jaxlean.compile.health import unwritable_reason
 from jaxlean.compile.stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
-from jaxlean.compile.store import default_cache_dir, prune
 from jaxlean.errors import CacheError
 
 __all__ = ["CacheStats", "FunctionCacheStats", "cache_stats", "enable_compilation_cache"]
@@ -28,40 +26,14 @@ __all__ = ["CacheStats", "FunctionCacheStats", "cache_stats", "enable_compilatio
 _summary_registered = False
 
 
-def _process_id() -> int:
-    """The process index JAX's cache-write gate reads (0 before ``jax.distributed.initialize``)."""
-    return int(_jax_distributed.global_state.process_id or 0)
-
-
-def _unwritable_reason(directory: Path) -> str | None:
-    """Why process 0 cannot write cache entries into ``directory``, or ``None`` if it can."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".jaxlean-probe-"):
-            pass
-    except OSError as err:
-        return f"{type(err).__name__}: {err}"
-    return None
-
-
-_JAX_INTERNALS = ("reset_cache", "_cache", "_cache_initialized", "_cache_initialized_mutex")
-
-
 def _install_store(store: SafeFileCache | None) -> None:
     """Forget JAX's cache state (so an earlier compile cannot pin it) and use ``store``."""
-    if missing := [name for name in _JAX_INTERNALS if not hasattr(_jax_cache, name)]:
-        raise CacheError(
-            f"jax {jax.__version__} has no jax._src.compilation_cache.{', '.join(missing)}: "
-            "jaxlean's cache setup was written against jax 0.10; set "
-            "jax.config.update('jax_compilation_cache_dir', path) yourself instead")
-    _jax_cache.reset_cache()
     jax.config.update("jax_compilation_cache_dir", str(store.path) if store else None)
     if store is None:
+        _jax_private.reset_persistent_cache()
         return
     jax.config.update("jax_enable_compilation_cache", True)
-    with _jax_cache._cache_initialized_mutex:
-        _jax_cache._cache = store
-        _jax_cache._cache_initialized = True
+    _jax_private.set_persistent_store(store)
 
 
 def _print_summary() -> None:
@@ -80,17 +52,14 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
     compile uses the new directory (functions already compiled in this process
     are cached the next time they are compiled).
 
-    Multi-process rule, checked in the installed jax (0.10.2): ``jax/_src/compiler.py``
-    ``_cache_write`` returns early when ``distributed.global_state.process_id != 0``
-    ("Only write cache entries from the first process. Otherwise we create problems
-    with contention for writes on some filesystems, e.g., GCS."), and
-    ``get_compile_options`` sets the XLA GPU autotune sub-cache to ``UPDATE`` on
-    process 0 and ``READ`` elsewhere. So every process reads and only process 0
-    writes; here only process 0 creates the directory, so use a shared filesystem.
-    On CPU, jax 0.10.2 puts a per-process topology fingerprint into every cache
-    key, so the other processes would never find process 0's entries; jaxlean
-    replaces that part of the key for multi-process CPU runs (see
-    :mod:`jaxlean.compile.key`), so every process hits on the next launch.
+    In a multi-process run every process reads the cache and only process 0
+    writes it (JAX's own rule, which avoids write contention on shared
+    filesystems); only process 0 creates the directory, so put it on a
+    filesystem every process sees. On CPU, JAX puts a per-process topology
+    fingerprint into every cache key, so the other processes would never find
+    process 0's entries; jaxlean replaces that part of the key for
+    multi-process CPU runs (see :mod:`jaxlean.compile.multiprocess_key`), so every process
+    hits on the next launch.
 
     Entries are written atomically and an entry that cannot be loaded (truncated,
     corrupted) is recompiled and replaced instead of crashing (see
@@ -109,6 +78,10 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
 
     Returns:
         The directory in use, or ``None`` when the cache could not be enabled.
+
+    Raises:
+        CacheError: on invalid arguments, or when the installed JAX lacks an
+            internal the cache setup needs (the message names it and the version).
     """
     if min_compile_secs < 0:
         raise CacheError(f"min_compile_secs must be >= 0, got {min_compile_secs}")
@@ -117,12 +90,13 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
                          f"got {max_size_bytes}")
     directory = Path(path).expanduser() if path is not None else default_cache_dir()
     install_listeners()
-    if not _cache_key.install():
-        warnings.warn("jaxlean: this jax has no jax._src.cache_key._hash_accelerator_config; "
-                      "in multi-process CPU runs only process 0 will find cache entries",
-                      stacklevel=2)
-    if _process_id() == 0:
-        if reason := _unwritable_reason(directory):
+    _jax_private.require("enable_compilation_cache", *_jax_private.STORE_INTERNALS)
+    if not multiprocess_key.install():
+        problem = _jax_private.problems().get(multiprocess_key.INTERNAL, "")
+        warnings.warn(f"jaxlean: {problem}; skipped: in multi-process CPU runs only "
+                      "process 0 will find cache entries", stacklevel=2)
+    if _jax_private.process_index() == 0:
+        if reason := unwritable_reason(directory, create=True):
             warnings.warn(f"jaxlean: cannot write the compilation cache at {directory} "
                           f"({reason}); running without a persistent cache", stacklevel=2)
             _install_store(None)

@@ -1,7 +1,8 @@
 """``jaxlean cache info|clear|prune|check``: look after the persistent compilation cache.
 
 ``info``, ``clear`` and ``prune`` act on a cache directory (default: the one
-:func:`jaxlean.compile.cache.enable_compilation_cache` uses); ``check`` runs a command
+:func:`jaxlean.compile.cache.enable_compilation_cache` uses); ``info`` also
+checks its health (:mod:`jaxlean.compile.health`); ``check`` runs a command
 twice in fresh processes and says, per compiled function, whether the second run
 hit the cache and, for a miss, why the key changed.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
+import os
 import tempfile
 from pathlib import Path
 
@@ -19,7 +21,8 @@ from rich.table import Table
 
 from jaxlean._units import format_bytes
 from jaxlean.compile.check import compare, run_once
-from jaxlean.compile.store import clear, default_cache_dir, list_entries, parse_size, prune
+from jaxlean.compile.directory import clear, default_cache_dir, list_entries, parse_size, prune
+from jaxlean.compile.health import check_directory, repair
 from jaxlean.errors import CacheError
 
 console = Console(soft_wrap=True)
@@ -33,12 +36,50 @@ def _directory(args: argparse.Namespace) -> Path:
     return Path(args.path).expanduser() if args.path else default_cache_dir()
 
 
+_STYLE = {"error": "bold red", "warning": "yellow", "note": "dim"}
+
+
+def _size_limit(args: argparse.Namespace) -> int | None:
+    """``--max-size``, else JAX's ``JAX_COMPILATION_CACHE_MAX_SIZE`` (bytes; -1 is no limit)."""
+    if args.max_size:
+        return parse_size(args.max_size)
+    value = os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")
+    limit = parse_size(value) if value.strip() != "-1" else None
+    return limit if limit else None
+
+
+def _health(args: argparse.Namespace, directory: Path) -> int:
+    """Print the health findings (repairing them with ``--repair``); 1 if any error is left."""
+    findings = check_directory(directory, _size_limit(args), verify=args.verify)
+    if args.repair and any(f.repairable for f in findings):
+        console.print(f"repaired: removed {repair(findings)} files")
+        findings = check_directory(directory, _size_limit(args), verify=args.verify)
+    if not findings:
+        console.print("[green]healthy[/green]: writable"
+                      + (", every entry decodes" if args.verify else ""))
+        return 0
+    for finding in findings:
+        style = _STYLE[finding.severity]
+        console.print(f"[{style}]{finding.severity}[/{style}]: {finding.problem}; "
+                      f"fix: {finding.fix}")
+        for path in finding.paths[:5]:
+            console.print(f"    {path.name}", markup=False, highlight=False)
+        if len(finding.paths) > 5:
+            console.print(f"    ... and {len(finding.paths) - 5} more")
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
 def _info(args: argparse.Namespace) -> int:
     directory = _directory(args)
+    try:
+        _size_limit(args)
+    except CacheError as err:
+        console.print(f"[red]{err}[/red]")
+        return 2
     entries = list_entries(directory)
     if not entries:
         console.print(f"{directory}: no cache entries")
-        return 0
+        return _health(args, directory)
     total = format_bytes(sum(e.size for e in entries))
     console.print(f"{directory}: {len(entries)} entries, {total}; "
                   f"oldest used {_when(entries[0].last_used)}, "
@@ -51,7 +92,7 @@ def _info(args: argparse.Namespace) -> int:
         table.add_row(name, str(len(group)), format_bytes(sum(e.size for e in group)),
                       _when(max(e.last_used for e in group)))
     console.print(table)
-    return 0
+    return _health(args, directory)
 
 
 def _clear(args: argparse.Namespace) -> int:
@@ -123,8 +164,17 @@ def add_cache_parser(commands: argparse._SubParsersAction) -> None:
     cache = commands.add_parser("cache", help="inspect, trim or check the compilation cache")
     actions = cache.add_subparsers(dest="cache_command", required=True)
     default = "default: $JAXLEAN_CACHE_DIR or ~/.cache/jaxlean/xla"
-    info = actions.add_parser("info", help="entries, size, oldest/newest, per-function counts")
+    info = actions.add_parser(
+        "info", help="entries, size, per-function counts, and a health check (exit 1 when an "
+                     "error stops the cache from working)")
     info.add_argument("path", nargs="?", help=f"cache directory ({default})")
+    info.add_argument("--max-size", metavar="SIZE",
+                      help="the size limit to check against (default: "
+                           "$JAX_COMPILATION_CACHE_MAX_SIZE when set)")
+    info.add_argument("--verify", action="store_true",
+                      help="read and decompress every entry to find damaged ones")
+    info.add_argument("--repair", action="store_true",
+                      help="remove orphaned, damaged and leftover files")
     info.set_defaults(handler=_info)
     clear_ = actions.add_parser("clear", help="remove every cache entry")
     clear_.add_argument("path", nargs="?", help=f"cache directory ({default})")

@@ -1,10 +1,9 @@
 """The file store jaxlean gives JAX's persistent cache: atomic writes, self-healing reads.
 
-JAX's default file cache (``jax._src.lru_cache.LRUCache`` in jax 0.10.2) writes
-an entry in place and never replaces an existing one, so a truncated or corrupted
-entry (a killed writer, a full disk) is read, fails, is recompiled and ... kept,
-costing a full compile on every later run. This store is the same file layout
-with two changes:
+JAX's default file cache writes an entry in place and never replaces an existing
+one, so a truncated or corrupted entry (a killed writer, a full disk) is read,
+fails, is recompiled and kept, costing a full compile on every later run. This
+store is the same file layout with two changes:
 
 - ``put`` writes to a temporary file and renames it into place, so readers see a
   whole entry or none, and several processes writing the same key all succeed;
@@ -12,7 +11,7 @@ with two changes:
   read (JAX only writes after a miss or a failed load), so the bad entry is
   replaced instead of kept.
 
-Size limits are enforced by :func:`jaxlean.compile.store.prune` after each write.
+Size limits are enforced by :func:`jaxlean.compile.directory.prune` after each write.
 """
 
 from __future__ import annotations
@@ -23,9 +22,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from jax._src.compilation_cache_interface import CacheInterface
-
-from jaxlean.compile.store import ENTRY_SUFFIX, prune
+from jaxlean.compile._jax_private import CacheInterface
+from jaxlean.compile.directory import ENTRY_SUFFIX, prune
 
 
 class SafeFileCache(CacheInterface):
@@ -38,7 +36,7 @@ class SafeFileCache(CacheInterface):
     """
 
     def __init__(self, path: Path, max_bytes: int | None = None):
-        self.path = self._path = Path(path)
+        self.path = self._path = Path(path)  # JAX logs ``_path`` when it resets the cache
         self.max_bytes = max_bytes
         self._served: set[str] = set()
         self._lock = threading.Lock()

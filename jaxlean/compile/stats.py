@@ -1,7 +1,9 @@
 """Hit/miss accounting for the persistent compilation cache, from ``jax.monitoring`` events.
 
-jax 0.10.2 reports (``jax/_src/compiler.py``, ``jax/_src/dispatch.py``):
+JAX reports:
 
+- ``/jax/core/compile/jaxpr_trace_duration``: a function was traced, with ``fun_name``
+  (counted as ``traces`` of ``jit(<fun_name>)``);
 - ``/jax/core/compile/backend_compile_duration``: a scalar (start time) when a
   backend compile starts and a duration when it ends, both with ``fun_name``;
 - ``/jax/compilation_cache/compile_requests_use_cache``: a compile looked in the cache;
@@ -25,6 +27,7 @@ import threading
 
 import jax
 
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 REQUEST_EVENT = "/jax/compilation_cache/compile_requests_use_cache"
 HIT_EVENT = "/jax/compilation_cache/cache_hits"
@@ -37,6 +40,7 @@ UNKNOWN_FUNCTION = "<unknown>"
 class FunctionCacheStats:
     """Counts for one compiled function name (summed over its compiles)."""
 
+    traces: int = 0
     compiles: int = 0
     requests: int = 0
     hits: int = 0
@@ -57,7 +61,9 @@ class FunctionCacheStats:
 class CacheStats(FunctionCacheStats):
     """Process totals plus ``functions``: the same counts per compiled function name.
 
-    ``compiles`` counts every backend compile (cache or not), ``compile_s`` the
+    ``traces`` counts the functions traced for ``jax.jit`` (a warm start from the
+    executable cache traces none), ``compiles`` every backend compile (cache or
+    not), ``compile_s`` the
     seconds they took (loading from the cache included), ``saved_s`` the compile
     seconds the cache saved.
     """
@@ -103,7 +109,12 @@ class _Recorder:
                 setattr(row, field, getattr(row, field) + 1)
 
     def on_duration(self, event: str, duration: float, **kwargs) -> None:
-        if event == SAVED_EVENT:
+        if event == TRACE_EVENT:
+            name = f"jit({kwargs.get('fun_name', UNKNOWN_FUNCTION)})"
+            with self.lock:
+                self.stats.traces += 1
+                self.stats.functions.setdefault(name, FunctionCacheStats()).traces += 1
+        elif event == SAVED_EVENT:
             with self.lock:
                 for row in self._rows():
                     row.saved_s += max(float(duration), 0.0)

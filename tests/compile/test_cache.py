@@ -14,19 +14,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax._src import compilation_cache as jax_compilation_cache
-from jax._src import distributed as jax_distributed
 
+from jaxlean.compile import _jax_private
 from jaxlean.compile.cache import cache_stats, enable_compilation_cache
-from jaxlean.compile.file_cache import SafeFileCache
-from jaxlean.compile.report import compile_report
-from jaxlean.compile.store import (
+from jaxlean.compile.directory import (
     ENTRY_SUFFIX,
     default_cache_dir,
     list_entries,
     parse_size,
     prune,
 )
+from jaxlean.compile.file_cache import SafeFileCache
+from jaxlean.compile.report import compile_report
 from jaxlean.errors import CacheError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +89,7 @@ def restore_jax_cache_config():
     yield
     for name, value in saved.items():
         jax.config.update(name, value)
-    jax_compilation_cache.reset_cache()
+    _jax_private.reset_persistent_cache()
 
 
 def test_parse_size():
@@ -135,7 +134,7 @@ def test_enable_after_a_compile_still_takes_effect(restore_jax_cache_config, tmp
 
 
 def test_only_process_zero_writes(restore_jax_cache_config, tmp_path, monkeypatch):
-    monkeypatch.setattr(jax_distributed.global_state, "process_id", 1)
+    monkeypatch.setattr("jax._src.distributed.global_state.process_id", 1)
     cache = tmp_path / "shared"
     enable_compilation_cache(cache, min_compile_secs=0)
     assert not cache.exists()  # only process 0 creates the directory
@@ -163,7 +162,7 @@ def test_compile_report_stages_and_cache_column(restore_jax_cache_config, tmp_pa
 
     w, x = jnp.ones((16, 32)), jnp.ones((4, 16))
     jax.config.update("jax_enable_compilation_cache", False)
-    jax_compilation_cache.reset_cache()
+    _jax_private.reset_persistent_cache()
     off = compile_report(mlp, w, x)
     assert off.persistent_cache == "off"
     assert off.trace_s > 0 and off.lower_s > 0 and off.compile_s > 0
@@ -223,7 +222,8 @@ def test_damaged_entry_is_recompiled_replaced_then_hit(tmp_path, damage):
     assert np.isclose(repaired["value"], _reference_chain(), rtol=1e-5)
     assert (repaired["hits"], repaired["misses"], repaired["writes"]) == (0, 1, 1)
     assert "Error reading persistent compilation cache entry" in err
-    jax_compilation_cache.decompress_executable(entry.read_bytes())  # a whole entry again
+    decompress = _jax_private.get("jax._src.compilation_cache.decompress_executable")
+    decompress(entry.read_bytes())  # a whole entry again
     warm, _ = _run_child(tmp_path, cache)  # a new process loads the repaired entry
     assert (warm["hits"], warm["misses"], warm["writes"]) == (1, 0, 0)
     assert warm["value"] == repaired["value"]

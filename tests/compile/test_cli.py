@@ -12,7 +12,7 @@ import pytest
 
 from jaxlean.cli import main
 from jaxlean.compile.check import Compile, Run, compare, parse_log
-from jaxlean.compile.store import ENTRY_SUFFIX, list_entries
+from jaxlean.compile.directory import ENTRY_SUFFIX, list_entries
 
 REPO = Path(__file__).resolve().parents[2]
 _COMPONENTS = ["computation", "jax_lib version", "backend version", "XLA flags",

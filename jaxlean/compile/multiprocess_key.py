@@ -1,8 +1,7 @@
 """A persistent-cache key that is the same in every process of a multi-process CPU run.
 
-JAX 0.10.2 (``jax/_src/cache_key.py``, ``_hash_accelerator_config``) hashes the
-XLA topology fingerprint of the devices into each cache key. On CPU that
-fingerprint differs from process to process (measured: two processes over the
+JAX hashes the XLA topology fingerprint of the devices into each cache key. On
+CPU that fingerprint differs from process to process (measured: two processes over the
 same 8 global devices get different fingerprints), so the entries process 0
 writes are never found by the others and every other process compiles again.
 JAX strips the per-process part for GPUs only.
@@ -19,13 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import platform
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jax
-from jax._src import cache_key as _jax_cache_key
 
+from jaxlean.compile import _jax_private
+
+INTERNAL = "jax._src.cache_key._hash_accelerator_config"
 _MARK = "_jaxlean_process_invariant"
 
 
@@ -49,13 +51,16 @@ def install() -> bool:
     """Make cache keys of multi-process CPU programs process-invariant; False if not possible.
 
     Idempotent. Programs on other platforms, or in single-process runs, keep
-    JAX's own key.
+    JAX's own key. Returns ``False`` when the installed JAX hashes devices
+    elsewhere (:data:`INTERNAL` missing or reshaped); the key is then JAX's own.
     """
-    original = getattr(_jax_cache_key, "_hash_accelerator_config", None)
-    if original is None:
-        return False
+    return _jax_private.replace_accelerator_hash(_process_invariant)
+
+
+def _process_invariant(original: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """``original`` with the multi-process CPU case replaced (``original`` if already so)."""
     if getattr(original, _MARK, False):
-        return True
+        return original
 
     def hash_accelerator_config(hash_obj: Any, accelerators: Any) -> None:
         devices = list(accelerators.flat)
@@ -67,5 +72,4 @@ def install() -> bool:
         original(hash_obj, accelerators)
 
     setattr(hash_accelerator_config, _MARK, True)
-    _jax_cache_key._hash_accelerator_config = hash_accelerator_config
-    return True
+    return hash_accelerator_config

@@ -1,0 +1,94 @@
+"""A training job that is killed mid-run and requeued: it resumes where it stopped.
+
+The requeue recipe (SLURM ``--requeue``, a preemptible VM, a crash): run the same
+command again. The job finds its latest checkpoint and continues from it; the
+persistent compilation cache and the executable cache let the restarted process
+skip tracing and compiling its step.
+
+Run without arguments, this script plays both runs: it starts itself once with
+``--die-at 12`` (the process kills itself after step 12, as a preemption would,
+whatever checkpoint write is in flight), then again without it, and prints
+where the second run resumed and how long it took to its first step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+START = time.time()
+
+
+def train(workdir: Path, steps: int, die_at: int | None) -> None:
+    """Train an MLP for ``steps`` steps, checkpointing every 5, resuming if possible."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from jaxlean import enable_compilation_cache, packed
+    from jaxlean.compile.cached_step import cached_train_step
+    from jaxlean.train.checkpoint import Checkpointer
+    from jaxlean.train.step import make_train_step
+
+    enable_compilation_cache(workdir / "xla", min_compile_secs=0)
+    tx = packed(optax.adam(3e-3))
+
+    def loss(model, x, y):
+        return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+    model = eqx.nn.MLP(8, 1, 64, 3, key=jax.random.key(0))
+    state = {"model": model, "opt_state": tx.init(eqx.filter(model, eqx.is_array)),
+             "data_key": jax.random.key(1), "step": 0}
+    step = cached_train_step(make_train_step(loss, tx), workdir / "executables")
+    with Checkpointer(workdir / "checkpoints", keep=2) as checkpoints:
+        if checkpoints.latest_step() is not None:
+            state = checkpoints.restore(state)
+            print(f"resumed at step {state['step']} "
+                  f"(restored {time.time() - START:.2f} s after process start)")
+        model, opt_state, key = state["model"], state["opt_state"], state["data_key"]
+        for i in range(state["step"] + 1, steps + 1):
+            key, sub = jax.random.split(key)
+            x = jax.random.normal(sub, (32, 8))
+            model, opt_state, value = step(model, opt_state, x, jnp.sin(x).sum(1, keepdims=True))
+            if i == state["step"] + 1:
+                print(f"first step done {time.time() - START:.2f} s after process start "
+                      f"(executable cache: {step.cache.stats.hits} hits)")
+            if i % 5 == 0:
+                checkpoints.save(i, {"model": model, "opt_state": opt_state, "data_key": key,
+                                     "step": i})
+                print(f"step {i}: loss {float(value):.4f}, checkpoint saved")
+            if i == die_at:
+                print(f"step {i}: killed", flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+    print(f"finished {steps} steps, final loss {float(value):.4f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path, help="checkpoints and caches (default: play "
+                                                     "both runs in a temporary directory)")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--die-at", type=int, help="kill this process after that step")
+    args = parser.parse_args()
+    if args.workdir is not None:
+        train(args.workdir, args.steps, args.die_at)
+        return
+    with tempfile.TemporaryDirectory(prefix="jaxlean-restart-") as scratch:
+        command = [sys.executable, __file__, "--workdir", scratch, "--steps", str(args.steps)]
+        print("== run 1 (preempted)", flush=True)
+        first = subprocess.run([*command, "--die-at", "12"], check=False)
+        print(f"run 1 ended with {signal.Signals(-first.returncode).name}"
+              if first.returncode < 0 else f"run 1 exited with {first.returncode}")
+        print("== run 2 (requeued: the same command)", flush=True)
+        subprocess.run(command, check=True)
+
+
+if __name__ == "__main__":
+    main()

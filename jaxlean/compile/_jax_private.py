@@ -1,0 +1,241 @@
+"""Every private JAX internal jaxlean uses, checked once when this module is imported.
+
+JAX's persistent compilation cache has no public hooks for what jaxlean does
+(swap in a safer file store, reset the "cache initialised" state, make cache
+keys process-invariant on multi-process CPU runs), so jaxlean reaches into
+``jax._src``. Those names move between JAX releases, so they are all listed
+here, in :data:`INTERNALS`, with the shape jaxlean relies on (an attribute, a
+callable with given parameters, a class with given methods). Each is resolved
+and checked at import; nothing else in jaxlean imports ``jax._src``.
+
+A missing or reshaped internal never breaks ``import jaxlean``. Using a feature
+that needs it raises :class:`jaxlean.errors.CacheError` naming the installed JAX
+version and the internal (:func:`require`); an optional feature is skipped with
+a warning instead (see :func:`jaxlean.compile.multiprocess_key.install`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from jaxlean.errors import CacheError
+
+__all__ = [
+    "INTERNALS",
+    "STORE_INTERNALS",
+    "CacheInterface",
+    "Internal",
+    "get",
+    "initialize_cpu_kernels",
+    "problems",
+    "process_index",
+    "refresh",
+    "replace_accelerator_hash",
+    "require",
+    "reset_persistent_cache",
+    "set_persistent_store",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Internal:
+    """One private JAX name jaxlean uses and the shape it must have.
+
+    Attributes:
+        path: dotted path, module then attributes
+            (``jax._src.distributed.global_state.process_id``).
+        use: what jaxlean does with it, for the error message.
+        params: for a callable, the names of its leading parameters, in order.
+        methods: for a class or object, the methods it must have.
+        optional: the feature that needs it is skipped (with a warning) when it is missing.
+    """
+
+    path: str
+    use: str
+    params: tuple[str, ...] | None = None
+    methods: tuple[str, ...] = ()
+    optional: bool = False
+
+
+INTERNALS: tuple[Internal, ...] = (
+    Internal("jax._src.compilation_cache.reset_cache", "forget the cache JAX set up", params=()),
+    Internal("jax._src.compilation_cache._cache", "install jaxlean's file store"),
+    Internal("jax._src.compilation_cache._cache_initialized", "install jaxlean's file store"),
+    Internal("jax._src.compilation_cache._cache_initialized_mutex",
+             "install jaxlean's file store", methods=("__enter__", "__exit__")),
+    Internal("jax._src.compilation_cache.decompress_executable",
+             "read a stored cache entry", params=("executable",)),
+    Internal("jax._src.compilation_cache_interface.CacheInterface",
+             "the base class of jaxlean's file store", methods=("get", "put")),
+    Internal("jax._src.distributed.global_state.process_id",
+             "know which process JAX lets write cache entries", optional=True),
+    Internal("jax._src.cache_key._hash_accelerator_config",
+             "make multi-process CPU cache keys process-invariant",
+             params=("hash_obj", "accelerators"), optional=True),
+    Internal("jax._src.lax.linalg.initialize_lapack",
+             "register the CPU LAPACK kernels an executable loaded without tracing calls",
+             params=(), optional=True),
+)
+
+_MISSING = object()
+_found: dict[str, Any] = {}
+_problems: dict[str, str] = {}
+
+
+def _resolve(path: str) -> Any:
+    """The object at ``path``: the longest importable module prefix, then attributes."""
+    parts = path.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for name in parts[split:]:
+            value = getattr(value, name, _MISSING)
+            if value is _MISSING:
+                return _MISSING
+        return value
+    return _MISSING
+
+
+def _shape_problem(internal: Internal, value: Any) -> str | None:
+    """Why ``value`` does not have the shape ``internal`` expects, or ``None``."""
+    if internal.params is not None:
+        if not callable(value):
+            return "is not callable"
+        try:
+            parameters = list(inspect.signature(value).parameters)
+        except (TypeError, ValueError):
+            return "has no readable signature"
+        required = [name for name, p in inspect.signature(value).parameters.items()
+                    if p.default is inspect.Parameter.empty
+                    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if parameters[:len(internal.params)] != list(internal.params) or len(required) > len(
+                internal.params):
+            return (f"takes ({', '.join(parameters)}), jaxlean expects "
+                    f"({', '.join(internal.params)})")
+    if missing := [m for m in internal.methods if not callable(getattr(value, m, None))]:
+        return f"has no method {', '.join(missing)}"
+    return None
+
+
+def refresh() -> dict[str, str]:
+    """Resolve and check every internal again; returns :func:`problems`."""
+    _found.clear()
+    _problems.clear()
+    for internal in INTERNALS:
+        value = _resolve(internal.path)
+        problem = "does not exist" if value is _MISSING else _shape_problem(internal, value)
+        if problem is None:
+            _found[internal.path] = value
+        else:
+            _problems[internal.path] = (f"jax {jax.__version__}: {internal.path} {problem} "
+                                        f"(jaxlean uses it to {internal.use})")
+    return problems()
+
+
+def problems() -> dict[str, str]:
+    """Each internal that is missing or reshaped in the installed JAX, with the reason."""
+    return dict(_problems)
+
+
+def require(feature: str, *paths: str) -> None:
+    """Raise :class:`CacheError` naming every one of ``paths`` this JAX lacks.
+
+    Args:
+        feature: what the caller was about to do, in the user's terms.
+        paths: dotted paths from :data:`INTERNALS`.
+    """
+    if bad := [_problems[p] for p in paths if p in _problems]:
+        raise CacheError(f"{feature} needs JAX internals this JAX does not have: "
+                         + "; ".join(bad)
+                         + ". jaxlean supports jax 0.10; pin it, or upgrade jaxlean")
+
+
+def get(path: str) -> Any:
+    """The checked internal at ``path``; :class:`CacheError` when it is missing or reshaped."""
+    require(f"using {path}", path)
+    if path not in _found:
+        raise CacheError(f"{path} is not one of jaxlean's checked JAX internals")
+    return _found[path]
+
+
+#: What :func:`set_persistent_store` needs; callers check them before changing any state.
+STORE_INTERNALS = ("jax._src.compilation_cache.reset_cache",
+                      "jax._src.compilation_cache._cache",
+                      "jax._src.compilation_cache._cache_initialized",
+                      "jax._src.compilation_cache._cache_initialized_mutex",
+                      "jax._src.compilation_cache_interface.CacheInterface")
+
+
+def reset_persistent_cache() -> None:
+    """Return JAX's persistent cache to "not set up": the next compile reads the config again."""
+    get("jax._src.compilation_cache.reset_cache")()
+
+
+def set_persistent_store(store: Any) -> None:
+    """Make ``store`` (a :data:`CacheInterface`) the persistent cache every later compile uses.
+
+    JAX sets its cache up once per process from the config; resetting that state
+    and installing the store directly lets the store be jaxlean's own class and
+    lets a call after the first compile still take effect.
+    """
+    require("enabling jaxlean's compilation cache", *STORE_INTERNALS)
+    module = importlib.import_module("jax._src.compilation_cache")
+    module.reset_cache()
+    with module._cache_initialized_mutex:
+        module._cache = store
+        module._cache_initialized = True
+
+
+def process_index() -> int:
+    """The process index JAX's cache-write gate reads (0 before ``jax.distributed.initialize``).
+
+    Falls back to :func:`jax.process_index` when JAX keeps it elsewhere.
+    """
+    path = "jax._src.distributed.global_state.process_id"
+    if path in _problems:
+        return jax.process_index()
+    state = importlib.import_module("jax._src.distributed").global_state
+    return int(state.process_id or 0)
+
+
+def replace_accelerator_hash(make: Callable[[Callable], Callable]) -> bool:
+    """Replace the accelerator part of JAX's cache key by ``make(original)``.
+
+    Returns ``False`` (nothing replaced) when this JAX has no such function or
+    it takes other parameters than ``(hash_obj, accelerators)``.
+    """
+    path = "jax._src.cache_key._hash_accelerator_config"
+    if path in _problems:
+        return False
+    module = importlib.import_module("jax._src.cache_key")
+    module._hash_accelerator_config = _found[path] = make(module._hash_accelerator_config)
+    return True
+
+
+def initialize_cpu_kernels() -> bool:
+    """Register the CPU LAPACK kernels (done lazily by JAX when it lowers a linear-algebra
+    op; an executable deserialized without lowering calls them too). ``False`` when
+    this JAX has no such hook: loading a CPU executable is then unsafe."""
+    path = "jax._src.lax.linalg.initialize_lapack"
+    if path in _problems:
+        return False
+    _found[path]()
+    return True
+
+
+def _cache_interface() -> type:
+    """JAX's cache-store base class, or ``object`` when this JAX has none (then
+    :func:`set_persistent_store` is refused by :func:`require` before any use)."""
+    return _found.get("jax._src.compilation_cache_interface.CacheInterface", object)
+
+
+refresh()
+CacheInterface: type = _cache_interface()

@@ -1,0 +1,218 @@
+"""Save and resume a training state: atomic, keep-last-N, async, arrays restored in place.
+
+A training state is any pytree: the model, the (packed) optimizer state, the
+step, a data-order PRNG key. :class:`Checkpointer` stores its arrays with
+orbax-checkpoint (each save is written to a temporary directory and renamed
+when complete, so a killed job leaves the previous checkpoint intact; saves
+run in the background; old steps are deleted beyond ``keep``). Python numbers
+and strings in the state are stored by value; other leaves (activation
+functions, static fields) are not stored, and come back from the template the
+state is restored into, so restoring needs a state of the same structure: the
+freshly initialised one a program builds anyway.
+
+Restoring compares the checkpoint with that template leaf by leaf and raises
+:class:`jaxlean.errors.CheckpointError` naming the first pytree path whose
+presence, shape, dtype or kind differs, so a checkpoint of another model is
+never loaded into the wrong slots. Each array comes back with the template
+leaf's sharding (orbax reads just the shards each process needs). A small
+JSON ``metadata`` dict (loss history, configuration) travels with each step.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+from jaxlean.errors import CheckpointError
+
+__all__ = ["Checkpointer"]
+
+_FORMAT = 1
+_VALUES = (bool, int, float, str)
+
+
+def _is_key(leaf: Any) -> bool:
+    return isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def _describe(leaf: Any) -> dict:
+    """What the checkpoint records about one leaf (its value, for a Python value)."""
+    if _is_key(leaf):
+        data = jax.random.key_data(leaf)
+        return {"kind": "key", "shape": list(data.shape), "dtype": str(data.dtype),
+                "impl": str(jax.random.key_impl(leaf))}
+    if isinstance(leaf, jax.Array | np.ndarray | np.generic):
+        return {"kind": "array", "shape": list(np.shape(leaf)), "dtype": str(leaf.dtype)}
+    if isinstance(leaf, _VALUES):
+        return {"kind": "value", "type": type(leaf).__name__, "value": leaf}
+    return {"kind": "static", "type": type(leaf).__qualname__}
+
+
+def _shape_text(record: dict) -> str:
+    if record["kind"] in ("array", "key"):
+        return f"{record['kind']} {record['dtype']}{record['shape']}"
+    return f"{record['kind']} {record['type']}"
+
+
+def _first_difference(saved: list[dict], expected: list[dict]) -> str | None:
+    """The first leaf whose presence, kind, shape or dtype differs, in words."""
+    saved_by_path = {r["path"]: r for r in saved}
+    expected_paths = {r["path"] for r in expected}
+    for record in expected:
+        other = saved_by_path.get(record["path"])
+        if other is None:
+            return f"{record['path'] or '<root>'} is not in the checkpoint"
+        keys = ("kind", "shape", "dtype") if record["kind"] in ("array", "key") else (
+            "kind", "type")
+        if any(other.get(k) != record.get(k) for k in keys):
+            return (f"{record['path'] or '<root>'} is {_shape_text(other)} in the checkpoint, "
+                    f"{_shape_text(record)} in the state to restore into")
+    if extra := [r["path"] for r in saved if r["path"] not in expected_paths]:
+        return f"the checkpoint has leaves the state lacks: {', '.join(extra[:5])}"
+    return None
+
+
+def _abstract(leaf: Any) -> jax.ShapeDtypeStruct:
+    """Shape, dtype and placement to restore one stored array into."""
+    sharding = leaf.sharding if isinstance(leaf, jax.Array) else None
+    if _is_key(leaf):
+        data = jax.random.key_data(leaf)
+        return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=data.sharding)
+    return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype, sharding=sharding)
+
+
+class Checkpointer:
+    """Numbered checkpoints of a training state in one directory.
+
+    Args:
+        directory: where step directories are written (created if missing).
+        keep: how many most recent steps to keep (``None``: all).
+        async_save: write in the background; :meth:`save` returns once the
+            arrays are copied off the devices. :meth:`wait` or :meth:`close`
+            (or leaving a ``with`` block) waits for the write to finish.
+    """
+
+    def __init__(self, directory: str | Path, *, keep: int | None = 3, async_save: bool = True):
+        if keep is not None and keep < 1:
+            raise CheckpointError(f"keep must be at least 1 (or None for all), got {keep}")
+        self.directory = Path(directory).expanduser().absolute()
+        options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
+                                               enable_async_checkpointing=async_save)
+        self._manager = ocp.CheckpointManager(self.directory, options=options,
+                                              item_names=("arrays", "meta"))
+
+    def save(self, step: int, state: Any, metadata: dict | None = None) -> None:
+        """Write ``state`` (and the JSON-serialisable ``metadata``) as checkpoint ``step``."""
+        leaves, _ = jax.tree_util.tree_flatten_with_path(state)
+        records, arrays = [], {}
+        for i, (path, leaf) in enumerate(leaves):
+            record = {"path": jax.tree_util.keystr(path), **_describe(leaf)}
+            records.append(record)
+            if record["kind"] == "key":
+                arrays[f"a{i}"] = jax.random.key_data(leaf)
+            elif record["kind"] == "array":
+                arrays[f"a{i}"] = leaf
+        meta = {"format": _FORMAT, "leaves": records, "metadata": metadata or {}}
+        try:
+            json.dumps(meta)
+        except (TypeError, ValueError) as err:
+            raise CheckpointError(f"checkpoint metadata must be JSON-serialisable: {err}") from None
+        self._manager.save(step, args=ocp.args.Composite(
+            arrays=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)), force=True)
+
+    def _meta(self, step: int) -> dict:
+        try:
+            meta = self._manager.restore(step, args=ocp.args.Composite(
+                meta=ocp.args.JsonRestore()))["meta"]
+        except Exception as err:
+            raise CheckpointError(f"cannot read checkpoint step {step} in {self.directory}: "
+                                  f"{type(err).__name__}: {err}") from None
+        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+            raise CheckpointError(f"checkpoint step {step} in {self.directory} is not a "
+                                  f"jaxlean checkpoint (format {_FORMAT})")
+        return meta
+
+    def _step(self, step: int | None) -> int:
+        self.wait()
+        steps = self.all_steps()
+        if step is None:
+            if not steps:
+                raise CheckpointError(f"no checkpoint in {self.directory}")
+            return steps[-1]
+        if step not in steps:
+            raise CheckpointError(f"no checkpoint step {step} in {self.directory}; "
+                                  f"steps there: {steps}")
+        return step
+
+    def restore(self, like: Any, step: int | None = None) -> Any:
+        """The state saved at ``step`` (default: the latest), in the structure of ``like``.
+
+        Args:
+            like: a state of the same structure (e.g. the freshly initialised
+                one); its non-array leaves and array shardings are used.
+            step: which checkpoint; ``None`` for the latest.
+
+        Raises:
+            CheckpointError: no such step, an unreadable checkpoint, or one whose
+                leaves differ from ``like`` (the message names the pytree path).
+        """
+        step = self._step(step)
+        meta = self._meta(step)
+        leaves, treedef = jax.tree_util.tree_flatten_with_path(like)
+        expected = [{"path": jax.tree_util.keystr(p), **_describe(x)} for p, x in leaves]
+        if difference := _first_difference(meta["leaves"], expected):
+            raise CheckpointError(f"checkpoint step {step} in {self.directory} does not match "
+                                  f"the state to restore into: {difference}")
+        abstract = {f"a{i}": _abstract(leaf) for i, ((_, leaf), record) in
+                    enumerate(zip(leaves, expected, strict=True))
+                    if record["kind"] in ("array", "key")}
+        try:
+            arrays = self._manager.restore(step, args=ocp.args.Composite(
+                arrays=ocp.args.StandardRestore(abstract)))["arrays"] if abstract else {}
+        except Exception as err:
+            raise CheckpointError(f"cannot read the arrays of checkpoint step {step} in "
+                                  f"{self.directory}: {type(err).__name__}: {err}") from None
+        out = []
+        for i, ((_, leaf), saved) in enumerate(zip(leaves, meta["leaves"], strict=True)):
+            if saved["kind"] == "key":
+                out.append(jax.random.wrap_key_data(arrays[f"a{i}"], impl=saved["impl"]))
+            elif saved["kind"] == "array":
+                value = arrays[f"a{i}"]
+                out.append(np.asarray(value) if isinstance(leaf, np.ndarray) else value)
+            elif saved["kind"] == "value":
+                out.append(type(leaf)(saved["value"]))
+            else:
+                out.append(leaf)
+        return jax.tree_util.tree_unflatten(treedef, out)
+
+    def metadata(self, step: int | None = None) -> dict:
+        """The ``metadata`` dict saved with ``step`` (default: the latest)."""
+        return self._meta(self._step(step))["metadata"]
+
+    def all_steps(self) -> list[int]:
+        """The steps on disk, oldest first."""
+        return sorted(self._manager.all_steps())
+
+    def latest_step(self) -> int | None:
+        """The newest step on disk, or ``None`` when there is none."""
+        steps = self.all_steps()
+        return steps[-1] if steps else None
+
+    def wait(self) -> None:
+        """Block until background saves are on disk."""
+        self._manager.wait_until_finished()
+
+    def close(self) -> None:
+        """Finish background saves and release resources."""
+        self._manager.close()
+
+    def __enter__(self) -> Checkpointer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
