@@ -20,8 +20,9 @@ SCRIPT = textwrap.dedent("""
     from jaxlean.train.step import make_train_step
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
     from jaxlean.train.packed import packed
+    from jaxlean.models.lm.rules import transformer_rules
     from jaxlean.parallel.mesh import (DATA, FSDP, init_sharded, make_mesh, shard_batch,
-                                       shard_model, transformer_rules)
+                                       shard_model)
 
     assert jax.device_count() == 8
     RULES = (*transformer_rules(), (r".*", P()))

@@ -39,11 +39,6 @@ class KVCache(NamedTuple):
     index: Array
 
 
-def _logits(model: Transformer, hidden: Array, adapter_ids: Array | None) -> Array:
-    inputs, head = model.head(model.norm(hidden), adapter_ids)
-    return head(inputs) if callable(head) else inputs @ head
-
-
 def _run(model, tokens, cache: KVCache, positions, attn_mask, adapter_ids):
     h = model.embed_tokens(tokens)
 
@@ -90,7 +85,7 @@ def prefill(
     h, keys, values = _run(model, prompt, cache, positions_from_mask(prompt_mask), attn_mask,
                            adapter_ids)
     cache = cache._replace(keys=keys, values=values, index=jnp.asarray(length, jnp.int32))
-    return _logits(model, h[:, -1], adapter_ids), cache
+    return model.project(model.norm(h[:, -1]), adapter_ids), cache
 
 
 def decode_step(
@@ -105,7 +100,7 @@ def decode_step(
     h, keys, values = _run(model, tokens[:, None], cache, cache.next_position[:, None],
                            attn_mask, adapter_ids)
     cache = KVCache(keys, values, valid, cache.next_position + 1, cache.index + 1)
-    return _logits(model, h[:, 0], adapter_ids), cache
+    return model.project(model.norm(h[:, 0]), adapter_ids), cache
 
 
 def sample(logits: Array, key: Array | None, temperature: float = 0.0,

@@ -2,14 +2,16 @@
 
 The decoder layers (RMSNorm, rotary grouped-query attention with optional
 Qwen3 q/k-norm, SwiGLU MLP) are stored once with a leading layer axis, so the
-layer is traced and compiled once whatever the depth, and ``remat=`` /
-``nested=`` bound the activation memory of the backward pass (seed 002). The
-training :func:`loss` feeds the final hidden states to the chunked
-:func:`jaxlean.loss.chunked.cross_entropy`, so ``[tokens, vocab]`` logits never exist.
+layer is traced and compiled once whatever the depth. How the layers run is
+chosen once, on the config: ``remat`` / ``nested`` bound the activation memory
+of the backward pass, ``scan=False`` runs them as an unrolled Python loop (the
+reference that benchmarks compare against). The training :func:`loss` feeds
+the final hidden states to the chunked :func:`jaxlean.loss.chunked.cross_entropy`,
+so ``[tokens, vocab]`` logits never exist.
 
-Token ids are checked eagerly: calling the model (or :func:`loss`,
-:func:`check_tokens`) on concrete arrays raises :class:`DataError` naming the
-first id outside the vocabulary. Inside ``jit`` the ids are tracers and cannot
+Token ids are checked eagerly: calling the model (or :func:`check_tokens`) on
+concrete arrays raises :class:`DataError` naming the first id outside the
+vocabulary (targets are checked by the loss itself). Inside ``jit`` the ids are tracers and cannot
 be checked; there an out-of-range id embeds as NaN, so the loss comes out NaN
 rather than silently using another token. Call :func:`check_tokens` on each
 batch before a jitted step to get the clear error.
@@ -17,6 +19,7 @@ batch before a jitted step to get the clear error.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 
@@ -29,8 +32,10 @@ from jax import Array
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
 from jaxlean.models.lm.lora import Linear, LoRA
-from jaxlean.nn.layers import Nested, scan_layers
-from jaxlean.nn.remat import RematOption
+from jaxlean.nn.layers import Nested, scan_layers, unstack
+from jaxlean.nn.remat import REMAT_NAMES, RematOption, remat_body
+
+STRUCTURE_OPTIONS = ("remat", "nested", "scan")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +45,12 @@ class TransformerConfig:
     ``head_dim`` defaults to ``hidden_size // num_heads`` (Qwen3 sets it explicitly);
     ``num_kv_heads`` defaults to ``num_heads`` (no grouping); ``qk_norm`` is Qwen3's
     RMSNorm of queries and keys per head.
+
+    The last three fields choose how the layers run, not what they compute:
+    ``remat`` is the per-layer rematerialisation (see :func:`jaxlean.nn.layers.scan_layers`),
+    ``nested`` the block size of two-level (sqrt-N) remat, and ``scan=False``
+    runs the layers as an unrolled Python loop (one trace per layer) instead of
+    one ``scan_layers``. Change them on a built model with :meth:`Transformer.with_options`.
     """
 
     vocab_size: int
@@ -53,8 +64,17 @@ class TransformerConfig:
     rms_norm_eps: float = 1e-6
     qk_norm: bool = False
     tie_embeddings: bool = False
+    remat: RematOption = None
+    nested: Nested = None
+    scan: bool = True
 
     def __post_init__(self) -> None:
+        if not (self.remat is None or callable(self.remat) or self.remat in REMAT_NAMES):
+            raise ConfigError(f"TransformerConfig.remat={self.remat!r} is not one of None, "
+                              f"{list(REMAT_NAMES)} or a jax.checkpoint policy")
+        if self.nested is not None and not self.scan:
+            raise ConfigError(f"nested={self.nested!r} needs scan=True (nested remat groups "
+                              "the scanned layers into blocks)")
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -298,10 +318,7 @@ class Transformer(eqx.Module):
         mask: Array | None = None,
         positions: Array | None = None,
         adapter_ids: Array | None = None,
-        remat: RematOption = None,
-        nested: Nested = None,
-        output_hidden_states: bool = False,
-    ) -> Array | tuple[Array, Array]:
+    ) -> Array:
         """Final (normed) hidden states ``[B, T, hidden]`` of ``tokens[B, T]``.
 
         Args:
@@ -311,10 +328,41 @@ class Transformer(eqx.Module):
             positions: rotary positions; default ``0..T-1``, or with ``mask`` the
                 count of real tokens before each one (so left padding does not shift them).
             adapter_ids: ``[batch]`` int, the LoRA adapter of each example.
-            remat: per-layer rematerialisation (see :func:`jaxlean.nn.layers.scan_layers`).
-            nested: blocks of ``nested`` layers for two-level (sqrt-N) remat.
-            output_hidden_states: also return every layer's output ``[layers, B, T, hidden]``.
         """
+        h, _ = self._forward(tokens, mask, positions, adapter_ids, collect=False)
+        return self.norm(h)
+
+    def hidden_states(
+        self,
+        tokens: Array,
+        *,
+        mask: Array | None = None,
+        positions: Array | None = None,
+        adapter_ids: Array | None = None,
+    ) -> Array:
+        """Every layer's output ``[layers, B, T, hidden]`` (before the final norm).
+
+        Arguments as for :meth:`__call__`.
+        """
+        _, per_layer = self._forward(tokens, mask, positions, adapter_ids, collect=True)
+        return per_layer
+
+    def with_options(self, **options) -> Transformer:
+        """The same model with other structure options (``remat``, ``nested``, ``scan``).
+
+        The weights are shared, only how the layers run changes; any other
+        config field is refused, since it would change what the model computes.
+        """
+        unknown = sorted(set(options) - set(STRUCTURE_OPTIONS))
+        if unknown:
+            raise ConfigError(f"with_options changes only {list(STRUCTURE_OPTIONS)}, got "
+                              f"{unknown}")
+        model = copy.copy(self)
+        object.__setattr__(model, "config", dataclasses.replace(self.config, **options))
+        return model
+
+    def _forward(self, tokens, mask, positions, adapter_ids, collect: bool):
+        """``(h, per_layer)``: the last layer's output and, with ``collect``, every layer's."""
         if jnp.ndim(tokens) != 2:
             raise DataError(f"tokens must have shape [batch, length], got {jnp.shape(tokens)}")
         length = tokens.shape[1]
@@ -330,11 +378,17 @@ class Transformer(eqx.Module):
 
         def body(layer, h, _):
             h, _ = layer(h, positions, attn_mask, adapter_ids)
-            return h, (h if output_hidden_states else None)
+            return h, (h if collect else None)
 
-        h, hidden_states = scan_layers(body, self.layers, h, remat=remat, nested=nested)
-        h = self.norm(h)
-        return (h, hidden_states) if output_hidden_states else h
+        c = self.config
+        if c.scan:
+            return scan_layers(body, self.layers, h, remat=c.remat, nested=c.nested)
+        step = remat_body(lambda h, layer: body(layer, h, None), c.remat)
+        outputs = []
+        for layer in unstack(self.layers):
+            h, out = step(h, layer)
+            outputs.append(out)
+        return h, (jnp.stack(outputs) if collect else None)
 
     def head(
         self, hidden: Array, adapter_ids: Array | None = None
@@ -364,11 +418,17 @@ class Transformer(eqx.Module):
 
         return jnp.concatenate([hidden, extra.astype(hidden.dtype)], axis=-1), head
 
-    def logits(self, tokens: Array, **kwargs) -> Array:
-        """Full ``[B, T, vocab]`` logits (for inspection and tests; training uses :func:`loss`)."""
-        hidden = self(tokens, **kwargs)
-        inputs, head = self.head(hidden, kwargs.get("adapter_ids"))
+    def project(self, hidden: Array, adapter_ids: Array | None = None) -> Array:
+        """Full logits ``[..., vocab]`` of final (normed) hidden states, LoRA head included."""
+        inputs, head = self.head(hidden, adapter_ids)
         return head(inputs) if callable(head) else inputs @ head
+
+    def logits(self, tokens: Array, **kwargs) -> Array:
+        """Full ``[B, T, vocab]`` logits (for inspection and tests; training uses :func:`loss`).
+
+        Keyword arguments as for :meth:`__call__`.
+        """
+        return self.project(self(tokens, **kwargs), kwargs.get("adapter_ids"))
 
 
 def loss(
@@ -379,13 +439,13 @@ def loss(
     *,
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
-    remat: RematOption = None,
-    nested: Nested = None,
     z_loss: float = 0.0,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
 ) -> Array:
     """Mean next-token cross-entropy over ``mask``, never building ``[tokens, vocab]`` logits.
+
+    The layers run as ``model.config`` says (``remat``, ``nested``, ``scan``).
 
     Args:
         model: the transformer.
@@ -394,16 +454,12 @@ def loss(
         mask: ``[B, T]`` weights of the loss per position (padding and prompts at 0).
         attention_mask: ``[B, T]`` False at padding tokens (not attended to).
         adapter_ids: ``[B]`` LoRA adapter per example.
-        remat, nested: per-layer rematerialisation of the layer scan.
         z_loss: weight of the ``logsumexp**2`` auxiliary loss.
         chunk_size: tokens per loss chunk.
         vocab_parallel: the head is split over a mesh axis's vocabulary; each
             device computes its part of the logsumexp (:class:`jaxlean.loss.chunked.VocabParallel`).
     """
-    if not any(isinstance(x, jax.core.Tracer) for x in (targets, mask)):
-        check_tokens(targets, model.config.vocab_size, mask, what="target id")
-    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids, remat=remat,
-                   nested=nested)
+    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids)
     inputs, head = model.head(hidden, adapter_ids)
     return cross_entropy(inputs, head, targets, mask=mask, z_loss=z_loss, chunk_size=chunk_size,
                          vocab_parallel=vocab_parallel)
@@ -416,14 +472,11 @@ def logprobs(
     *,
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
-    remat: RematOption = None,
-    nested: Nested = None,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
 ) -> Array:
     """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks."""
-    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids, remat=remat,
-                   nested=nested)
+    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids)
     inputs, head = model.head(hidden, adapter_ids)
     return token_logprobs(inputs, head, targets, chunk_size=chunk_size,
                           vocab_parallel=vocab_parallel)
