@@ -32,6 +32,7 @@ from jax import Array
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
 from jaxlean.models.lm.lora import Linear, LoRA
+from jaxlean.models.lm.rope import RopeScaling, apply_rotary, inv_frequencies, rope_scaling
 from jaxlean.nn.layers import Nested, scan_layers, unstack
 from jaxlean.nn.remat import REMAT_NAMES, RematOption, remat_body
 
@@ -44,7 +45,10 @@ class TransformerConfig:
 
     ``head_dim`` defaults to ``hidden_size // num_heads`` (Qwen3 sets it explicitly);
     ``num_kv_heads`` defaults to ``num_heads`` (no grouping); ``qk_norm`` is Qwen3's
-    RMSNorm of queries and keys per head.
+    RMSNorm of queries and keys per head; ``qkv_bias`` adds Qwen2's biases to the
+    query, key and value projections; ``rope_scaling`` is a :data:`~jaxlean.models.lm.rope.
+    RopeScaling` (see :func:`~jaxlean.models.lm.rope.rope_scaling`); ``sliding_window``
+    (Mistral) lets each query see only the last ``sliding_window`` keys, itself included.
 
     The last three fields choose how the layers run, not what they compute:
     ``remat`` is the per-layer rematerialisation (see :func:`jaxlean.nn.layers.scan_layers`),
@@ -61,8 +65,11 @@ class TransformerConfig:
     num_kv_heads: int | None = None
     head_dim: int | None = None
     rope_theta: float = 10000.0
+    rope_scaling: RopeScaling = None
     rms_norm_eps: float = 1e-6
     qk_norm: bool = False
+    qkv_bias: bool = False
+    sliding_window: int | None = None
     tie_embeddings: bool = False
     remat: RematOption = None
     nested: Nested = None
@@ -95,10 +102,32 @@ class TransformerConfig:
             object.__setattr__(self, "head_dim", self.hidden_size // self.num_heads)
         if self.head_dim < 2 or self.head_dim % 2:
             raise ConfigError(f"head_dim={self.head_dim} must be even for rotary embeddings")
+        if self.rope_scaling is not None:
+            kind, values = self.rope_scaling
+            rope_scaling(kind, **dict(values))
+        if self.sliding_window is not None and (not isinstance(self.sliding_window, int)
+                                                or self.sliding_window < 1):
+            raise ConfigError(f"sliding_window must be a positive int or None, got "
+                              f"{self.sliding_window!r}")
 
     @property
     def group_size(self) -> int:
         return self.num_heads // self.num_kv_heads
+
+    @property
+    def inv_freq(self):
+        """The rotary frequencies (NumPy, computed from the config)."""
+        return inv_frequencies(self.head_dim, self.rope_theta, self.rope_scaling)
+
+
+def window_mask(query_slots: Array, key_slots: Array, window: int | None) -> Array:
+    """``[..., T, S]`` True where key ``s`` is within ``window`` of query ``t`` (causality aside).
+
+    Slots are positions in the sequence (or the KV cache), so padding counts as
+    distance, as in Hugging Face's sliding-window attention.
+    """
+    distance = query_slots[..., :, None] - key_slots[..., None, :]
+    return jnp.ones(distance.shape, bool) if window is None else distance < window
 
 
 class RMSNorm(eqx.Module):
@@ -111,17 +140,6 @@ class RMSNorm(eqx.Module):
         x32 = x.astype(jnp.float32)
         normed = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
         return self.weight * normed.astype(x.dtype)
-
-
-def apply_rotary(x: Array, positions: Array, theta: float) -> Array:
-    """Rotary position embedding (Hugging Face "rotate half" layout) of ``x[B, T, heads, d]``."""
-    half = x.shape[-1] // 2
-    inv_freq = 1.0 / (theta ** (jnp.arange(half, dtype=jnp.float32) / half))
-    angles = positions.astype(jnp.float32)[..., None, None] * inv_freq
-    cos, sin = jnp.cos(angles), jnp.sin(angles)
-    x1, x2 = x[..., :half].astype(jnp.float32), x[..., half:].astype(jnp.float32)
-    out = jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
-    return out.astype(x.dtype)
 
 
 def attend(q: Array, k: Array, v: Array, mask: Array) -> Array:
@@ -155,6 +173,9 @@ class Attention(eqx.Module):
     o_proj: Linear
     q_norm: RMSNorm | None
     k_norm: RMSNorm | None
+    q_bias: Array | None
+    k_bias: Array | None
+    v_bias: Array | None
     config: TransformerConfig = eqx.field(static=True)
 
     def __call__(self, x, positions, mask, adapter_ids=None, cache=None, cache_index=None):
@@ -165,13 +186,17 @@ class Attention(eqx.Module):
         """
         c = self.config
         batch, length, _ = x.shape
-        q = self.q_proj(x, adapter_ids).reshape(batch, length, c.num_heads, c.head_dim)
-        k = self.k_proj(x, adapter_ids).reshape(batch, length, c.num_kv_heads, c.head_dim)
-        v = self.v_proj(x, adapter_ids).reshape(batch, length, c.num_kv_heads, c.head_dim)
+        q, k, v = (self.q_proj(x, adapter_ids), self.k_proj(x, adapter_ids),
+                   self.v_proj(x, adapter_ids))
+        if self.q_bias is not None:
+            q, k, v = q + self.q_bias, k + self.k_bias, v + self.v_bias
+        q = q.reshape(batch, length, c.num_heads, c.head_dim)
+        k = k.reshape(batch, length, c.num_kv_heads, c.head_dim)
+        v = v.reshape(batch, length, c.num_kv_heads, c.head_dim)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q = apply_rotary(q, positions, c.rope_theta)
-        k = apply_rotary(k, positions, c.rope_theta)
+        q = apply_rotary(q, positions, c.inv_freq)
+        k = apply_rotary(k, positions, c.inv_freq)
         if cache is not None:
             k = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype),
                                                     cache_index, axis=1)
@@ -231,9 +256,13 @@ def _init_layers(config: TransformerConfig, weights: list[Array], dtype) -> Deco
     def norm(size: int) -> RMSNorm:
         return RMSNorm(jnp.ones((c.num_layers, size), dtype), c.rms_norm_eps)
 
+    def bias(size: int) -> Array | None:
+        return jnp.zeros((c.num_layers, size), dtype) if c.qkv_bias else None
+
     q_norm = norm(c.head_dim) if c.qk_norm else None
     k_norm = norm(c.head_dim) if c.qk_norm else None
-    attn = Attention(q, k, v, o, q_norm, k_norm, c)
+    q_size, kv_size = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+    attn = Attention(q, k, v, o, q_norm, k_norm, bias(q_size), bias(kv_size), bias(kv_size), c)
     return DecoderLayer(norm(c.hidden_size), attn, norm(c.hidden_size), MLP(gate, up, down))
 
 
@@ -367,7 +396,9 @@ class Transformer(eqx.Module):
             raise DataError(f"tokens must have shape [batch, length], got {jnp.shape(tokens)}")
         length = tokens.shape[1]
         h = self.embed_tokens(tokens)
-        causal = jnp.tril(jnp.ones((length, length), bool))[None]
+        slots = jnp.arange(length)
+        causal = (jnp.tril(jnp.ones((length, length), bool))
+                  & window_mask(slots, slots, self.config.sliding_window))[None]
         if mask is None:
             attn_mask = causal
             positions = jnp.arange(length)[None] if positions is None else positions
