@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
     from jaxlean import cache_stats, enable_compilation_cache, packed
     from jaxlean.loss.chunked import VocabParallel
     from jaxlean.models.lm.data import synthetic_batch
+    from jaxlean.models.lm.rules import transformer_rules
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig
     from jaxlean.models.lm.transformer import loss as lm_loss
     from jaxlean.parallel.distributed import initialize
@@ -80,7 +81,6 @@ def main(argv: list[str] | None = None) -> dict:
         init_sharded,
         make_mesh,
         shard_batch,
-        transformer_rules,
     )
     from jaxlean.train.step import make_train_step
 
@@ -94,14 +94,14 @@ def main(argv: list[str] | None = None) -> dict:
 
     config = TransformerConfig(vocab_size=args.vocab, hidden_size=args.hidden,
                                intermediate_size=2 * args.hidden, num_layers=args.layers,
-                               num_heads=args.heads, num_kv_heads=args.kv_heads)
+                               num_heads=args.heads, num_kv_heads=args.kv_heads,
+                               remat=None if args.remat == "none" else args.remat)
     rules = (*transformer_rules(), (r".*", P()))
     model = init_sharded(lambda: Transformer(config, key=jax.random.key(args.seed)), mesh, rules)
     tx = packed(optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(args.lr)))
     opt_state = tx.init(model)
     vocab_parallel = VocabParallel(mesh, FSDP, DATA) if args.vocab_parallel else None
-    remat = None if args.remat == "none" else args.remat
-    step = make_train_step(partial(lm_loss, remat=remat, vocab_parallel=vocab_parallel), tx)
+    step = make_train_step(partial(lm_loss, vocab_parallel=vocab_parallel), tx)
 
     losses = []
     start = time.perf_counter()

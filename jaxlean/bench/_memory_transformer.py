@@ -11,20 +11,13 @@ Gradients of the remat and non-remat steps are compared at a small depth.
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from jaxlean.bench._measure import aot_compile
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot
-from jaxlean.bench._transformer_steps import (
-    abstract_model,
-    scanned_step,
-    split_layers,
-    unrolled_step,
-)
+from jaxlean.bench._transformer_steps import UNROLLED, abstract_model, grad_step
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
-from jaxlean.nn.layers import stack, unstack
 
 MIB = 2**20
 FULL = dict(config=dict(vocab_size=4096, hidden_size=256, intermediate_size=704, num_heads=8,
@@ -34,10 +27,11 @@ QUICK = dict(config=dict(vocab_size=512, hidden_size=64, intermediate_size=176, 
 BASELINE = "unrolled loop, no remat"
 
 
-def _variants() -> dict[str, tuple]:
-    """name -> (remat, nested) of the scanned step; nested picks its own block size."""
-    return {'jaxlean scan, remat="full"': ("full", None),
-            'jaxlean scan, remat="full", nested="auto"': ("full", "auto")}
+def _variants() -> dict[str, dict]:
+    """name -> structure options of the model's step; nested picks its own block size."""
+    return {BASELINE: UNROLLED,
+            'jaxlean scan, remat="full"': dict(remat="full"),
+            'jaxlean scan, remat="full", nested="auto"': dict(remat="full", nested="auto")}
 
 
 def _max_relative_gap(grads, reference) -> float:
@@ -55,15 +49,12 @@ def _gradient_gap(ctx: BenchContext, config: TransformerConfig, shape: tuple[int
     model = Transformer(config, key=jax.random.key(0))
     tokens = jax.random.randint(jax.random.key(1), shape, 0, config.vocab_size)
     targets = jnp.roll(tokens, -1, axis=1)
-    outer, layers = eqx.tree_at(lambda m: m.layers, model, None), unstack(model.layers)
-    outer_grads, layer_grads = compiled[BASELINE](outer, layers, tokens, targets)
-    unrolled = eqx.tree_at(lambda m: m.layers, outer_grads, stack(layer_grads),
-                           is_leaf=lambda node: node is None)
-    scanned = jax.jit(scanned_step(None, None))(model, tokens, targets)
-    remat_grads = [step(model, tokens, targets) for name, step in compiled.items()
-                   if name != BASELINE]
-    return max(_max_relative_gap(grads, reference)
-               for grads in remat_grads for reference in (unrolled, scanned))
+    grads = {name: step(model.with_options(**_variants()[name]), tokens, targets)
+             for name, step in compiled.items()}
+    unrolled = grads.pop(BASELINE)
+    scanned = jax.jit(grad_step)(model, tokens, targets)
+    return max(_max_relative_gap(g, reference)
+               for g in grads.values() for reference in (unrolled, scanned))
 
 
 def measure_transformer_memory(ctx: BenchContext, result: BenchResult) -> None:
@@ -76,17 +67,16 @@ def measure_transformer_memory(ctx: BenchContext, result: BenchResult) -> None:
     for depth in depths:
         config = TransformerConfig(num_layers=depth, **sizes)
         model, tokens = abstract_model(config, shape)
-        ctx.step(f"transformer depth {depth}: compiling {BASELINE}")
-        base = aot_compile(unrolled_step, *split_layers(model, depth), tokens, tokens)
-        temps.setdefault(BASELINE, {})[depth] = base.temp_bytes
-        if depth == depths[0]:
-            smallest[BASELINE] = base.executable
-        for name, (remat, nested) in _variants().items():
+        base = None
+        for name, options in _variants().items():
             ctx.step(f"transformer depth {depth}: compiling {name}")
-            compiled = aot_compile(scanned_step(remat, nested), model, tokens, tokens)
+            compiled = aot_compile(grad_step, model.with_options(**options), tokens, tokens)
             temps.setdefault(name, {})[depth] = compiled.temp_bytes
             if depth == depths[0]:
                 smallest[name] = compiled.executable
+            if name == BASELINE:
+                base = compiled
+                continue
             case = f"transformer step, depth {depth}"
             result.compare(case, "temp memory", "bytes", base.temp_bytes, compiled.temp_bytes,
                            variant=name, baseline_name=BASELINE)

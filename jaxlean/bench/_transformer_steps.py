@@ -1,9 +1,11 @@
-"""Transformer training steps shared by the benchmarks: unrolled baseline and scanned jaxlean.
+"""Transformer gradient steps shared by the benchmarks: the model's own structure modes.
 
-The baseline is seed 002's: a Python loop over separate layers without remat
-(with the same chunked loss, so only the layer handling differs). Models are
-abstract (``eqx.filter_eval_shape``) so big configurations compile without
-allocating weights.
+Every variant is the model's own :func:`~jaxlean.models.lm.transformer.loss`;
+only the config's structure options differ. The baseline is seed 002's
+(``scan=False``: a Python loop over the layers, no remat, the same chunked
+loss), so only the layer handling differs between the compared steps. Models
+are abstract (``eqx.filter_eval_shape``) so big configurations compile
+without allocating weights.
 """
 
 from __future__ import annotations
@@ -12,33 +14,15 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from jaxlean.loss.chunked import cross_entropy
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
 
-
-def unrolled_loss(model: Transformer, layers: list, tokens: jax.Array, targets: jax.Array):
-    """The seed's baseline: a Python loop over separate layers, no remat (same chunked loss)."""
-    length = tokens.shape[1]
-    h = model.embed[tokens]
-    mask = jnp.tril(jnp.ones((length, length), bool))[None]
-    positions = jnp.broadcast_to(jnp.arange(length), tokens.shape)
-    for layer in layers:
-        h, _ = layer(h, positions, mask)
-    inputs, head = model.head(model.norm(h))
-    return cross_entropy(inputs, head, targets)
+UNROLLED = dict(scan=False, remat=None, nested=None)
+"""Structure options of the baseline: unrolled Python loop, no remat."""
 
 
-def scanned_step(remat, nested):
-    """``jax.grad`` of the model's own (scanned) loss with the given remat options."""
-
-    def step(model, tokens, targets):
-        return jax.grad(loss)(model, tokens, targets, remat=remat, nested=nested)
-    return step
-
-
-def unrolled_step(model, layers, tokens, targets):
-    """Gradients of :func:`unrolled_loss` w.r.t. the model and its separate layers."""
-    return jax.grad(unrolled_loss, argnums=(0, 1))(model, layers, tokens, targets)
+def grad_step(model: Transformer, tokens: jax.Array, targets: jax.Array):
+    """Gradients of the model's loss; its config says how the layers run."""
+    return jax.grad(loss)(model, tokens, targets)
 
 
 def abstract_model(config: TransformerConfig, shape: tuple[int, int]):
@@ -46,10 +30,3 @@ def abstract_model(config: TransformerConfig, shape: tuple[int, int]):
     model = eqx.filter_eval_shape(lambda: Transformer(config, key=jax.random.key(0)))
     tokens = jax.ShapeDtypeStruct(shape, jnp.int32)
     return model, tokens
-
-
-def split_layers(model: Transformer, depth: int):
-    """(model without its stacked layers, list of per-layer modules) for the baseline."""
-    layers = [jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype), model.layers)
-              for _ in range(depth)]
-    return eqx.tree_at(lambda m: m.layers, model, None), layers

@@ -17,12 +17,7 @@ import jax.numpy as jnp
 
 from jaxlean.bench._measure import aot_compile, wall_times
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
-from jaxlean.bench._transformer_steps import (
-    abstract_model,
-    scanned_step,
-    split_layers,
-    unrolled_step,
-)
+from jaxlean.bench._transformer_steps import UNROLLED, abstract_model, grad_step
 from jaxlean.models.lm.transformer import TransformerConfig
 from jaxlean.nn.layers import auto_nested, scan_layers, stack
 
@@ -145,9 +140,9 @@ def _transformer_block(ctx: BenchContext, result: BenchResult, depths: list[int]
         model, tokens = abstract_model(TransformerConfig(num_layers=depth, **TRANSFORMER),
                                        TRANSFORMER_TOKENS)
         ctx.step(f"transformer depth {depth}: Python loop")
-        loop = aot_compile(unrolled_step, *split_layers(model, depth), tokens, tokens)
+        loop = aot_compile(grad_step, model.with_options(**UNROLLED), tokens, tokens)
         ctx.step(f"transformer depth {depth}: scan")
-        scanned = aot_compile(scanned_step("full", None), model, tokens, tokens)
+        scanned = aot_compile(grad_step, model.with_options(remat="full"), tokens, tokens)
         case = f"transformer depth={depth}"
         for metric, base, value in [("trace+lower", loop.trace_lower_s, scanned.trace_lower_s),
                                     ("compile", loop.compile_s, scanned.compile_s)]:

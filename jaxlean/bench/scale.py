@@ -3,10 +3,10 @@
 The device count is fixed when JAX starts, so the measuring runs in one child
 process (``python -m jaxlean.bench.scale [--quick]``) with 8 forced host
 devices; it prints one JSON line on stdout and progress lines on stderr. For
-each n it compiles ``make_train_step(remat="full")`` on the first n devices
+each n it compiles ``make_train_step(loss)`` (config ``remat="full"``) on the first n devices
 for a fixed global batch in two layouts: data parallel (parameters replicated,
 plain per-leaf ``optax.adamw``) and FSDP (parameters split by
-:func:`jaxlean.parallel.mesh.transformer_rules`, ``packed(optax.adamw)``). It
+:func:`jaxlean.models.lm.rules.transformer_rules`, ``packed(optax.adamw)``). It
 records exact per-device parameter + optimizer-state bytes, XLA's per-device
 argument, temp and total bytes of the (donating) step, the median step time
 and the loss after one step, which must match the 1-device loss.
@@ -20,7 +20,6 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +57,8 @@ def _setups(n: int) -> dict[str, tuple]:
     import optax
     from jax.sharding import PartitionSpec as P
 
-    from jaxlean.parallel.mesh import make_mesh, transformer_rules
+    from jaxlean.models.lm.rules import transformer_rules
+    from jaxlean.parallel.mesh import make_mesh
     from jaxlean.train.packed import packed
 
     devices = jax.devices()[:n]
@@ -91,7 +91,7 @@ def _measure_layout(model: Any, data: tuple, mesh: Any, rules: Any,
     opt_state = tx.init(sharded)
     batch = shard_batch(data, mesh)
     state_bytes = _device_bytes((sharded, opt_state))
-    step = make_train_step(partial(loss, remat="full"), tx)
+    step = make_train_step(loss, tx)
     memory = step.lower(sharded, opt_state, *batch).compile().memory_analysis()
     trained, trained_state, first_loss = step(sharded, opt_state, *batch)
     trained, trained_state, after_loss = step(trained, trained_state, *batch)
@@ -116,7 +116,7 @@ def measure_in_this_process(quick: bool) -> dict[str, Any]:
     if jax.device_count() < max(DEVICE_COUNTS):
         raise RuntimeError(f"needs {max(DEVICE_COUNTS)} devices, found {jax.device_count()}")
     sizes, batch, length, repeats = SIZES[quick]
-    config = TransformerConfig(**sizes)
+    config = TransformerConfig(**sizes, remat="full")
     # Host copies: every layout places its own buffers, which its donating step may consume.
     model = jax.tree.map(np.asarray, Transformer(config, key=jax.random.key(0)))
     data = synthetic_batch(0, batch, length, config.vocab_size)
@@ -210,7 +210,8 @@ def run(ctx: BenchContext) -> BenchResult:
     sizes = ", ".join(f"{key}={value}" for key, value in measured["config"].items())
     result.notes.append(
         f"Transformer {sizes}; global batch {measured['batch']} x {measured['length']} tokens "
-        "at every device count; make_train_step(remat='full') with its default donation of "
+        "at every device count; make_train_step(loss), config remat='full', with its "
+        "default donation of "
         "model and optimizer state, adamw(1e-3). Data parallel: mesh data=n, parameters "
         "replicated, plain optax.adamw; FSDP: mesh fsdp=n, transformer_rules(), "
         "packed(optax.adamw).")

@@ -59,28 +59,6 @@ def make_mesh(data: int = -1, fsdp: int = 1, *, devices: Sequence[Any] | None = 
     return Mesh(np.array(devices).reshape(data, fsdp), (DATA, FSDP))
 
 
-def transformer_rules(fsdp: str = FSDP) -> tuple[tuple[str, P], ...]:
-    """FSDP partition rules for :class:`jaxlean.models.lm.transformer.Transformer`.
-
-    - ``^\\.embed$`` ``[V, H]``: vocabulary over ``fsdp``;
-    - ``^\\.lm_head\\.weight$`` ``[H, V]``: vocabulary over ``fsdp``;
-    - ``lora\\.(a|b)$`` ``[L, adapters, in | r, r | out]``: replicated (small, trained);
-    - ``^\\.layers\\..*_proj\\.weight$`` ``[L, in, out]``: ``in`` over ``fsdp``, the
-      stacked layer axis whole;
-    - ``norm\\.weight$`` ``[L, H]`` or ``[H]``: replicated (tiny).
-
-    The embedding and head are split over the vocabulary, so the head can be
-    used vocabulary-parallel by the loss (:class:`jaxlean.loss.chunked.VocabParallel`).
-    """
-    return (
-        (r"^\.embed$", P(fsdp, None)),
-        (r"^\.lm_head\.weight$", P(None, fsdp)),
-        (r"lora\.(a|b)$", P()),
-        (r"^\.layers\..*_proj\.weight$", P(None, fsdp, None)),
-        (r"norm\.weight$", P()),
-    )
-
-
 def axis_names(entry: Any) -> tuple[str, ...]:
     """The mesh axes of one ``PartitionSpec`` entry: ``None``, a name or a tuple of names."""
     if entry is None:

@@ -8,6 +8,7 @@ from jax.sharding import PartitionSpec as P
 from jaxlean.errors import ConfigError
 from jaxlean.models.lm.data import synthetic_batch
 from jaxlean.models.lm.lora import add_lora
+from jaxlean.models.lm.rules import transformer_rules
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 from jaxlean.parallel.distributed import (
     ENV_COORDINATOR,
@@ -22,7 +23,6 @@ from jaxlean.parallel.mesh import (
     partition_specs,
     shard_batch,
     shard_model,
-    transformer_rules,
 )
 
 CONFIG = TransformerConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_layers=2,

@@ -10,7 +10,6 @@ import pytest
 
 SCRIPT = textwrap.dedent("""
     import re
-    from functools import partial
 
     import equinox as eqx, jax, jax.numpy as jnp, numpy as np, optax
     from jax.sharding import PartitionSpec as P
@@ -20,8 +19,9 @@ SCRIPT = textwrap.dedent("""
     from jaxlean.train.step import make_train_step
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
     from jaxlean.train.packed import packed
+    from jaxlean.models.lm.rules import transformer_rules
     from jaxlean.parallel.mesh import (DATA, FSDP, init_sharded, make_mesh, shard_batch,
-                                       shard_model, transformer_rules)
+                                       shard_model)
 
     assert jax.device_count() == 8
     RULES = (*transformer_rules(), (r".*", P()))
@@ -57,22 +57,24 @@ SCRIPT = textwrap.dedent("""
     grad = eqx.filter_jit(eqx.filter_value_and_grad(loss))
     want_loss, want_grad = grad(model, tokens, targets)
     for remat, vp in [(None, None), ("full", None), ("full", VocabParallel(mesh, FSDP, DATA))]:
-        got_loss, got_grad = grad(sharded, stokens, stargets, remat=remat, vocab_parallel=vp)
+        got_loss, got_grad = grad(sharded.with_options(remat=remat), stokens, stargets,
+                                  vocab_parallel=vp)
         close(got_loss, want_loss, 1e-6, ("loss", remat, vp))
         close(got_grad, want_grad, 1e-5, ("grad", remat, vp))
 
     # 3. the scanned layer stack is one trace; the remat policy still applies
     def equations(layers, remat):
         m = shard_model(Transformer(config(layers), key=jax.random.key(1)), mesh, RULES)
-        jaxpr = jax.make_jaxpr(lambda m: eqx.filter_grad(loss)(m, stokens, stargets,
-                                                               remat=remat))(m)
+        m = m.with_options(remat=remat)
+        jaxpr = jax.make_jaxpr(lambda m: eqx.filter_grad(loss)(m, stokens, stargets))(m)
         return len(str(jaxpr).splitlines()), "checkpoint" in str(jaxpr) or "remat" in str(jaxpr)
     assert equations(2, "full") == equations(8, "full"), "jaxpr grows with depth"
     assert equations(8, "full")[1] and not equations(8, None)[1]
 
     def temp_bytes(layers, remat):
         m = shard_model(Transformer(config(layers), key=jax.random.key(1)), mesh, RULES)
-        fn = jax.jit(lambda m, t: eqx.filter_grad(loss)(m, t, t, remat=remat))
+        m = m.with_options(remat=remat)
+        fn = jax.jit(lambda m, t: eqx.filter_grad(loss)(m, t, t))
         return fn.lower(m, stokens).compile().memory_analysis().temp_size_in_bytes
     assert temp_bytes(8, "full") < 0.5 * temp_bytes(8, None), (temp_bytes(8, "full"),
                                                                  temp_bytes(8, None))
@@ -99,7 +101,8 @@ SCRIPT = textwrap.dedent("""
 
     # 5. a few training steps give the same losses (and, with SGD, parameters) as on one device
     def train(model, batches, tx):
-        step, state, losses = make_train_step(partial(loss, remat="full"), tx), tx.init(model), []
+        model = model.with_options(remat="full")
+        step, state, losses = make_train_step(loss, tx), tx.init(model), []
         for batch in batches:
             model, state, value = step(model, state, *batch)
             losses.append(float(value))

@@ -10,6 +10,7 @@ tokens only, which makes step-by-step decoding equal to one full forward pass.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import equinox as eqx
@@ -18,7 +19,12 @@ import jax.numpy as jnp
 from jax import Array
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.lm.transformer import Transformer, check_tokens, positions_from_mask
+from jaxlean.models.lm.transformer import (
+    Transformer,
+    check_tokens,
+    positions_from_mask,
+    window_mask,
+)
 from jaxlean.nn.layers import scan_layers
 
 
@@ -37,11 +43,6 @@ class KVCache(NamedTuple):
     valid: Array
     next_position: Array
     index: Array
-
-
-def _logits(model: Transformer, hidden: Array, adapter_ids: Array | None) -> Array:
-    inputs, head = model.head(model.norm(hidden), adapter_ids)
-    return head(inputs) if callable(head) else inputs @ head
 
 
 def _run(model, tokens, cache: KVCache, positions, attn_mask, adapter_ids):
@@ -86,11 +87,13 @@ def prefill(
     cache = KVCache(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), valid,
                     jnp.sum(prompt_mask, axis=1).astype(jnp.int32), jnp.asarray(0, jnp.int32))
     slots = jnp.arange(max_length)
-    attn_mask = valid[:, None, :] & (slots[None, None, :] <= jnp.arange(length)[None, :, None])
+    queries = jnp.arange(length)
+    attn_mask = (valid[:, None, :] & (slots[None, None, :] <= queries[None, :, None])
+                 & window_mask(queries, slots, c.sliding_window)[None])
     h, keys, values = _run(model, prompt, cache, positions_from_mask(prompt_mask), attn_mask,
                            adapter_ids)
     cache = cache._replace(keys=keys, values=values, index=jnp.asarray(length, jnp.int32))
-    return _logits(model, h[:, -1], adapter_ids), cache
+    return model.project(model.norm(h[:, -1]), adapter_ids), cache
 
 
 def decode_step(
@@ -100,12 +103,13 @@ def decode_step(
     valid = jax.lax.dynamic_update_slice_in_dim(
         cache.valid, jnp.ones((tokens.shape[0], 1), bool), cache.index, axis=1)
     slots = jnp.arange(valid.shape[1])
-    attn_mask = (valid & (slots[None, :] <= cache.index))[:, None, :]
+    near = window_mask(cache.index[None], slots, model.config.sliding_window)
+    attn_mask = (valid & (slots[None, :] <= cache.index) & near)[:, None, :]
     cache = cache._replace(valid=valid)
     h, keys, values = _run(model, tokens[:, None], cache, cache.next_position[:, None],
                            attn_mask, adapter_ids)
     cache = KVCache(keys, values, valid, cache.next_position + 1, cache.index + 1)
-    return _logits(model, h[:, 0], adapter_ids), cache
+    return model.project(model.norm(h[:, 0]), adapter_ids), cache
 
 
 def sample(logits: Array, key: Array | None, temperature: float = 0.0,
@@ -124,20 +128,25 @@ def sample(logits: Array, key: Array | None, temperature: float = 0.0,
 
 @eqx.filter_jit
 def _generate(model, prompt, prompt_mask, adapter_ids, key, max_new_tokens, temperature, top_k,
-              eos_id):
+              eos_ids):
     logits, cache = prefill(model, prompt, prompt_mask,
                             max_length=prompt.shape[1] + max_new_tokens, adapter_ids=adapter_ids)
     keys = jax.random.split(key, max_new_tokens)
     first = sample(logits, keys[0], temperature, top_k)
-    done = jnp.zeros(first.shape, bool) if eos_id is None else first == eos_id
+    eos = jnp.asarray(eos_ids, jnp.int32)
+
+    def is_eos(token):
+        return jnp.isin(token, eos) if eos_ids else jnp.zeros(token.shape, bool)
+
+    done = is_eos(first)
 
     def step(state, step_key):
         cache, token, done = state
         logits, cache = decode_step(model, cache, token, adapter_ids)
         nxt = sample(logits, step_key, temperature, top_k)
-        if eos_id is not None:
-            nxt = jnp.where(done, eos_id, nxt)
-            done = done | (nxt == eos_id)
+        if eos_ids:
+            nxt = jnp.where(done, eos_ids[0], nxt)
+            done = done | is_eos(nxt)
         return (cache, nxt, done), nxt
 
     _, rest = jax.lax.scan(step, (cache, first, done), keys[1:])
@@ -154,7 +163,7 @@ def generate(
     temperature: float = 0.0,
     top_k: int | None = None,
     adapter_ids: Array | None = None,
-    eos_id: int | None = None,
+    eos_id: int | Sequence[int] | None = None,
 ) -> Array:
     """Generate ``max_new_tokens`` per row after a left-padded prompt (jitted; ids checked first).
 
@@ -166,12 +175,16 @@ def generate(
         temperature: 0 for greedy decoding.
         top_k: sample among the k most likely tokens only.
         adapter_ids: ``[B]`` LoRA adapter per example.
-        eos_id: once a row emits it, the row keeps emitting it.
+        eos_id: an end-of-sequence id, or several (Llama 3 lists three, see
+            :class:`~jaxlean.models.lm.hf_config.GenerationSettings`); once a row
+            emits one, the row emits the first of them from then on.
 
     Returns:
         ``[B, max_new_tokens]`` int32 ids.
     """
     check_tokens(prompt, model.config.vocab_size)
+    eos_ids = () if eos_id is None else tuple(
+        int(i) for i in ((eos_id,) if isinstance(eos_id, int) else eos_id))
     if max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if temperature < 0:
@@ -184,4 +197,4 @@ def generate(
         prompt_mask = jnp.ones(prompt.shape, bool)
     key = jax.random.key(0) if key is None else key
     return _generate(model, jnp.asarray(prompt), jnp.asarray(prompt_mask, bool), adapter_ids, key,
-                     max_new_tokens, float(temperature), top_k, eos_id)
+                     max_new_tokens, float(temperature), top_k, eos_ids)

@@ -1,18 +1,24 @@
-"""Hugging Face safetensors (Llama / Qwen3 names) <-> the stacked ``Transformer`` layout.
+"""Hugging Face checkpoints (Llama, Mistral, Qwen2, Qwen3) <-> the stacked ``Transformer``.
 
 Hugging Face stores one tensor per layer and projection, as ``[out, in]``
 (``model.layers.3.self_attn.q_proj.weight``); the :class:`Transformer` keeps
-each projection once, as ``[layers, in, out]``. Loading reads every tensor with
+each projection once, as ``[layers, in, out]``. Loading reads the tensors with
 the ``safetensors`` NumPy API (no torch), checks names and shapes against the
-config, transposes and stacks. A missing, unexpected or mis-shaped tensor
-raises :class:`CheckpointError` naming it. LoRA adapters are not part of the
-Hugging Face base checkpoint and are not saved.
+config, transposes and stacks, one parameter at a time, so host memory holds
+about one copy of the model. A missing, unexpected or mis-shaped tensor raises
+:class:`CheckpointError` naming it. A tied model whose file also stores
+``lm_head.weight`` loads as Hugging Face loads it: the stored head is ignored.
+
+:func:`load_pretrained` / :func:`save_pretrained` read and write a whole model
+directory (``config.json``, ``generation_config.json``, safetensors shards
+with ``model.safetensors.index.json``) that ``transformers`` loads as is.
+LoRA adapters are not part of the base checkpoint (see :mod:`jaxlean.models.lm.peft`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +30,17 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from jaxlean.errors import CheckpointError
+from jaxlean.models.lm.hf_config import (
+    GenerationSettings,
+    config_from_hf,
+    config_to_hf,
+    generation_settings,
+    read_json,
+)
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
+
+__all__ = ["config_from_hf", "config_to_hf", "load_pretrained", "load_safetensors",
+           "save_pretrained", "save_safetensors"]
 
 _LAYER = "model.layers.{i}."
 
@@ -40,6 +56,11 @@ _PER_LAYER: list[tuple[str, Callable[[Transformer], Any], bool]] = [
     ("mlp.up_proj.weight", lambda m: m.layers.mlp.up_proj.weight, True),
     ("mlp.down_proj.weight", lambda m: m.layers.mlp.down_proj.weight, True),
 ]
+_QKV_BIAS = [
+    ("self_attn.q_proj.bias", lambda m: m.layers.attn.q_bias, False),
+    ("self_attn.k_proj.bias", lambda m: m.layers.attn.k_bias, False),
+    ("self_attn.v_proj.bias", lambda m: m.layers.attn.v_bias, False),
+]
 _QK_NORM = [
     ("self_attn.q_norm.weight", lambda m: m.layers.attn.q_norm.weight, False),
     ("self_attn.k_norm.weight", lambda m: m.layers.attn.k_norm.weight, False),
@@ -52,33 +73,9 @@ def _table(config: TransformerConfig) -> tuple[list, list]:
            ("model.norm.weight", lambda m: m.norm.weight, False)]
     if not config.tie_embeddings:
         top.append(("lm_head.weight", lambda m: m.lm_head.weight, True))
-    return top, _PER_LAYER + (_QK_NORM if config.qk_norm else [])
-
-
-def config_from_hf(hf_config: dict | str | Path) -> TransformerConfig:
-    """A :class:`TransformerConfig` from a Hugging Face ``config.json`` (dict or path)."""
-    if not isinstance(hf_config, dict):
-        hf_config = json.loads(Path(hf_config).read_text())
-    for field in ("rope_scaling", "attention_bias", "mlp_bias"):
-        if hf_config.get(field):
-            raise CheckpointError(f"config.json sets {field}={hf_config[field]!r}, which this "
-                                  "Transformer does not implement")
-    try:
-        return TransformerConfig(
-            vocab_size=hf_config["vocab_size"],
-            hidden_size=hf_config["hidden_size"],
-            intermediate_size=hf_config["intermediate_size"],
-            num_layers=hf_config["num_hidden_layers"],
-            num_heads=hf_config["num_attention_heads"],
-            num_kv_heads=hf_config.get("num_key_value_heads"),
-            head_dim=hf_config.get("head_dim"),
-            rope_theta=float(hf_config.get("rope_theta", 10000.0)),
-            rms_norm_eps=float(hf_config.get("rms_norm_eps", 1e-6)),
-            qk_norm=hf_config.get("model_type") == "qwen3",
-            tie_embeddings=bool(hf_config.get("tie_word_embeddings", False)),
-        )
-    except KeyError as missing:
-        raise CheckpointError(f"config.json lacks the field {missing}") from None
+    per_layer = (_PER_LAYER + (_QK_NORM if config.qk_norm else [])
+                 + (_QKV_BIAS if config.qkv_bias else []))
+    return top, per_layer
 
 
 def _files(path: str | Path | Iterable[str | Path]) -> list[Path]:
@@ -92,28 +89,31 @@ def _files(path: str | Path | Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def _read(files: list[Path]) -> dict[str, np.ndarray]:
-    tensors: dict[str, np.ndarray] = {}
-    for file in files:
-        with safe_open(file, framework="np") as handle:
+class _Reader:
+    """Tensors of several safetensors files by name, read one at a time (never all at once)."""
+
+    def __init__(self, files: list[Path]):
+        self.where: dict[str, Any] = {}
+        for file in files:
+            handle = safe_open(file, framework="np")
             for name in handle.keys():  # noqa: SIM118 - safe_open handles are not iterable
-                if name in tensors:
+                if name in self.where:
                     raise CheckpointError(f"tensor {name!r} appears twice (again in {file})")
-                tensors[name] = handle.get_tensor(name)
-    return tensors
+                self.where[name] = handle
+        self.unread = set(self.where)
 
-
-def _take(tensors: dict, name: str, expected: tuple, transpose: bool) -> np.ndarray:
-    """Remove ``name`` from ``tensors``, check its (Hugging Face) shape, return it in our layout."""
-    stored = tuple(expected[::-1]) if transpose else tuple(expected)
-    if name not in tensors:
-        raise CheckpointError(f"checkpoint is missing tensor {name!r} (expected shape "
-                              f"{list(stored)})")
-    array = tensors.pop(name)
-    if tuple(array.shape) != stored:
-        raise CheckpointError(f"tensor {name!r} has shape {list(array.shape)}, "
-                              f"expected {list(stored)}")
-    return array.T if transpose else array
+    def take(self, name: str, expected: tuple, transpose: bool) -> np.ndarray:
+        """Read ``name``, check its (Hugging Face) shape, return it in our layout."""
+        stored = tuple(expected[::-1]) if transpose else tuple(expected)
+        if name not in self.where:
+            raise CheckpointError(f"checkpoint is missing tensor {name!r} (expected shape "
+                                  f"{list(stored)})")
+        self.unread.discard(name)
+        array = self.where[name].get_tensor(name)
+        if tuple(array.shape) != stored:
+            raise CheckpointError(f"tensor {name!r} has shape {list(array.shape)}, "
+                                  f"expected {list(stored)}")
+        return array.T if transpose else array
 
 
 def load_safetensors(
@@ -122,7 +122,7 @@ def load_safetensors(
     *,
     dtype: Any = None,
 ) -> Transformer:
-    """Load Hugging Face Llama / Qwen3 weights into a stacked :class:`Transformer`.
+    """Load Hugging Face weights into a stacked :class:`Transformer`.
 
     Args:
         path: a ``.safetensors`` file, a directory of (sharded) files, or a list of files.
@@ -135,39 +135,123 @@ def load_safetensors(
     Raises:
         CheckpointError: naming a missing, unexpected or mis-shaped tensor.
     """
-    tensors = _read(_files(path))
+    reader = _Reader(_files(path))
     template = eqx.filter_eval_shape(lambda: Transformer(config, key=jax.random.key(0)))
     top, per_layer = _table(config)
-    wheres, values = [], []
+    wheres, arrays = [], []
     for name, where, transpose in top:
-        values.append(_take(tensors, name, where(template).shape, transpose))
+        arrays.append(jnp.asarray(reader.take(name, where(template).shape, transpose),
+                                  dtype=dtype))
         wheres.append(where)
     for suffix, where, transpose in per_layer:
         expected = where(template).shape[1:]
-        values.append(np.stack([
-            _take(tensors, _LAYER.format(i=i) + suffix, expected, transpose)
+        arrays.append(jnp.asarray(np.stack([
+            reader.take(_LAYER.format(i=i) + suffix, expected, transpose)
             for i in range(config.num_layers)
-        ]))
+        ]), dtype=dtype))
         wheres.append(where)
-    if tensors:
-        names = sorted(tensors)
+    if config.tie_embeddings:
+        reader.unread.discard("lm_head.weight")  # Hugging Face ignores it when tied
+    if reader.unread:
+        names = sorted(reader.unread)
         listing = ", ".join(repr(n) for n in names[:5]) + (" ..." if len(names) > 5 else "")
         raise CheckpointError(f"checkpoint has {len(names)} unexpected tensor(s) for this "
                               f"config: {listing}")
-    arrays = [jnp.asarray(v, dtype=dtype) for v in values]
     return eqx.tree_at(lambda m: [w(m) for w in wheres], template, arrays)
+
+
+def _hf_tensors(model: Transformer) -> Iterator[tuple[str, np.ndarray]]:
+    """``(name, array)`` of every base weight in Hugging Face layout, one at a time."""
+    top, per_layer = _table(model.config)
+    for name, where, transpose in top:
+        array = np.asarray(where(model))
+        yield name, np.ascontiguousarray(array.T if transpose else array)
+    for i in range(model.config.num_layers):
+        for suffix, where, transpose in per_layer:
+            array = np.asarray(where(model)[i])
+            yield (_LAYER.format(i=i) + suffix,
+                   np.ascontiguousarray(array.T if transpose else array))
 
 
 def save_safetensors(model: Transformer, path: str | Path) -> None:
     """Write the base weights of ``model`` with Hugging Face names (one file)."""
-    top, per_layer = _table(model.config)
-    tensors: dict[str, np.ndarray] = {}
-    for name, where, transpose in top:
-        array = np.asarray(where(model))
-        tensors[name] = np.ascontiguousarray(array.T if transpose else array)
-    for suffix, where, transpose in per_layer:
-        stacked = np.asarray(where(model))
-        for i in range(model.config.num_layers):
-            array = stacked[i].T if transpose else stacked[i]
-            tensors[_LAYER.format(i=i) + suffix] = np.ascontiguousarray(array)
-    save_file(tensors, str(path))
+    save_file(dict(_hf_tensors(model)), str(path), metadata={"format": "pt"})
+
+
+def _dtype_name(dtype: Any) -> str:
+    return "bfloat16" if dtype == jnp.bfloat16 else str(np.dtype(dtype))
+
+
+def save_pretrained(model: Transformer, directory: str | Path, *,
+                    max_shard_bytes: int = 5 * 2**30,
+                    generation: GenerationSettings | None = None) -> None:
+    """Write ``model`` as a Hugging Face model directory.
+
+    ``config.json`` (see :func:`~jaxlean.models.lm.hf_config.config_to_hf`), the
+    weights as ``model.safetensors``, or above ``max_shard_bytes`` as
+    ``model-0000i-of-0000n.safetensors`` shards with ``model.safetensors.index.json``,
+    and with ``generation`` its eos/pad/bos ids in ``generation_config.json``.
+    ``transformers.AutoModelForCausalLM.from_pretrained(directory)`` loads it with
+    no missing or unexpected keys. LoRA adapters are not saved (merge them first,
+    or save them on their own; see :mod:`jaxlean.models.lm.peft`).
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    hf = config_to_hf(model.config)
+    hf["torch_dtype"] = _dtype_name(model.embed.dtype)
+    if generation is not None:
+        ids = {"eos_token_id": list(generation.eos_ids) or None,
+               "pad_token_id": generation.pad_id, "bos_token_id": generation.bos_id}
+        hf.update(ids)
+        (directory / "generation_config.json").write_text(json.dumps(ids, indent=2) + "\n")
+    (directory / "config.json").write_text(json.dumps(hf, indent=2) + "\n")
+    shards: list[dict[str, np.ndarray]] = [{}]
+    size = 0
+    for name, array in _hf_tensors(model):
+        if shards[-1] and size + array.nbytes > max_shard_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = array
+        size += array.nbytes
+    if len(shards) == 1:
+        save_file(shards[0], str(directory / "model.safetensors"), metadata={"format": "pt"})
+        return
+    weight_map, total = {}, 0
+    for i, shard in enumerate(shards):
+        file = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(directory / file), metadata={"format": "pt"})
+        weight_map.update(dict.fromkeys(shard, file))
+        total += sum(a.nbytes for a in shard.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
+def load_pretrained(
+    path: str | Path, *, dtype: Any = None
+) -> tuple[Transformer, TransformerConfig, GenerationSettings]:
+    """Load a Hugging Face model directory (or one ``.safetensors`` file beside its config).
+
+    Args:
+        path: the directory holding ``config.json`` and the safetensors file(s)
+            (a ``model.safetensors.index.json`` names the shards), or one file.
+        dtype: cast every tensor to this dtype (default: keep the file's dtype).
+
+    Returns:
+        ``(model, config, generation settings)``.
+
+    Raises:
+        ConfigError: the config asks for something this model does not compute
+            (named: field, value, what is supported).
+        CheckpointError: a missing, unexpected or mis-shaped tensor, or a missing file.
+    """
+    path = Path(path)
+    directory = path if path.is_dir() else path.parent
+    hf = read_json(directory)
+    config = config_from_hf(hf)
+    index = directory / "model.safetensors.index.json"
+    files: Any = path
+    if path.is_dir() and index.is_file():
+        weight_map = read_json(index, index.name).get("weight_map", {})
+        files = [directory / name for name in sorted(set(weight_map.values()))]
+    model = load_safetensors(files, config, dtype=dtype)
+    return model, config, generation_settings(directory, hf)

@@ -2,14 +2,16 @@
 
 The decoder layers (RMSNorm, rotary grouped-query attention with optional
 Qwen3 q/k-norm, SwiGLU MLP) are stored once with a leading layer axis, so the
-layer is traced and compiled once whatever the depth, and ``remat=`` /
-``nested=`` bound the activation memory of the backward pass (seed 002). The
-training :func:`loss` feeds the final hidden states to the chunked
-:func:`jaxlean.loss.chunked.cross_entropy`, so ``[tokens, vocab]`` logits never exist.
+layer is traced and compiled once whatever the depth. How the layers run is
+chosen once, on the config: ``remat`` / ``nested`` bound the activation memory
+of the backward pass, ``scan=False`` runs them as an unrolled Python loop (the
+reference that benchmarks compare against). The training :func:`loss` feeds
+the final hidden states to the chunked :func:`jaxlean.loss.chunked.cross_entropy`,
+so ``[tokens, vocab]`` logits never exist.
 
-Token ids are checked eagerly: calling the model (or :func:`loss`,
-:func:`check_tokens`) on concrete arrays raises :class:`DataError` naming the
-first id outside the vocabulary. Inside ``jit`` the ids are tracers and cannot
+Token ids are checked eagerly: calling the model (or :func:`check_tokens`) on
+concrete arrays raises :class:`DataError` naming the first id outside the
+vocabulary (targets are checked by the loss itself). Inside ``jit`` the ids are tracers and cannot
 be checked; there an out-of-range id embeds as NaN, so the loss comes out NaN
 rather than silently using another token. Call :func:`check_tokens` on each
 batch before a jitted step to get the clear error.
@@ -17,6 +19,7 @@ batch before a jitted step to get the clear error.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 
@@ -29,8 +32,11 @@ from jax import Array
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
 from jaxlean.models.lm.lora import Linear, LoRA
-from jaxlean.nn.layers import Nested, scan_layers
-from jaxlean.nn.remat import RematOption
+from jaxlean.models.lm.rope import RopeScaling, apply_rotary, inv_frequencies, rope_scaling
+from jaxlean.nn.layers import Nested, scan_layers, unstack
+from jaxlean.nn.remat import REMAT_NAMES, RematOption, remat_body
+
+STRUCTURE_OPTIONS = ("remat", "nested", "scan")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +45,16 @@ class TransformerConfig:
 
     ``head_dim`` defaults to ``hidden_size // num_heads`` (Qwen3 sets it explicitly);
     ``num_kv_heads`` defaults to ``num_heads`` (no grouping); ``qk_norm`` is Qwen3's
-    RMSNorm of queries and keys per head.
+    RMSNorm of queries and keys per head; ``qkv_bias`` adds Qwen2's biases to the
+    query, key and value projections; ``rope_scaling`` is a :data:`~jaxlean.models.lm.rope.
+    RopeScaling` (see :func:`~jaxlean.models.lm.rope.rope_scaling`); ``sliding_window``
+    (Mistral) lets each query see only the last ``sliding_window`` keys, itself included.
+
+    The last three fields choose how the layers run, not what they compute:
+    ``remat`` is the per-layer rematerialisation (see :func:`jaxlean.nn.layers.scan_layers`),
+    ``nested`` the block size of two-level (sqrt-N) remat, and ``scan=False``
+    runs the layers as an unrolled Python loop (one trace per layer) instead of
+    one ``scan_layers``. Change them on a built model with :meth:`Transformer.with_options`.
     """
 
     vocab_size: int
@@ -50,11 +65,23 @@ class TransformerConfig:
     num_kv_heads: int | None = None
     head_dim: int | None = None
     rope_theta: float = 10000.0
+    rope_scaling: RopeScaling = None
     rms_norm_eps: float = 1e-6
     qk_norm: bool = False
+    qkv_bias: bool = False
+    sliding_window: int | None = None
     tie_embeddings: bool = False
+    remat: RematOption = None
+    nested: Nested = None
+    scan: bool = True
 
     def __post_init__(self) -> None:
+        if not (self.remat is None or callable(self.remat) or self.remat in REMAT_NAMES):
+            raise ConfigError(f"TransformerConfig.remat={self.remat!r} is not one of None, "
+                              f"{list(REMAT_NAMES)} or a jax.checkpoint policy")
+        if self.nested is not None and not self.scan:
+            raise ConfigError(f"nested={self.nested!r} needs scan=True (nested remat groups "
+                              "the scanned layers into blocks)")
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -75,10 +102,32 @@ class TransformerConfig:
             object.__setattr__(self, "head_dim", self.hidden_size // self.num_heads)
         if self.head_dim < 2 or self.head_dim % 2:
             raise ConfigError(f"head_dim={self.head_dim} must be even for rotary embeddings")
+        if self.rope_scaling is not None:
+            kind, values = self.rope_scaling
+            rope_scaling(kind, **dict(values))
+        if self.sliding_window is not None and (not isinstance(self.sliding_window, int)
+                                                or self.sliding_window < 1):
+            raise ConfigError(f"sliding_window must be a positive int or None, got "
+                              f"{self.sliding_window!r}")
 
     @property
     def group_size(self) -> int:
         return self.num_heads // self.num_kv_heads
+
+    @property
+    def inv_freq(self):
+        """The rotary frequencies (NumPy, computed from the config)."""
+        return inv_frequencies(self.head_dim, self.rope_theta, self.rope_scaling)
+
+
+def window_mask(query_slots: Array, key_slots: Array, window: int | None) -> Array:
+    """``[..., T, S]`` True where key ``s`` is within ``window`` of query ``t`` (causality aside).
+
+    Slots are positions in the sequence (or the KV cache), so padding counts as
+    distance, as in Hugging Face's sliding-window attention.
+    """
+    distance = query_slots[..., :, None] - key_slots[..., None, :]
+    return jnp.ones(distance.shape, bool) if window is None else distance < window
 
 
 class RMSNorm(eqx.Module):
@@ -91,17 +140,6 @@ class RMSNorm(eqx.Module):
         x32 = x.astype(jnp.float32)
         normed = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
         return self.weight * normed.astype(x.dtype)
-
-
-def apply_rotary(x: Array, positions: Array, theta: float) -> Array:
-    """Rotary position embedding (Hugging Face "rotate half" layout) of ``x[B, T, heads, d]``."""
-    half = x.shape[-1] // 2
-    inv_freq = 1.0 / (theta ** (jnp.arange(half, dtype=jnp.float32) / half))
-    angles = positions.astype(jnp.float32)[..., None, None] * inv_freq
-    cos, sin = jnp.cos(angles), jnp.sin(angles)
-    x1, x2 = x[..., :half].astype(jnp.float32), x[..., half:].astype(jnp.float32)
-    out = jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
-    return out.astype(x.dtype)
 
 
 def attend(q: Array, k: Array, v: Array, mask: Array) -> Array:
@@ -135,6 +173,9 @@ class Attention(eqx.Module):
     o_proj: Linear
     q_norm: RMSNorm | None
     k_norm: RMSNorm | None
+    q_bias: Array | None
+    k_bias: Array | None
+    v_bias: Array | None
     config: TransformerConfig = eqx.field(static=True)
 
     def __call__(self, x, positions, mask, adapter_ids=None, cache=None, cache_index=None):
@@ -145,13 +186,17 @@ class Attention(eqx.Module):
         """
         c = self.config
         batch, length, _ = x.shape
-        q = self.q_proj(x, adapter_ids).reshape(batch, length, c.num_heads, c.head_dim)
-        k = self.k_proj(x, adapter_ids).reshape(batch, length, c.num_kv_heads, c.head_dim)
-        v = self.v_proj(x, adapter_ids).reshape(batch, length, c.num_kv_heads, c.head_dim)
+        q, k, v = (self.q_proj(x, adapter_ids), self.k_proj(x, adapter_ids),
+                   self.v_proj(x, adapter_ids))
+        if self.q_bias is not None:
+            q, k, v = q + self.q_bias, k + self.k_bias, v + self.v_bias
+        q = q.reshape(batch, length, c.num_heads, c.head_dim)
+        k = k.reshape(batch, length, c.num_kv_heads, c.head_dim)
+        v = v.reshape(batch, length, c.num_kv_heads, c.head_dim)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q = apply_rotary(q, positions, c.rope_theta)
-        k = apply_rotary(k, positions, c.rope_theta)
+        q = apply_rotary(q, positions, c.inv_freq)
+        k = apply_rotary(k, positions, c.inv_freq)
         if cache is not None:
             k = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype),
                                                     cache_index, axis=1)
@@ -211,9 +256,13 @@ def _init_layers(config: TransformerConfig, weights: list[Array], dtype) -> Deco
     def norm(size: int) -> RMSNorm:
         return RMSNorm(jnp.ones((c.num_layers, size), dtype), c.rms_norm_eps)
 
+    def bias(size: int) -> Array | None:
+        return jnp.zeros((c.num_layers, size), dtype) if c.qkv_bias else None
+
     q_norm = norm(c.head_dim) if c.qk_norm else None
     k_norm = norm(c.head_dim) if c.qk_norm else None
-    attn = Attention(q, k, v, o, q_norm, k_norm, c)
+    q_size, kv_size = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+    attn = Attention(q, k, v, o, q_norm, k_norm, bias(q_size), bias(kv_size), bias(kv_size), c)
     return DecoderLayer(norm(c.hidden_size), attn, norm(c.hidden_size), MLP(gate, up, down))
 
 
@@ -298,10 +347,7 @@ class Transformer(eqx.Module):
         mask: Array | None = None,
         positions: Array | None = None,
         adapter_ids: Array | None = None,
-        remat: RematOption = None,
-        nested: Nested = None,
-        output_hidden_states: bool = False,
-    ) -> Array | tuple[Array, Array]:
+    ) -> Array:
         """Final (normed) hidden states ``[B, T, hidden]`` of ``tokens[B, T]``.
 
         Args:
@@ -311,15 +357,48 @@ class Transformer(eqx.Module):
             positions: rotary positions; default ``0..T-1``, or with ``mask`` the
                 count of real tokens before each one (so left padding does not shift them).
             adapter_ids: ``[batch]`` int, the LoRA adapter of each example.
-            remat: per-layer rematerialisation (see :func:`jaxlean.nn.layers.scan_layers`).
-            nested: blocks of ``nested`` layers for two-level (sqrt-N) remat.
-            output_hidden_states: also return every layer's output ``[layers, B, T, hidden]``.
         """
+        h, _ = self._forward(tokens, mask, positions, adapter_ids, collect=False)
+        return self.norm(h)
+
+    def hidden_states(
+        self,
+        tokens: Array,
+        *,
+        mask: Array | None = None,
+        positions: Array | None = None,
+        adapter_ids: Array | None = None,
+    ) -> Array:
+        """Every layer's output ``[layers, B, T, hidden]`` (before the final norm).
+
+        Arguments as for :meth:`__call__`.
+        """
+        _, per_layer = self._forward(tokens, mask, positions, adapter_ids, collect=True)
+        return per_layer
+
+    def with_options(self, **options) -> Transformer:
+        """The same model with other structure options (``remat``, ``nested``, ``scan``).
+
+        The weights are shared, only how the layers run changes; any other
+        config field is refused, since it would change what the model computes.
+        """
+        unknown = sorted(set(options) - set(STRUCTURE_OPTIONS))
+        if unknown:
+            raise ConfigError(f"with_options changes only {list(STRUCTURE_OPTIONS)}, got "
+                              f"{unknown}")
+        model = copy.copy(self)
+        object.__setattr__(model, "config", dataclasses.replace(self.config, **options))
+        return model
+
+    def _forward(self, tokens, mask, positions, adapter_ids, collect: bool):
+        """``(h, per_layer)``: the last layer's output and, with ``collect``, every layer's."""
         if jnp.ndim(tokens) != 2:
             raise DataError(f"tokens must have shape [batch, length], got {jnp.shape(tokens)}")
         length = tokens.shape[1]
         h = self.embed_tokens(tokens)
-        causal = jnp.tril(jnp.ones((length, length), bool))[None]
+        slots = jnp.arange(length)
+        causal = (jnp.tril(jnp.ones((length, length), bool))
+                  & window_mask(slots, slots, self.config.sliding_window))[None]
         if mask is None:
             attn_mask = causal
             positions = jnp.arange(length)[None] if positions is None else positions
@@ -330,11 +409,17 @@ class Transformer(eqx.Module):
 
         def body(layer, h, _):
             h, _ = layer(h, positions, attn_mask, adapter_ids)
-            return h, (h if output_hidden_states else None)
+            return h, (h if collect else None)
 
-        h, hidden_states = scan_layers(body, self.layers, h, remat=remat, nested=nested)
-        h = self.norm(h)
-        return (h, hidden_states) if output_hidden_states else h
+        c = self.config
+        if c.scan:
+            return scan_layers(body, self.layers, h, remat=c.remat, nested=c.nested)
+        step = remat_body(lambda h, layer: body(layer, h, None), c.remat)
+        outputs = []
+        for layer in unstack(self.layers):
+            h, out = step(h, layer)
+            outputs.append(out)
+        return h, (jnp.stack(outputs) if collect else None)
 
     def head(
         self, hidden: Array, adapter_ids: Array | None = None
@@ -364,11 +449,17 @@ class Transformer(eqx.Module):
 
         return jnp.concatenate([hidden, extra.astype(hidden.dtype)], axis=-1), head
 
-    def logits(self, tokens: Array, **kwargs) -> Array:
-        """Full ``[B, T, vocab]`` logits (for inspection and tests; training uses :func:`loss`)."""
-        hidden = self(tokens, **kwargs)
-        inputs, head = self.head(hidden, kwargs.get("adapter_ids"))
+    def project(self, hidden: Array, adapter_ids: Array | None = None) -> Array:
+        """Full logits ``[..., vocab]`` of final (normed) hidden states, LoRA head included."""
+        inputs, head = self.head(hidden, adapter_ids)
         return head(inputs) if callable(head) else inputs @ head
+
+    def logits(self, tokens: Array, **kwargs) -> Array:
+        """Full ``[B, T, vocab]`` logits (for inspection and tests; training uses :func:`loss`).
+
+        Keyword arguments as for :meth:`__call__`.
+        """
+        return self.project(self(tokens, **kwargs), kwargs.get("adapter_ids"))
 
 
 def loss(
@@ -379,13 +470,13 @@ def loss(
     *,
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
-    remat: RematOption = None,
-    nested: Nested = None,
     z_loss: float = 0.0,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
 ) -> Array:
     """Mean next-token cross-entropy over ``mask``, never building ``[tokens, vocab]`` logits.
+
+    The layers run as ``model.config`` says (``remat``, ``nested``, ``scan``).
 
     Args:
         model: the transformer.
@@ -394,16 +485,12 @@ def loss(
         mask: ``[B, T]`` weights of the loss per position (padding and prompts at 0).
         attention_mask: ``[B, T]`` False at padding tokens (not attended to).
         adapter_ids: ``[B]`` LoRA adapter per example.
-        remat, nested: per-layer rematerialisation of the layer scan.
         z_loss: weight of the ``logsumexp**2`` auxiliary loss.
         chunk_size: tokens per loss chunk.
         vocab_parallel: the head is split over a mesh axis's vocabulary; each
             device computes its part of the logsumexp (:class:`jaxlean.loss.chunked.VocabParallel`).
     """
-    if not any(isinstance(x, jax.core.Tracer) for x in (targets, mask)):
-        check_tokens(targets, model.config.vocab_size, mask, what="target id")
-    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids, remat=remat,
-                   nested=nested)
+    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids)
     inputs, head = model.head(hidden, adapter_ids)
     return cross_entropy(inputs, head, targets, mask=mask, z_loss=z_loss, chunk_size=chunk_size,
                          vocab_parallel=vocab_parallel)
@@ -416,14 +503,11 @@ def logprobs(
     *,
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
-    remat: RematOption = None,
-    nested: Nested = None,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
 ) -> Array:
     """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks."""
-    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids, remat=remat,
-                   nested=nested)
+    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids)
     inputs, head = model.head(hidden, adapter_ids)
     return token_logprobs(inputs, head, targets, chunk_size=chunk_size,
                           vocab_parallel=vocab_parallel)

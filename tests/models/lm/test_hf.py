@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from jaxlean.errors import CheckpointError
+from jaxlean.errors import CheckpointError, ConfigError
 from jaxlean.models.lm.hf import config_from_hf, load_safetensors, save_safetensors
+from jaxlean.models.lm.hf_config import GenerationSettings, generation_settings
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
 QWEN = TransformerConfig(vocab_size=29, hidden_size=16, intermediate_size=24, num_layers=3,
@@ -84,12 +85,13 @@ def test_unexpected_tensor_is_named(llama_file):
     save_file(tensors, str(path))
     with pytest.raises(CheckpointError, match=r"unexpected .*'model\.layers\.2\.input_layernorm"):
         load_safetensors(path, LLAMA)
-    # A tied config does not expect an lm_head tensor.
+    # A tied config ignores a stored lm_head tensor, as Hugging Face does.
     tied = TransformerConfig(**{**LLAMA.__dict__, "tie_embeddings": True})
     del tensors["model.layers.2.input_layernorm.weight"]
     save_file(tensors, str(path))
-    with pytest.raises(CheckpointError, match=r"unexpected .*'lm_head\.weight'"):
-        load_safetensors(path, tied)
+    loaded = load_safetensors(path, tied)
+    assert loaded.lm_head.weight is None
+    np.testing.assert_array_equal(loaded.embed, tensors["model.embed_tokens.weight"])
 
 
 def test_config_from_hugging_face_json():
@@ -103,5 +105,46 @@ def test_config_from_hugging_face_json():
     assert config.head_dim == 128 and config.rope_theta == 1e6
     with pytest.raises(CheckpointError, match="'hidden_size'"):
         config_from_hf({"vocab_size": 3})
-    with pytest.raises(CheckpointError, match="rope_scaling"):
-        config_from_hf({"vocab_size": 3, "rope_scaling": {"rope_type": "llama3"}})
+    with pytest.raises(ConfigError, match="rope_type='yarn'"):
+        config_from_hf({"vocab_size": 3, "rope_scaling": {"rope_type": "yarn"}})
+
+
+BASE = {"model_type": "llama", "vocab_size": 10, "hidden_size": 16, "intermediate_size": 8,
+        "num_hidden_layers": 1, "num_attention_heads": 2}
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"model_type": "gemma"}, r"model_type='gemma' .*supported: \['llama', 'mistral', "),
+    ({"hidden_act": "gelu"}, r"hidden_act='gelu' .*\['silu'\]"),
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}},
+     r"rope_parameters\.rope_type='yarn' .*'llama3'"),
+    ({"rope_scaling": {"type": "dynamic", "factor": 2.0}}, r"rope_scaling\.rope_type='dynamic'"),
+    ({"rope_parameters": {"rope_type": "llama3", "rope_theta": 1e4, "factor": 8.0}},
+     r"rope_type='llama3' needs \['low_freq_factor'"),
+    ({"attention_bias": True}, r"attention_bias=True .*\[False\]"),
+    ({"mlp_bias": True}, r"mlp_bias=True"),
+    ({"attention_dropout": 0.1}, r"attention_dropout=0\.1"),
+    ({"model_type": "qwen3", "use_sliding_window": True}, r"use_sliding_window=True"),
+    ({"model_type": "qwen2", "layer_types": ["sliding_attention"]},
+     r"layer_types=\['sliding_attention'\] .*\['full_attention'\]"),
+])
+def test_refused_config_names_field_value_and_supported(fields, named):
+    with pytest.raises(ConfigError, match=named):
+        config_from_hf({**BASE, **fields})
+
+
+def test_both_rope_layouts_read_the_same_theta_and_scaling():
+    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    old = config_from_hf({**BASE, "rope_theta": 500000.0, "rope_scaling": scaling})
+    new = config_from_hf({**BASE, "rope_parameters": {**scaling, "rope_theta": 500000.0}})
+    assert old == new and new.rope_theta == 500000.0 and new.rope_scaling[0] == "llama3"
+
+
+def test_generation_settings_and_missing_config(tmp_path):
+    (tmp_path / "config.json").write_text('{"eos_token_id": 5}')
+    (tmp_path / "generation_config.json").write_text('{"eos_token_id": [7, 8], "bos_token_id": 1}')
+    assert generation_settings(tmp_path, {"eos_token_id": 5}) == GenerationSettings((7, 8), None,
+                                                                                    1)
+    with pytest.raises(CheckpointError, match=r"no config\.json at"):
+        config_from_hf(tmp_path / "nothing")

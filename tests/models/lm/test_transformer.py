@@ -84,10 +84,11 @@ def test_scanned_forward_equals_unrolled(model, batch):
 
     @eqx.filter_jit
     def run(model):
-        variants = [model(tokens, mask=mask, remat=remat, nested=nested,
-                          output_hidden_states=True) for remat, nested in [(None, None),
-                                                                           ("full", 3)]]
-        return variants, unrolled_hidden(model, tokens, mask)
+        variants = [model.with_options(**options)
+                    for options in [{}, dict(remat="full", nested=3), dict(scan=False),
+                                    dict(scan=False, remat="full")]]
+        return ([(m(tokens, mask=mask), m.hidden_states(tokens, mask=mask)) for m in variants],
+                unrolled_hidden(model, tokens, mask))
 
     variants, (want_hidden, want_layers) = run(model)
     for hidden, per_layer in variants:
@@ -104,10 +105,11 @@ def test_gradients_equal_reference_and_identical_across_remat(model, batch):
 
     @eqx.filter_jit
     def variants(model):
-        def run(remat, nested):
-            return eqx.filter_value_and_grad(loss)(model, tokens, targets, mask, remat=remat,
-                                                   nested=nested)
-        return [run(None, None), run("full", None), run("full", 3),
+        def run(**options):
+            return eqx.filter_value_and_grad(loss)(model.with_options(**options), tokens,
+                                                   targets, mask)
+        return [run(), run(remat="full"), run(remat="full", nested=3),
+                run(scan=False, remat="full"),
                 eqx.filter_value_and_grad(reference_loss)(model, tokens, targets, mask)]
 
     (value, grads), *others, (want, want_grads) = variants(model)
@@ -147,12 +149,23 @@ def test_tied_head_and_logprobs(batch):
         (dict(hidden_size=30, num_heads=4), "hidden_size=30 is not divisible by num_heads=4"),
         (dict(head_dim=7), "head_dim=7 must be even"),
         (dict(num_layers=0), "num_layers must be a positive int"),
+        (dict(remat="everything"), "remat='everything' is not one of"),
+        (dict(scan=False, nested=2), "nested=2 needs scan=True"),
     ],
 )
 def test_config_errors(sizes, message):
     base = dict(vocab_size=10, hidden_size=32, intermediate_size=8, num_layers=1, num_heads=4)
     with pytest.raises(ConfigError, match=message):
         TransformerConfig(**{**base, **sizes})
+
+
+def test_with_options_changes_only_structure(model):
+    unrolled = model.with_options(scan=False, remat="full")
+    assert unrolled.config.scan is False and unrolled.config.remat == "full"
+    assert model.config.scan is True and model.config.remat is None
+    assert unrolled.embed is model.embed
+    with pytest.raises(ConfigError, match=r"changes only .* got \['rope_theta'\]"):
+        model.with_options(rope_theta=1.0)
 
 
 def test_explicit_head_dim_need_not_divide_hidden():

@@ -1,0 +1,180 @@
+"""Hugging Face ``config.json`` <-> :class:`TransformerConfig`, refusing what differs.
+
+Both layouts that ``transformers`` writes are read: 4.x keeps ``rope_theta`` and
+``rope_scaling`` at the top level, 5.x nests them in ``rope_parameters``. Every
+field that changes the math and is not implemented here (a ``model_type``,
+``hidden_act``, rope type, window setting or bias this model lacks) raises
+:class:`ConfigError` naming the field, its value and what is supported: a
+checkpoint either loads to the same function Hugging Face computes, or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from jaxlean.errors import CheckpointError, ConfigError
+from jaxlean.models.lm.rope import ROPE_TYPES, rope_scaling
+from jaxlean.models.lm.transformer import TransformerConfig
+
+MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+class GenerationSettings(NamedTuple):
+    """Token ids generation needs, from ``generation_config.json`` or ``config.json``.
+
+    Attributes:
+        eos_ids: every id that ends a sequence (Llama 3 lists several).
+        pad_id: the padding id, or None.
+        bos_id: the id a prompt starts with, or None.
+    """
+
+    eos_ids: tuple[int, ...]
+    pad_id: int | None
+    bos_id: int | None
+
+
+def _refuse(field: str, value: Any, supported: Any) -> ConfigError:
+    return ConfigError(f"config.json: {field}={value!r} is not supported "
+                       f"(supported: {supported})")
+
+
+def read_json(path: str | Path, name: str = "config.json") -> dict:
+    """A JSON file, or ``name`` inside a directory; errors name the file."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / name
+    if not path.is_file():
+        raise CheckpointError(f"no {name} at {path}")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{path} is not valid JSON: {error}") from None
+
+
+def _rope(hf: dict) -> tuple[float, Any]:
+    """``(rope_theta, RopeScaling)`` from either layout."""
+    params = hf.get("rope_parameters")
+    if params is not None:  # transformers 5.x
+        theta = params.get("rope_theta", hf.get("rope_theta", 10000.0))
+        scaling = params
+        field = "rope_parameters.rope_type"
+    else:  # transformers 4.x
+        theta = hf.get("rope_theta", 10000.0)
+        scaling = hf.get("rope_scaling") or {}
+        field = "rope_scaling.rope_type"
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ROPE_TYPES:
+        raise _refuse(field, kind, list(ROPE_TYPES))
+    values = {k: scaling.get(k) for k in ("factor", "low_freq_factor", "high_freq_factor",
+                                          "original_max_position_embeddings")}
+    return float(theta), rope_scaling(kind, **{k: v for k, v in values.items() if v is not None})
+
+
+def _sliding_window(hf: dict, model_type: str) -> int | None:
+    layer_types = hf.get("layer_types") or []
+    if model_type == "mistral":
+        window = hf.get("sliding_window")
+        if any(t != layer_types[0] for t in layer_types):
+            raise _refuse("layer_types", layer_types, "one attention type for every layer")
+        return int(window) if window is not None else None
+    if hf.get("use_sliding_window"):
+        raise _refuse("use_sliding_window", hf["use_sliding_window"], [False])
+    other = sorted({t for t in layer_types if t != "full_attention"})
+    if other:
+        raise _refuse("layer_types", other, ["full_attention"])
+    return None
+
+
+def config_from_hf(hf_config: dict | str | Path) -> TransformerConfig:
+    """A :class:`TransformerConfig` from a ``config.json`` (dict, file or model directory).
+
+    Raises:
+        ConfigError: a field whose value this model does not implement, naming it.
+        CheckpointError: a required size is missing, or the file is unreadable.
+    """
+    hf = hf_config if isinstance(hf_config, dict) else read_json(hf_config)
+    model_type = hf.get("model_type", "llama")
+    if model_type not in MODEL_TYPES:
+        raise _refuse("model_type", model_type, list(MODEL_TYPES))
+    act = hf.get("hidden_act", hf.get("hidden_activation", "silu"))
+    if act != "silu":
+        raise _refuse("hidden_act", act, ["silu"])
+    if hf.get("attention_bias") and model_type != "qwen2":
+        raise _refuse("attention_bias", hf["attention_bias"], [False])
+    if hf.get("mlp_bias"):
+        raise _refuse("mlp_bias", hf["mlp_bias"], [False])
+    if hf.get("attention_dropout"):
+        raise _refuse("attention_dropout", hf["attention_dropout"], [0.0])
+    theta, scaling = _rope(hf)
+    window = _sliding_window(hf, model_type)
+    try:
+        return TransformerConfig(
+            vocab_size=hf["vocab_size"],
+            hidden_size=hf["hidden_size"],
+            intermediate_size=hf["intermediate_size"],
+            num_layers=hf["num_hidden_layers"],
+            num_heads=hf["num_attention_heads"],
+            num_kv_heads=hf.get("num_key_value_heads"),
+            head_dim=hf.get("head_dim"),
+            rope_theta=theta,
+            rope_scaling=scaling,
+            rms_norm_eps=float(hf.get("rms_norm_eps", 1e-6)),
+            qk_norm=model_type == "qwen3",
+            qkv_bias=model_type == "qwen2",
+            sliding_window=window,
+            tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
+        )
+    except KeyError as missing:
+        raise CheckpointError(f"config.json lacks the field {missing}") from None
+
+
+def config_to_hf(config: TransformerConfig) -> dict:
+    """The ``config.json`` of ``config`` (4.x layout, which transformers 4 and 5 both read).
+
+    The ``model_type`` is the one family whose architecture matches: ``qwen3`` for
+    q/k norms, ``qwen2`` for q/k/v biases, ``mistral`` for a sliding window, else ``llama``.
+    """
+    c = config
+    if sum([c.qk_norm, c.qkv_bias, c.sliding_window is not None]) > 1:
+        raise ConfigError("no Hugging Face model type combines q/k norm, q/k/v biases and a "
+                          "sliding window; at most one of them can be saved")
+    model_type = ("qwen3" if c.qk_norm else "qwen2" if c.qkv_bias
+                  else "mistral" if c.sliding_window is not None else "llama")
+    architecture = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                    "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[model_type]
+    hf = {
+        "architectures": [architecture], "model_type": model_type,
+        "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
+        "intermediate_size": c.intermediate_size, "num_hidden_layers": c.num_layers,
+        "num_attention_heads": c.num_heads, "num_key_value_heads": c.num_kv_heads,
+        "head_dim": c.head_dim, "hidden_act": "silu", "rms_norm_eps": c.rms_norm_eps,
+        "rope_theta": c.rope_theta, "tie_word_embeddings": c.tie_embeddings,
+        "attention_bias": False, "mlp_bias": False,
+    }
+    if model_type == "qwen2":
+        del hf["attention_bias"], hf["mlp_bias"]
+        hf["use_sliding_window"] = False
+    if model_type == "mistral":
+        hf["sliding_window"] = c.sliding_window
+    if c.rope_scaling is not None:
+        kind, values = c.rope_scaling
+        hf["rope_scaling"] = {"rope_type": kind, **dict(values)}
+    return hf
+
+
+def _ids(value: Any) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    return tuple(int(v) for v in value) if isinstance(value, list) else (int(value),)
+
+
+def generation_settings(directory: str | Path | None, hf: dict) -> GenerationSettings:
+    """Eos, pad and bos ids: ``generation_config.json`` where present, else ``config.json``."""
+    merged = dict(hf)
+    if directory is not None and (Path(directory) / "generation_config.json").is_file():
+        merged.update(read_json(directory, "generation_config.json"))
+    pad, bos = merged.get("pad_token_id"), merged.get("bos_token_id")
+    return GenerationSettings(_ids(merged.get("eos_token_id")),
+                              None if pad is None else int(pad), None if bos is None else int(bos))
