@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.sharding import PartitionSpec as P
 
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss.chunked import (
@@ -36,10 +37,13 @@ from jaxlean.loss.chunked import (
     _token_outs,
     _Want,
     _weight_block,
+    _zeros,
     check_temperature,
     check_top_k,
     reduce_tokens,
 )
+from jaxlean.loss.vocab_parallel import VocabParallel, _check_mesh, _combine, _match_explicit
+from jaxlean.parallel.mesh import axis_names
 
 Divergence = Literal["forward_kl", "reverse_kl", "jsd", "top_k_kl"]
 DIVERGENCES = ("forward_kl", "reverse_kl", "jsd", "top_k_kl")
@@ -69,6 +73,7 @@ class _HeadOps:
     def __init__(self, head: Head, plan: _Plan, chunk: int, width: int, dtype: Any):
         self.is_matrix = isinstance(head, (jax.Array, np.ndarray))
         self.plan = plan
+        self.like: tuple = ()  # arrays whose mesh-varying axes the accumulators take
         if self.is_matrix:
             self.operands, self.apply = jnp.asarray(head), None
         else:
@@ -81,9 +86,9 @@ class _HeadOps:
 
     def block_grad_init(self, ops):
         if self.is_matrix:
-            return jnp.zeros((ops.shape[0], self.plan.block), self.plan.dtype)
+            return _zeros((ops.shape[0], self.plan.block), self.plan.dtype, *self.like)
         diff, _ = eqx.partition(ops, eqx.is_inexact_array)
-        return jax.tree.map(lambda x: jnp.zeros(x.shape, self.plan.dtype), diff)
+        return jax.tree.map(lambda x: _zeros(x.shape, self.plan.dtype, *self.like), diff)
 
     def step(self, ops, h, dl, b, acc):
         """Add one chunk's head gradient to ``acc``; return it with the chunk's ``dh``."""
@@ -108,7 +113,7 @@ class _HeadOps:
 
     def full_init(self, ops):
         if self.is_matrix:
-            return jnp.zeros(ops.shape, self.plan.dtype)
+            return _zeros(ops.shape, self.plan.dtype, *self.like)
         return self.block_grad_init(ops)
 
     def finish(self, full, ops):
@@ -120,9 +125,14 @@ class _HeadOps:
 
 
 def _divergence_fn(student: _HeadOps, teacher: _HeadOps, plan: _Plan, f: Callable,
-                   top_k: int, teacher_grad: bool):
+                   top_k: int, teacher_grad: bool, vocab_axes: tuple[str, ...] = ()):
     """custom_vjp ``(ops_s, hs [n, C, Hs], ops_t, ht [n, C, Ht], lse_s, lse_t, top_ids)
-    -> per-token divergence [n, C]`` (the logsumexps and ids are constants)."""
+    -> per-token divergence [n, C]`` (the logsumexps and ids are constants).
+
+    With ``vocab_axes`` the heads hold one vocabulary shard each (inside ``shard_map``):
+    the per-token sums are ``psum``-ed over those axes.
+    """
+    total = (lambda x: lax.psum(x, vocab_axes)) if vocab_axes else (lambda x: x)
     inv_t = plan.inv_temperature
 
     def block_terms(ops_s, h_s, ops_t, h_t, lse_s, lse_t, top_ids, b):
@@ -145,12 +155,13 @@ def _divergence_fn(student: _HeadOps, teacher: _HeadOps, plan: _Plan, f: Callabl
             values, fa, fb, _, _ = block_terms(ops_s, h_s, ops_t, h_t, lse_s, lse_t, top_ids, b)
             return (acc[0] + values.sum(-1), acc[1] + fa.sum(-1), acc[2] + fb.sum(-1))
 
-        zeros = jnp.zeros(h_s.shape[0], plan.dtype)
+        zeros = _zeros(h_s.shape[:1], plan.dtype, *jax.tree.leaves((ops_s, h_s, ops_t, h_t)))
         return lax.fori_loop(0, plan.n_blocks, one, (zeros, zeros, zeros))
 
     def sums(ops_s, hs, ops_t, ht, lse_s, lse_t, top_ids):
-        return lax.map(lambda xs: chunk_sums(ops_s, xs[0], ops_t, xs[1], *xs[2:]),
-                       (hs, ht, lse_s, lse_t, top_ids))
+        local = lax.map(lambda xs: chunk_sums(ops_s, xs[0], ops_t, xs[1], *xs[2:]),
+                        (hs, ht, lse_s, lse_t, top_ids))
+        return tuple(total(x) for x in local)
 
     @jax.custom_vjp
     def divergence(ops_s, hs, ops_t, ht, lse_s, lse_t, top_ids):
@@ -162,6 +173,7 @@ def _divergence_fn(student: _HeadOps, teacher: _HeadOps, plan: _Plan, f: Callabl
 
     def bwd(res, g):
         ops_s, hs, ops_t, ht, lse_s, lse_t, top_ids, sa, sb = res
+        student.like = teacher.like = tuple(jax.tree.leaves((ops_s, hs, ops_t, ht, g)))
 
         def vocab_step(b, carry):
             full_s, full_t, dhs, dht = carry
@@ -189,8 +201,9 @@ def _divergence_fn(student: _HeadOps, teacher: _HeadOps, plan: _Plan, f: Callabl
             return full_s, full_t, dhs, dht
 
         full_t = teacher.full_init(ops_t) if teacher_grad else None
-        dht = jnp.zeros(ht.shape, plan.dtype) if teacher_grad else None
-        init = (student.full_init(ops_s), full_t, jnp.zeros(hs.shape, plan.dtype), dht)
+        dht = _zeros(ht.shape, plan.dtype, *student.like) if teacher_grad else None
+        init = (student.full_init(ops_s), full_t, _zeros(hs.shape, plan.dtype, *student.like),
+                dht)
         full_s, full_t, dhs, dht = lax.fori_loop(0, plan.n_blocks, vocab_step, init)
         d_t = (teacher.finish(full_t, ops_t), dht.astype(ht.dtype)) if teacher_grad \
             else (None, None)
@@ -232,7 +245,8 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
                  top_k: int | None = None, temperature: float = 1.0,
                  mask: jax.Array | None = None, reduction: Reduction = "mean",
                  teacher_grad: bool = False, chunk_size: int = 1024,
-                 vocab_chunk: int | None = None) -> jax.Array:
+                 vocab_chunk: int | None = None,
+                 vocab_parallel: VocabParallel | None = None) -> jax.Array:
     """Divergence between a student's and a teacher's next-token distributions, per token.
 
     With ``p_s = softmax(hidden_s @ head_s / temperature)`` and ``p_t`` likewise:
@@ -262,6 +276,9 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
         chunk_size: tokens per chunk.
         vocab_chunk: vocabulary columns per block when both heads are matrices
             (``None`` picks blocks of bounded size).
+        vocab_parallel: both ``[H, V]`` heads split over the vocabulary on a mesh axis,
+            tokens over other axes on axis 0 (as in :func:`token_logprobs`): only
+            per-token floats (and the teacher's top-k) cross devices, never a head.
 
     Returns:
         A scalar, or ``[..., T]`` for ``reduction="none"``; float32 (float64 for float64 inputs).
@@ -290,19 +307,57 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
     both_matrix = all(isinstance(h, (jax.Array, np.ndarray)) for h in (head_s, head_t))
     if vocab_chunk is not None and not both_matrix:
         raise ConfigError("vocab_chunk needs [H, V] matrix heads for both student and teacher")
-    want = _Want(top_k=k, temperature=temperature)
-    width = max(hidden_s.shape[-1], hidden_t.shape[-1])
-    plan = _make_plan(n_tokens, vocab_s, width, both_matrix, chunk_size, vocab_chunk, want,
-                      dtype)
     if n_tokens == 0:
         return reduce_tokens(jnp.zeros(batch, dtype), mask, reduction)
+    options = _Options(_pointwise(divergence, beta), k, temperature, teacher_grad, chunk_size,
+                       vocab_chunk, dtype)
+    if vocab_parallel is None:
+        per_token = _per_token(options, hidden_s, head_s, hidden_t, head_t)
+    else:
+        if not both_matrix:
+            raise ConfigError("vocab_parallel needs [H, V] matrix heads for both student and "
+                              "teacher, split over the vocabulary")
+        per_token = _sharded_per_token(options, vocab_parallel, hidden_s, jnp.asarray(head_s),
+                                       hidden_t, jnp.asarray(head_t))
+    return reduce_tokens(per_token, mask, reduction)
+
+
+class _Options(NamedTuple):
+    pointwise: Callable
+    top_k: int
+    temperature: float
+    teacher_grad: bool
+    chunk_size: int
+    vocab_chunk: int | None
+    dtype: Any
+
+
+def _per_token(opt: _Options, hidden_s, head_s, hidden_t, head_t, vocab_axes=(), shard=0,
+               n_shards=1) -> jax.Array:
+    """Per-token divergence; with ``vocab_axes``, of one vocabulary shard inside ``shard_map``
+    (``shard`` of ``n_shards``), summed over the shards."""
+    batch = hidden_s.shape[:-1]
+    n_tokens = math.prod(batch)
+    vocab = _head_vocab(head_s, hidden_s, 1)[0]
+    both_matrix = all(isinstance(h, (jax.Array, np.ndarray)) for h in (head_s, head_t))
+    want = _Want(top_k=opt.top_k, temperature=opt.temperature)
+    width = max(hidden_s.shape[-1], hidden_t.shape[-1])
+    plan = _make_plan(n_tokens, vocab, width, both_matrix, opt.chunk_size, opt.vocab_chunk,
+                      want, opt.dtype)
 
     # pass 1: each head's logsumexp (and the teacher's top-k ids), forward only
     zeros = jnp.zeros(batch, jnp.int32)
-    lse_s = _token_outs(lax.stop_gradient(hidden_s), _constant(head_s), zeros, chunk_size,
-                        vocab_chunk, _Want(temperature=temperature)).lse
-    outs_t = _token_outs(lax.stop_gradient(hidden_t), _constant(head_t), zeros, chunk_size,
-                         vocab_chunk, want)
+    outs_s = _token_outs(lax.stop_gradient(hidden_s), _constant(head_s), zeros, opt.chunk_size,
+                         opt.vocab_chunk, _Want(temperature=opt.temperature))
+    outs_t = _token_outs(lax.stop_gradient(hidden_t), _constant(head_t), zeros, opt.chunk_size,
+                         opt.vocab_chunk, want)
+    lse_s, lse_t, top_ids = outs_s.lse, outs_t.lse, outs_t.top_ids
+    if vocab_axes:  # global logsumexps and top-k; ids local to this shard's columns
+        offset = (shard * vocab).astype(jnp.int32)
+        lse_s = _combine(tuple(outs_s), vocab_axes, shard, n_shards)[1]
+        outs_t = outs_t._replace(top_ids=outs_t.top_ids + offset)
+        combined = _combine(tuple(outs_t), vocab_axes, shard, n_shards)
+        lse_t, top_ids = combined[1], combined[5] - offset
 
     padded = plan.chunk * plan.n_chunks
 
@@ -313,11 +368,34 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
 
     student = _HeadOps(head_s, plan, plan.chunk, hidden_s.shape[-1], hidden_s.dtype)
     teacher = _HeadOps(head_t, plan, plan.chunk, hidden_t.shape[-1], hidden_t.dtype)
-    fn = _divergence_fn(student, teacher, plan, _pointwise(divergence, beta), k, teacher_grad)
+    fn = _divergence_fn(student, teacher, plan, opt.pointwise, opt.top_k, opt.teacher_grad,
+                        vocab_axes)
     per_token = fn(student.operands, chunks(hidden_s, hidden_s.shape[-1:]), teacher.operands,
-                   chunks(hidden_t, hidden_t.shape[-1:]), chunks(lse_s), chunks(outs_t.lse),
-                   chunks(outs_t.top_ids, (k,)))
-    per_token = per_token.reshape(padded)[:n_tokens].reshape(batch)
-    return reduce_tokens(per_token, mask, reduction)
+                   chunks(hidden_t, hidden_t.shape[-1:]), chunks(lse_s), chunks(lse_t),
+                   chunks(top_ids, (opt.top_k,)))
+    return per_token.reshape(padded)[:n_tokens].reshape(batch)
 
 
+def _sharded_per_token(opt: _Options, vp: VocabParallel, hidden_s, head_s, hidden_t,
+                       head_t) -> jax.Array:
+    """:func:`_per_token` per vocabulary shard of both heads under ``shard_map``."""
+    _check_mesh(vp, hidden_s, head_s)
+    _check_mesh(vp, hidden_t, head_t)
+    vocab_axes, batch_axes = axis_names(vp.vocab_axis), axis_names(vp.batch_axes)
+    n_shards = math.prod(vp.mesh.shape[a] for a in vocab_axes)
+
+    def body(hs, ws, ht, wt):
+        # gradients of the heads sum over batch shards, of the hidden states over vocab shards
+        if batch_axes:
+            ws, wt = (lax.pcast(w, batch_axes, to="varying") for w in (ws, wt))
+        hs, ht = (lax.pcast(h, vocab_axes, to="varying") for h in (hs, ht))
+        shard = 0
+        for axis in vocab_axes:  # linear index, first named axis major (as in the spec)
+            shard = shard * vp.mesh.shape[axis] + lax.axis_index(axis)
+        return _per_token(opt, hs, ws, ht, wt, vocab_axes, shard, n_shards)
+
+    batch, heads = P(batch_axes or None), P(None, vocab_axes)
+    specs = (batch, heads, batch, heads)
+    args = [_match_explicit(vp.mesh, x, spec)
+            for x, spec in zip((hidden_s, head_s, hidden_t, head_t), specs, strict=True)]
+    return jax.shard_map(body, mesh=vp.mesh, in_specs=specs, out_specs=batch)(*args)

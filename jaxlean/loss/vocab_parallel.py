@@ -40,7 +40,7 @@ class VocabParallel:
     batch_axes: Axes | None = None
 
 
-def _check(vp: VocabParallel, hidden: jax.Array, head: jax.Array) -> None:
+def _check_mesh(vp: VocabParallel, hidden: jax.Array, head: jax.Array) -> None:
     if not isinstance(vp, VocabParallel):
         raise ConfigError(f"vocab_parallel must be a VocabParallel, got {type(vp).__name__}")
     mesh_axes = tuple(vp.mesh.axis_names)
@@ -119,7 +119,7 @@ def sharded_token_stats(vp: VocabParallel, stats: Callable, hidden: jax.Array, h
 
     ``hidden`` is ``[N, ..., H]`` with the batch on axis 0; ``targets`` are global ids.
     """
-    _check(vp, hidden, head)
+    _check_mesh(vp, hidden, head)
     vocab_axes, batch_axes = axis_names(vp.vocab_axis), axis_names(vp.batch_axes)
     n_shards = math.prod(vp.mesh.shape[a] for a in vocab_axes)
     local = head.shape[1] // n_shards

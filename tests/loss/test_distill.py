@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, StructureError
+from jaxlean.loss.chunked import VocabParallel
 from jaxlean.loss.distill import distill_loss
 
 BATCH, T, HS, HT, V = 2, 13, 12, 20, 300  # 26 tokens: ragged for the chunk sizes below
@@ -172,3 +175,57 @@ def test_errors_name_the_problem():
         distill_loss(hs, ws, ht, wt, divergence="kl")
     with pytest.raises(StructureError, match="same tokens"):
         distill_loss(hs, ws, ht[:, :5], wt)
+
+
+def test_one_device_mesh_matches_unsharded():
+    hs, ws, ht, wt, mask = _data()
+    hs, ht, mask = hs.reshape(BATCH * T, HS), ht.reshape(BATCH * T, HT), mask.reshape(-1)
+    vp = VocabParallel(jax.make_mesh((1,), ("model",)), "model")
+    loss = lambda ws, vp: distill_loss(hs, ws, ht, wt, divergence="top_k_kl", top_k=4,
+                                       mask=mask, chunk_size=8, vocab_chunk=70,
+                                       vocab_parallel=vp)
+    got = jax.jit(jax.value_and_grad(lambda ws: loss(ws, vp)))(ws)
+    want = jax.value_and_grad(lambda ws: loss(ws, None))(ws)
+    for a, b in zip(got, want, strict=True):
+        _close(a, b, 1e-5)
+    with pytest.raises(ConfigError, match="matrix heads for both"):
+        distill_loss(hs, lambda c: c @ ws, ht, wt, vocab_parallel=vp)
+
+
+SHARDED_SCRIPT = textwrap.dedent("""
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jaxlean.loss.chunked import VocabParallel
+    from jaxlean.loss.distill import distill_loss
+
+    N, HS, HT, V = 26, 12, 20, 320  # 13 tokens per data shard: ragged for chunk_size 5
+    k = jax.random.split(jax.random.key(0), 5)
+    hs, ht = jax.random.normal(k[0], (N, HS)), jax.random.normal(k[1], (N, HT))
+    ws, wt = jax.random.normal(k[2], (HS, V)) * 0.5, jax.random.normal(k[3], (HT, V)) * 0.5
+    mask = jax.random.bernoulli(k[4], 0.7, (N,))
+    mesh = jax.make_mesh((2, 4), ("data", "model"))
+    vp = VocabParallel(mesh, "model", "data")
+    put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
+
+    for opts in (dict(divergence="jsd", beta=0.3, temperature=1.5),
+                 dict(divergence="top_k_kl", top_k=6), dict(divergence="reverse_kl")):
+        def run(vocab_parallel, *args):
+            loss = lambda hs, ws, ht, wt: distill_loss(
+                hs, ws, ht, wt, mask=mask, teacher_grad=True, chunk_size=5, vocab_chunk=30,
+                vocab_parallel=vocab_parallel, **opts)
+            return jax.jit(jax.value_and_grad(loss, (0, 1, 2, 3)))(*args)
+
+        got = run(vp, put(hs, P("data")), put(ws, P(None, "model")), put(ht, P("data")),
+                  put(wt, P(None, "model")))
+        want = run(None, hs, ws, ht, wt)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4,
+                                       atol=1e-5 * max(1, float(np.abs(b).max())))
+        assert got[1][1].sharding.is_equivalent_to(NamedSharding(mesh, P(None, "model")), 2)
+    print("ok")
+""")
+
+
+@pytest.mark.slow
+def test_vocab_parallel_matches_unsharded_on_eight_devices(run_on_devices):
+    run_on_devices(SHARDED_SCRIPT, devices=8, timeout=300)
