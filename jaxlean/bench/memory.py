@@ -282,6 +282,16 @@ def _heads_wall_part(ctx: BenchContext, result: BenchResult) -> None:
         result.notes.append(f"{case}: |loss difference| {abs(float(loss_a - loss_b)):.2e}, "
                             f"max |grad difference| hidden {errors[0]:.2e}, head "
                             f"{errors[1]:.2e} (jaxlean vs full logits).")
+    result.notes.append(
+        "matmul count of JSD/KL loss+grad: jaxlean recomputes logits in three passes "
+        "(logsumexps, divergence, gradient), so 5 student and 3 teacher [T, H] x [H, V] "
+        "products against 3 and 1 for full logits; GRPO: 4 against 3 (the gradient "
+        "pass recomputes the logits).")
+    if ctx.quick:
+        full = HEADS_WALL_SIZE
+        result.notes.append(f"quick mode: distillation / GRPO wall time measured at "
+                            f"T={size[0]}, student H={size[1]}, teacher H={size[2]}, "
+                            f"V={size[3]}, not T={full[0]}, H={full[1]}/{full[2]}, V={full[3]}.")
 
 
 @register("memory", "loss+grad memory without [tokens, vocab] logits; transformer remat memory")
