@@ -24,7 +24,15 @@ from jaxlean.errors import (
     TreeError,
 )
 from jaxlean.linalg import Tree, tree_solve, tridiagonal_solve
-from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
+from jaxlean.loss.chunked import (
+    TokenStats,
+    VocabParallel,
+    cross_entropy,
+    token_logprobs,
+    token_stats,
+)
+from jaxlean.loss.distill import distill_loss
+from jaxlean.loss.policy import PolicyLoss, kl_estimate, policy_gradient_loss
 from jaxlean.nn.graph import FnNode, Graph, chain_edges
 from jaxlean.nn.layers import scan_layers, stack, unstack
 from jaxlean.nn.remat import resolve_policy
@@ -52,8 +60,10 @@ __all__ = [
     "MatrixTransformation",
     "MorphologyError",
     "NonFiniteError",
+    "PolicyLoss",
     "Sequential",
     "StructureError",
+    "TokenStats",
     "TrainOutput",
     "Tree",
     "TreeError",
@@ -62,16 +72,20 @@ __all__ = [
     "chain_edges",
     "compile_report",
     "cross_entropy",
+    "distill_loss",
     "enable_compilation_cache",
     "fit",
+    "kl_estimate",
     "make_train_fn",
     "matrix_transform",
     "muon",
     "packed",
+    "policy_gradient_loss",
     "resolve_policy",
     "scan_layers",
     "stack",
     "token_logprobs",
+    "token_stats",
     "tree_solve",
     "tridiagonal_solve",
     "unstack",

@@ -6,6 +6,11 @@ V=151936): XLA ``memory_analysis()`` of the compiled loss+gradient for full
 logits, for the seed's token chunks (``lax.map`` over ``jax.checkpoint``-ed
 chunks) and for :func:`jaxlean.cross_entropy` with default settings. These are
 compiled, never run, at that size. Wall time is measured at a size that fits.
+
+The heads part does the same for distillation (generalised JSD between a
+student with H=2560 and a teacher with H=4096, teacher constant) and for the
+GRPO objective (clipped ratios, k3 KL to a reference, entropy bonus), each
+against the same loss written on full logits.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import numpy as np
 from jaxlean.bench._measure import aot_compile, wall_time
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 from jaxlean.loss.chunked import cross_entropy
+from jaxlean.loss.distill import distill_loss
+from jaxlean.loss.policy import policy_gradient_loss
 
 GIB = 2**30
 MEMORY_SIZE = (8192, 2560, 151936)  # T, H, V: 8k tokens through Qwen3-4B's head
@@ -162,11 +169,138 @@ def _wall_part(ctx: BenchContext, result: BenchResult) -> None:
                             f"{len(PLOT_TOKENS)}.")
 
 
+# ----------------------------------------------------------------------------- RL and distillation
+
+HEADS_SIZE = (8192, 2560, 4096, 151936)  # T, student H, teacher H, V
+HEADS_WALL_SIZE = (2048, 512, 1024, 32000)
+QUICK_HEADS_WALL_SIZE = (512, 256, 384, 8192)
+JSD_BETA = 0.5
+GRPO_OPTIONS = dict(clip_eps=0.2, clip_eps_high=0.28, kl_coef=0.05, entropy_coef=0.01)
+
+
+def full_logits_jsd(hs, ws, ht, wt):
+    """Generalised JSD written on the two full ``[T, V]`` logit matrices (teacher constant)."""
+    a = jax.nn.log_softmax(hs @ ws, axis=-1)
+    b = jax.lax.stop_gradient(jax.nn.log_softmax(ht @ wt, axis=-1))
+    mix = jnp.logaddexp(b + np.log(JSD_BETA), a + np.log1p(-JSD_BETA))
+    per_token = (JSD_BETA * jnp.sum(jnp.exp(b) * (b - mix), -1)
+                 + (1 - JSD_BETA) * jnp.sum(jnp.exp(a) * (a - mix), -1))
+    return jnp.mean(per_token)
+
+
+def jaxlean_jsd(hs, ws, ht, wt):
+    return distill_loss(hs, ws, ht, wt, divergence="jsd", beta=JSD_BETA)
+
+
+def full_logits_grpo(h, w, tokens, old, adv, ref):
+    """The GRPO objective of :func:`policy_gradient_loss` written on full logits."""
+    logp_all = jax.nn.log_softmax(h @ w, axis=-1)
+    logp = jnp.take_along_axis(logp_all, tokens[..., None], -1)[..., 0]
+    entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, -1)
+    ratio = jnp.exp(logp - old)
+    high = GRPO_OPTIONS["clip_eps_high"]
+    clipped = jnp.clip(ratio, 1 - GRPO_OPTIONS["clip_eps"], 1 + high)
+    surrogate = -jnp.minimum(ratio * adv[:, None], clipped * adv[:, None])
+    kl = jnp.exp(ref - logp) - 1 - (ref - logp)
+    return jnp.mean(surrogate + GRPO_OPTIONS["kl_coef"] * kl
+                    - GRPO_OPTIONS["entropy_coef"] * entropy)
+
+
+def jaxlean_grpo(h, w, tokens, old, adv, ref):
+    return policy_gradient_loss(h, w, tokens, old, adv, ref_logprobs=ref, **GRPO_OPTIONS).loss
+
+
+def _heads_specs(objective: str, tokens: int, hs: int, ht: int, vocab: int):
+    f32, s = jnp.float32, jax.ShapeDtypeStruct
+    if objective == "JSD":
+        return (s((tokens, hs), f32), s((hs, vocab), f32), s((tokens, ht), f32),
+                s((ht, vocab), f32))
+    return (s((1, tokens, hs), f32), s((hs, vocab), f32), s((1, tokens), jnp.int32),
+            s((1, tokens), f32), s((1,), f32), s((1, tokens), f32))
+
+
+HEAD_OBJECTIVES: dict[str, tuple[Callable, Callable]] = {
+    "JSD": (full_logits_jsd, jaxlean_jsd),
+    "GRPO": (full_logits_grpo, jaxlean_grpo),
+}
+
+
+def _heads_inputs(objective: str, size) -> tuple[jax.Array, ...]:
+    """Random inputs of :func:`_heads_specs`'s shapes; heads scaled to O(1) logits and
+    old / reference log-probs spread around ``log(1 / V)``."""
+    tokens, hs, ht, vocab = size
+    k = jax.random.split(jax.random.key(1), 6)
+    head = lambda key, width: jax.random.normal(key, (width, vocab)) / np.sqrt(width)
+    if objective == "JSD":
+        return (jax.random.normal(k[0], (tokens, hs)), head(k[1], hs),
+                jax.random.normal(k[2], (tokens, ht)), head(k[3], ht))
+    logprobs = lambda key: -np.log(vocab) + jax.random.normal(key, (1, tokens))
+    return (jax.random.normal(k[0], (1, tokens, hs)), head(k[1], hs),
+            jax.random.randint(k[2], (1, tokens), 0, vocab), logprobs(k[3]),
+            jax.random.normal(k[4], (1,)), logprobs(k[5]))
+
+
+def _heads_memory_part(ctx: BenchContext, result: BenchResult) -> None:
+    tokens, hs, ht, vocab = HEADS_SIZE
+    for objective, methods in HEAD_OBJECTIVES.items():
+        temps = {}
+        for name, fn in zip(("full logits", "jaxlean"), methods, strict=True):
+            ctx.step(f"compile {objective} loss+grad, {name}, T={tokens}")
+            compiled = aot_compile(_loss_and_grad(fn), *_heads_specs(objective, *HEADS_SIZE))
+            temps[name] = compiled.temp_bytes
+        shape = f"student H={hs}, teacher H={ht}" if objective == "JSD" else f"H={hs}"
+        case = f"{objective} loss+grad T={tokens} {shape} V={vocab} f32"
+        result.compare(case, "temp bytes", "bytes", temps["full logits"], temps["jaxlean"],
+                       variant="jaxlean (defaults)", baseline_name="full logits")
+        result.target(f"jaxlean {case} temp GiB", temps["jaxlean"] / GIB, 0.5)
+
+
+def _heads_wall_part(ctx: BenchContext, result: BenchResult) -> None:
+    size = QUICK_HEADS_WALL_SIZE if ctx.quick else HEADS_WALL_SIZE
+    for objective, methods in HEAD_OBJECTIVES.items():
+        args = _heads_inputs(objective, size)
+        compiled, values = {}, {}
+        for name, fn in zip(("full logits", "jaxlean"), methods, strict=True):
+            ctx.step(f"compile {objective} loss+grad, {name}, T={size[0]}")
+            compiled[name] = aot_compile(_loss_and_grad(fn), *args)
+            values[name] = compiled[name].executable(*args)
+        times = {name: float("inf") for name in compiled}
+        for round_ in range(WALL_ROUNDS):
+            for name, c in compiled.items():
+                ctx.step(f"wall time of {objective} loss+grad, {name}, round {round_ + 1}")
+                seconds = wall_time(c.executable, *args, repeats=1, min_seconds=0)
+                times[name] = min(times[name], seconds)
+        shape = f"student H={size[1]}, teacher H={size[2]}" if objective == "JSD" \
+            else f"H={size[1]}"
+        case = f"{objective} loss+grad T={size[0]} {shape} V={size[3]} f32"
+        result.compare(case, "wall time", "s", times["full logits"], times["jaxlean"],
+                       variant="jaxlean (defaults)", baseline_name="full logits")
+        result.target(f"jaxlean / full-logits wall time ({case})",
+                      times["jaxlean"] / times["full logits"], 1.2)
+        (loss_a, grads_a), (loss_b, grads_b) = values["full logits"], values["jaxlean"]
+        errors = [float(jnp.max(jnp.abs(a - b))) for a, b in zip(grads_a, grads_b, strict=True)]
+        result.notes.append(f"{case}: |loss difference| {abs(float(loss_a - loss_b)):.2e}, "
+                            f"max |grad difference| hidden {errors[0]:.2e}, head "
+                            f"{errors[1]:.2e} (jaxlean vs full logits).")
+    result.notes.append(
+        "matmul count of JSD/KL loss+grad: jaxlean recomputes logits in three passes "
+        "(logsumexps, divergence, gradient), so 5 student and 3 teacher [T, H] x [H, V] "
+        "products against 3 and 1 for full logits; GRPO: 4 against 3 (the gradient "
+        "pass recomputes the logits).")
+    if ctx.quick:
+        full = HEADS_WALL_SIZE
+        result.notes.append(f"quick mode: distillation / GRPO wall time measured at "
+                            f"T={size[0]}, student H={size[1]}, teacher H={size[2]}, "
+                            f"V={size[3]}, not T={full[0]}, H={full[1]}/{full[2]}, V={full[3]}.")
+
+
 @register("memory", "loss+grad memory without [tokens, vocab] logits; transformer remat memory")
 def run(ctx: BenchContext) -> BenchResult:
     result = BenchResult("memory", "memory-lean LM training: chunked loss, remat'd layers")
     _memory_part(ctx, result)
     _wall_part(ctx, result)
+    _heads_memory_part(ctx, result)
+    _heads_wall_part(ctx, result)
     if importlib.util.find_spec(_TRANSFORMER_PART) is not None:
         importlib.import_module(_TRANSFORMER_PART).measure_transformer_memory(ctx, result)
     else:

@@ -1,4 +1,8 @@
-"""Token log-probabilities and cross-entropy without materialising ``[tokens, vocab]`` logits.
+"""Per-token statistics of a language-model head without materialising ``[tokens, vocab]`` logits.
+
+:func:`token_logprobs`, :func:`token_stats` (entropy, logsumexp, argmax, top-k,
+temperature) and :func:`cross_entropy` (masks, z-loss, label smoothing) share one
+chunked pass over the head.
 
 A language model's head turns ``T`` hidden states into ``[T, V]`` logits; at
 ``T=8192, V=151936`` that is 5 GB in float32, and autodiff keeps several such
@@ -7,6 +11,8 @@ for a matrix head, the vocabulary in blocks with an online logsumexp), under a
 ``custom_vjp`` whose backward pass recomputes each block's logits. Only the
 inputs and one float per token are saved, so the saving does not depend on the
 caller using ``jax.checkpoint``. Accumulation is float32 for bf16 inputs.
+The top-k is a running merge of each block's top-k, so it needs no ``[T, V]``
+array either.
 
 The head is an ``[H, V]`` matrix or a callable ``chunk [C, H] -> logits [C, V]``
 (LoRA on the head, tied embeddings, a bias, soft-capping). Gradients reach a
@@ -46,7 +52,8 @@ _LANE = 128
 
 
 class _Plan(NamedTuple):
-    """Static chunking of ``n_tokens`` tokens and a ``vocab``-sized vocabulary."""
+    """Static chunking of ``n_tokens`` tokens and a ``vocab``-sized vocabulary, and which
+    per-token statistics to gather (entropy, sum of logits, the ``top_k`` largest logits)."""
 
     n_tokens: int
     chunk: int
@@ -55,6 +62,9 @@ class _Plan(NamedTuple):
     block: int
     n_blocks: int
     entropy: bool
+    logit_sum: bool
+    top_k: int
+    inv_temperature: float
     dtype: Any  # accumulation dtype: float32, or float64 for float64 inputs
 
     def block_start(self, b: jax.Array) -> jax.Array:
@@ -78,16 +88,41 @@ def _balanced(total: int, limit: int, multiple: int = 1) -> tuple[int, int]:
 
 
 class _Stats(NamedTuple):
-    """Online logsumexp state per token: max, sum exp(l - max), sum exp(l - max) * l, target."""
+    """Online per-token state over vocabulary blocks: max logit, sum exp(l - max),
+    sum exp(l - max) * l, target logit, sum of logits, top-k logits and their ids."""
 
     m: jax.Array
     s: jax.Array
     u: jax.Array
     target: jax.Array
+    total: jax.Array
+    top: jax.Array
+    top_ids: jax.Array
 
 
-def _block_stats(logits: jax.Array, target_col: jax.Array, owned: jax.Array | None,
-                 entropy: bool) -> _Stats:
+class _Outs(NamedTuple):
+    """Per-token outputs of the custom VJP (disabled ones are zeros)."""
+
+    target: jax.Array
+    lse: jax.Array
+    entropy: jax.Array
+    total: jax.Array
+    top: jax.Array
+    top_ids: jax.Array
+
+
+def _top_k(values: jax.Array, ids: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+    """The ``k`` largest ``values`` per row with their ``ids`` (rows padded with -inf if short)."""
+    if values.shape[-1] < k:
+        pad = k - values.shape[-1]
+        values = jnp.pad(values, ((0, 0), (0, pad)), constant_values=-jnp.inf)
+        ids = jnp.pad(ids, ((0, 0), (0, pad)))
+    top, where = lax.top_k(values, k)
+    return top, jnp.take_along_axis(ids, where, axis=-1)
+
+
+def _block_stats(logits: jax.Array, target_col: jax.Array, start: jax.Array | int,
+                 owned: jax.Array | None, plan: _Plan) -> _Stats:
     cols = jnp.arange(logits.shape[-1])
     hit = cols == target_col[:, None]
     if owned is not None:
@@ -95,37 +130,59 @@ def _block_stats(logits: jax.Array, target_col: jax.Array, owned: jax.Array | No
         hit = hit & owned
     m = jnp.max(logits, axis=-1)
     e = jnp.exp(logits - jnp.where(jnp.isfinite(m), m, 0)[:, None])
-    u = jnp.sum(jnp.where(e > 0, e * logits, 0), axis=-1) if entropy else jnp.zeros_like(m)
-    return _Stats(m, jnp.sum(e, axis=-1), u, jnp.sum(jnp.where(hit, logits, 0), axis=-1))
+    zeros = jnp.zeros_like(m)
+    u = jnp.sum(jnp.where(e > 0, e * logits, 0), axis=-1) if plan.entropy else zeros
+    total = jnp.sum(jnp.where(jnp.isfinite(logits), logits, 0), axis=-1) if plan.logit_sum \
+        else zeros
+    if plan.top_k:
+        ids = jnp.broadcast_to((start + cols).astype(jnp.int32), logits.shape)
+        top, top_ids = _top_k(logits, ids, plan.top_k)
+    else:
+        top, top_ids = jnp.zeros((*m.shape, 0), m.dtype), jnp.zeros((*m.shape, 0), jnp.int32)
+    target = jnp.sum(jnp.where(hit, logits, 0), axis=-1)
+    return _Stats(m, jnp.sum(e, axis=-1), u, target, total, top, top_ids)
 
 
-def _merge(a: _Stats, b: _Stats) -> _Stats:
+def _merge(a: _Stats, b: _Stats, plan: _Plan) -> _Stats:
     m = jnp.maximum(a.m, b.m)
     m_safe = jnp.where(jnp.isfinite(m), m, 0)
     wa = jnp.where(jnp.isneginf(a.m), 0, jnp.exp(a.m - m_safe))
     wb = jnp.where(jnp.isneginf(b.m), 0, jnp.exp(b.m - m_safe))
-    return _Stats(m, a.s * wa + b.s * wb, a.u * wa + b.u * wb, a.target + b.target)
+    top, top_ids = a.top, a.top_ids
+    if plan.top_k:
+        top, top_ids = _top_k(jnp.concatenate([a.top, b.top], -1),
+                              jnp.concatenate([a.top_ids, b.top_ids], -1), plan.top_k)
+    return _Stats(m, a.s * wa + b.s * wb, a.u * wa + b.u * wb, a.target + b.target,
+                  a.total + b.total, top, top_ids)
 
 
-def _finish(stats: _Stats) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(target logit, logsumexp, entropy) from the merged state."""
+def _finish(stats: _Stats) -> _Outs:
     lse = jnp.where(jnp.isfinite(stats.m), stats.m, 0) + jnp.log(stats.s)
-    return stats.target, lse, lse - stats.u / stats.s
+    return _Outs(stats.target, lse, lse - stats.u / stats.s, stats.total, stats.top,
+                 stats.top_ids)
 
 
-def _logits_cotangent(logits, target_col, owned, lse, ent, g_target, g_lse, g_ent):
-    """d(loss)/d(logits) of one block from the per-token cotangents of (target, lse, entropy)."""
+def _logits_cotangent(logits, target_col, start, owned, res: _Outs, g: _Outs, plan: _Plan):
+    """d(loss)/d(scaled logits) of one block from the per-token cotangents in ``g``."""
     cols = jnp.arange(logits.shape[-1])
+    lse = res.lse[:, None]
+    p = jnp.exp(logits - lse)
     hit = cols == target_col[:, None]
-    p = jnp.exp(logits - lse[:, None])
     if owned is not None:
         p = jnp.where(owned, p, 0)
         hit = hit & owned
-    dl = g_lse[:, None] * p + jnp.where(hit, g_target[:, None], 0)
-    if g_ent is not None:
+    dl = g.lse[:, None] * p + jnp.where(hit, g.target[:, None], 0)
+    if plan.entropy:
         # d entropy / d logit_j = -p_j (log p_j + entropy)
-        dl = dl - g_ent[:, None] * jnp.where(
-            p > 0, p * (logits - lse[:, None] + ent[:, None]), 0)
+        dl = dl - g.entropy[:, None] * jnp.where(
+            p > 0, p * (logits - lse + res.entropy[:, None]), 0)
+    if plan.logit_sum:
+        dl = dl + (g.total[:, None] if owned is None else jnp.where(owned, g.total[:, None], 0))
+    for k in range(plan.top_k):  # each top-k id sits in exactly one owned column
+        top_hit = cols + start == res.top_ids[:, k:k + 1]
+        if owned is not None:
+            top_hit = top_hit & owned
+        dl = dl + jnp.where(top_hit, g.top[:, k:k + 1], 0)
     return dl
 
 
@@ -169,22 +226,32 @@ def _owned(plan: _Plan, b: jax.Array) -> jax.Array | None:
     return None if plan.n_blocks == 1 else plan.block_owned(b)
 
 
-def _chunk_forward(block_logits: Callable, h, t, plan: _Plan):
-    """(target logit, lse, entropy) of one token chunk, merging the vocabulary blocks."""
+def _start(plan: _Plan, b: jax.Array) -> jax.Array | int:
+    return plan.block_start(b) if plan.n_blocks > 1 else 0
+
+
+def _scaled(logits: jax.Array, plan: _Plan) -> jax.Array:
+    logits = logits.astype(plan.dtype)
+    return logits if plan.inv_temperature == 1.0 else logits * plan.inv_temperature
+
+
+def _chunk_forward(block_logits: Callable, h, t, plan: _Plan) -> _Outs:
+    """Per-token outputs of one token chunk, merging the vocabulary blocks."""
 
     def one_block(b):
-        start = plan.block_start(b) if plan.n_blocks > 1 else 0
-        return _block_stats(block_logits(h, b), t - start, _owned(plan, b), plan.entropy)
+        start = _start(plan, b)
+        return _block_stats(_scaled(block_logits(h, b), plan), t - start, start,
+                            _owned(plan, b), plan)
 
     stats = one_block(jnp.asarray(0))
     if plan.n_blocks > 1:
-        stats = lax.fori_loop(1, plan.n_blocks, lambda b, acc: _merge(acc, one_block(b)), stats)
+        stats = lax.fori_loop(1, plan.n_blocks, lambda b, acc: _merge(acc, one_block(b), plan),
+                              stats)
     return _finish(stats)
 
 
-def _forward(block_logits: Callable, hidden, targets, plan: _Plan):
-    outs = lax.map(lambda xs: _chunk_forward(block_logits, *xs, plan), (hidden, targets))
-    return outs if plan.entropy else outs[:2]
+def _forward(block_logits: Callable, hidden, targets, plan: _Plan) -> _Outs:
+    return _Outs(*lax.map(lambda xs: _chunk_forward(block_logits, *xs, plan), (hidden, targets)))
 
 
 def _zeros(shape, dtype, *like: jax.Array) -> jax.Array:
@@ -198,12 +265,17 @@ def _zeros(shape, dtype, *like: jax.Array) -> jax.Array:
     return lax.pcast(zeros, axes, to="varying") if axes else zeros
 
 
-def _split_cotangents(g, plan: _Plan):
-    return (g[0], g[1], g[2]) if plan.entropy else (g[0], g[1], None)
+def _at(outs: _Outs, i: jax.Array) -> _Outs:
+    return _Outs(*(None if x is None else x[i] for x in outs))
+
+
+def _float_cotangents(g: _Outs) -> _Outs:
+    """Cotangents with the integer ids' (float0) replaced by nothing usable."""
+    return g._replace(top_ids=None)
 
 
 def _matrix_head_stats(plan: _Plan):
-    """custom_vjp ``(w [H, V], hidden [n, C, H], targets [n, C]) -> (target, lse[, entropy])``."""
+    """custom_vjp ``(w [H, V], hidden [n, C, H], targets [n, C]) -> _Outs``."""
 
     def block_logits(w):
         return lambda h, b: _matrix_block_logits(w, h, plan, b)
@@ -214,28 +286,27 @@ def _matrix_head_stats(plan: _Plan):
 
     def fwd(w, hidden, targets):
         out = stats(w, hidden, targets)
-        return out, (w, hidden, targets, out[1], out[2] if plan.entropy else None)
+        return out, (w, hidden, targets, out)
 
     def bwd(res, g):
-        w, hidden, targets, lse, ent = res
-        g_target, g_lse, g_ent = _split_cotangents(g, plan)
+        w, hidden, targets, outs = res
+        g = _float_cotangents(g)
         n_chunks, chunk, width = hidden.shape
 
         def vocab_step(b, carry):
             # Outer loop over vocabulary blocks: each block of dW is accumulated in
             # float32 over all tokens and written once; dh accumulates in float32.
             dw_all, dh_all = carry
-            start = plan.block_start(b) if plan.n_blocks > 1 else 0
+            start = _start(plan, b)
             wb = _weight_block(w, plan, b)
             owned = _owned(plan, b)
 
             def token_step(i, inner):
                 dwb, dh_all = inner
                 h = hidden[i]
-                logits = _dot(h, wb, plan.dtype)
-                dl = _logits_cotangent(logits, targets[i] - start, owned, lse[i],
-                                       None if ent is None else ent[i], g_target[i], g_lse[i],
-                                       None if g_ent is None else g_ent[i])
+                logits = _scaled(_dot(h, wb, plan.dtype), plan)
+                dl = _logits_cotangent(logits, targets[i] - start, start, owned, _at(outs, i),
+                                       _at(g, i), plan) * plan.inv_temperature
                 dh_all = dh_all.at[i].add(_dot(dl.astype(wb.dtype), wb.T, plan.dtype))
                 return dwb + _dot(h.T, dl.astype(h.dtype), plan.dtype), dh_all
 
@@ -258,11 +329,11 @@ def _matrix_head_stats(plan: _Plan):
 
 
 def _callable_head_stats(apply: Callable, plan: _Plan):
-    """custom_vjp ``(operands, hidden, targets) -> (target, lse[, entropy])`` for
-    ``logits = apply(operands, chunk)``; gradients flow to the inexact leaves of ``operands``."""
+    """custom_vjp ``(operands, hidden, targets) -> _Outs`` for ``logits = apply(operands,
+    chunk)``; gradients flow to the inexact leaves of ``operands``."""
 
     def block_logits(operands):
-        return lambda h, b: apply(operands, h).astype(plan.dtype)
+        return lambda h, b: apply(operands, h)
 
     @jax.custom_vjp
     def stats(operands, hidden, targets):
@@ -270,11 +341,11 @@ def _callable_head_stats(apply: Callable, plan: _Plan):
 
     def fwd(operands, hidden, targets):
         out = stats(operands, hidden, targets)
-        return out, (operands, hidden, targets, out[1], out[2] if plan.entropy else None)
+        return out, (operands, hidden, targets, out)
 
     def bwd(res, g):
-        operands, hidden, targets, lse, ent = res
-        g_target, g_lse, g_ent = _split_cotangents(g, plan)
+        operands, hidden, targets, outs = res
+        g = _float_cotangents(g)
         diff, nondiff = eqx.partition(operands, eqx.is_inexact_array)
 
         def logits_of(d, h):
@@ -283,9 +354,8 @@ def _callable_head_stats(apply: Callable, plan: _Plan):
         def token_step(i, carry):
             d_acc, dh_all = carry
             logits, vjp = jax.vjp(logits_of, diff, hidden[i])
-            dl = _logits_cotangent(logits.astype(plan.dtype), targets[i], None, lse[i],
-                                   None if ent is None else ent[i], g_target[i], g_lse[i],
-                                   None if g_ent is None else g_ent[i])
+            dl = _logits_cotangent(_scaled(logits, plan), targets[i], 0, None, _at(outs, i),
+                                   _at(g, i), plan) * plan.inv_temperature
             d_diff, dh = vjp(dl.astype(logits.dtype))
             d_acc = jax.tree.map(lambda a, d: a + d.astype(plan.dtype), d_acc, d_diff)
             return d_acc, dh_all.at[i].set(dh)
@@ -360,7 +430,17 @@ def _head_vocab(head: Head, hidden: jax.Array, chunk: int) -> tuple[int, Any]:
     return int(out.shape[1]), out.dtype
 
 
-def _make_plan(n_tokens, vocab, width, head_is_matrix, chunk_size, vocab_chunk, entropy, dtype):
+class _Want(NamedTuple):
+    """Which per-token statistics a caller needs beyond (target logit, logsumexp)."""
+
+    entropy: bool = False
+    logit_sum: bool = False
+    top_k: int = 0
+    temperature: float = 1.0
+
+
+def _make_plan(n_tokens, vocab, width, head_is_matrix, chunk_size, vocab_chunk, want: _Want,
+               dtype) -> _Plan:
     chunk, n_chunks = _balanced(max(n_tokens, 1), chunk_size)
     if vocab_chunk is None and head_is_matrix:
         limit = AUTO_BLOCK_BYTES // (4 * max(chunk, width))
@@ -370,14 +450,33 @@ def _make_plan(n_tokens, vocab, width, head_is_matrix, chunk_size, vocab_chunk, 
         block, n_blocks = vocab, 1
     else:
         block, n_blocks = _balanced(vocab, vocab_chunk)
-    return _Plan(n_tokens, chunk, n_chunks, vocab, block, n_blocks, entropy, dtype)
+    return _Plan(n_tokens, chunk, n_chunks, vocab, block, n_blocks, want.entropy,
+                 want.logit_sum, want.top_k, 1.0 / want.temperature, dtype)
+
+
+def check_temperature(temperature: Any, name: str = "temperature") -> float:
+    """``temperature`` as a float, or a :class:`ConfigError` unless it is a number > 0."""
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.number)) \
+            or not temperature > 0 or not math.isfinite(temperature):
+        raise ConfigError(f"{name} must be a finite number > 0 (logits are divided by it), "
+                          f"got {temperature!r}")
+    return float(temperature)
+
+
+def check_top_k(top_k: Any, vocab: int, minimum: int = 1) -> int:
+    """``top_k`` as an int, or a :class:`ConfigError` unless ``minimum <= top_k <= vocab``."""
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < minimum:
+        raise ConfigError(f"top_k must be an integer >= {minimum}, got {top_k!r}")
+    if top_k > vocab:
+        raise ConfigError(f"top_k={top_k} is larger than the vocabulary size V={vocab}")
+    return int(top_k)
 
 
 # ----------------------------------------------------------------------------- public API
 
 
-def _token_stats(hidden, head, targets, chunk_size, vocab_chunk, entropy):
-    """Per-token (target logit, logsumexp[, entropy]) in the accumulation dtype."""
+def _token_outs(hidden, head, targets, chunk_size, vocab_chunk, want: _Want) -> _Outs:
+    """Per-token :class:`_Outs` in the accumulation dtype, on one device."""
     _check_inputs(hidden, targets)
     _check_chunk("chunk_size", chunk_size)
     if vocab_chunk is not None:
@@ -391,9 +490,11 @@ def _token_stats(hidden, head, targets, chunk_size, vocab_chunk, entropy):
     vocab, logits_dtype = _head_vocab(head, hidden, min(chunk_size, max(n_tokens, 1)))
     _check_target_range(targets, vocab)
     dtype = jnp.promote_types(jnp.float32, logits_dtype)
-    plan = _make_plan(n_tokens, vocab, width, is_matrix, chunk_size, vocab_chunk, entropy, dtype)
+    plan = _make_plan(n_tokens, vocab, width, is_matrix, chunk_size, vocab_chunk, want, dtype)
     if n_tokens == 0:
-        return tuple(jnp.zeros(batch, dtype) for _ in range(3 if entropy else 2))
+        zeros = jnp.zeros(batch, dtype)
+        top = jnp.zeros((*batch, want.top_k), dtype)
+        return _Outs(zeros, zeros, zeros, zeros, top, top.astype(jnp.int32))
 
     padded = plan.chunk * plan.n_chunks
     flat_h = jnp.reshape(hidden, (n_tokens, width))
@@ -407,76 +508,137 @@ def _token_stats(hidden, head, targets, chunk_size, vocab_chunk, entropy):
     if is_matrix:
         outs = _matrix_head_stats(plan)(jnp.asarray(head), chunks_h, chunks_t)
     else:
-        params, static = eqx.partition(head, eqx.is_array)
-
-        def apply(p, h):
-            return eqx.combine(p, static)(h)
-
-        example = jax.ShapeDtypeStruct((plan.chunk, width), hidden.dtype)
-        converted, consts = jax.closure_convert(apply, params, example)
-        outs = _callable_head_stats(
-            lambda ops, h: converted(ops[0], h, *ops[1]), plan)((params, consts), chunks_h,
-                                                                chunks_t)
-    return tuple(o.reshape(padded)[:n_tokens].reshape(batch) for o in outs)
+        operands, apply = _callable_operands(head, plan.chunk, width, hidden.dtype)
+        outs = _callable_head_stats(apply, plan)(operands, chunks_h, chunks_t)
+    return _Outs(*(o.reshape(padded, *o.shape[2:])[:n_tokens].reshape(*batch, *o.shape[2:])
+                   for o in outs))
 
 
-def _stats(hidden, head, targets, chunk_size, vocab_chunk, entropy,
-           vocab_parallel: VocabParallel | None):
-    """:func:`_token_stats`, per vocabulary shard when the head is split over a mesh."""
-    stats = functools.partial(_token_stats, chunk_size=chunk_size, vocab_chunk=vocab_chunk,
-                              entropy=entropy)
+def _callable_operands(head: Callable, chunk: int, width: int, dtype: Any
+                       ) -> tuple[Any, Callable]:
+    """``(operands, apply)`` with ``apply(operands, h) == head(h)`` and every array the head
+    uses (its own pytree leaves and the arrays it closes over) in ``operands``."""
+    params, static = eqx.partition(head, eqx.is_array)
+
+    def call(p, h):
+        return eqx.combine(p, static)(h)
+
+    example = jax.ShapeDtypeStruct((chunk, width), dtype)
+    converted, consts = jax.closure_convert(call, params, example)
+    return (params, consts), lambda ops, h: converted(ops[0], h, *ops[1])
+
+
+def _outs(hidden, head, targets, chunk_size, vocab_chunk, want: _Want,
+          vocab_parallel: VocabParallel | None) -> _Outs:
+    """:func:`_token_outs`, per vocabulary shard when the head is split over a mesh."""
+    outs = functools.partial(_token_outs, chunk_size=chunk_size, vocab_chunk=vocab_chunk,
+                             want=want)
     if vocab_parallel is None:
-        return stats(hidden, head, targets)
+        return outs(hidden, head, targets)
     _check_inputs(hidden, targets)
     if not isinstance(head, (jax.Array, np.ndarray)):
         raise ConfigError("vocab_parallel needs an [H, V] matrix head split over the "
                           f"vocabulary, got a callable head {type(head).__name__}")
     vocab, _ = _head_vocab(head, hidden, 1)
     _check_target_range(targets, vocab)
-    return sharded_token_stats(vocab_parallel, stats, hidden, jnp.asarray(head), targets)
+    return _Outs(*sharded_token_stats(vocab_parallel, outs, hidden, jnp.asarray(head), targets))
+
+
+class TokenStats(NamedTuple):
+    """Per-token statistics of ``softmax(logits / temperature)`` (see :func:`token_stats`).
+
+    Attributes:
+        logprobs: ``log p(target)`` ``[..., T]``.
+        entropy: entropy of each token's distribution ``[..., T]``.
+        logsumexp: ``logsumexp(logits / temperature)`` ``[..., T]`` (for z-loss).
+        argmax: the most likely token id ``[..., T]`` (``argmax == targets`` is token accuracy).
+        top_logprobs: the ``top_k`` largest log-probs, in decreasing order ``[..., T, k]``.
+        top_ids: their token ids ``[..., T, k]``.
+    """
+
+    logprobs: jax.Array
+    entropy: jax.Array
+    logsumexp: jax.Array
+    argmax: jax.Array
+    top_logprobs: jax.Array
+    top_ids: jax.Array
+
+
+def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int = 1,
+                temperature: float = 1.0, chunk_size: int = 1024,
+                vocab_chunk: int | None = None,
+                vocab_parallel: VocabParallel | None = None) -> TokenStats:
+    """Every per-token quantity of ``softmax(hidden @ head / temperature)`` in one chunked pass.
+
+    The log-prob of the target, the entropy, the logsumexp, the argmax and the
+    ``top_k`` largest log-probs with their ids are gathered in one pass over the
+    head (the top-k by a running merge across vocabulary blocks), so no
+    ``[tokens, vocab]`` array exists. Log-probs, entropy, logsumexp and the top-k
+    log-probs are differentiable (the top-k ids are held fixed, as for a gather).
+
+    Args:
+        hidden, head, targets, chunk_size, vocab_chunk, vocab_parallel: as in
+            :func:`token_logprobs`.
+        top_k: how many of the largest log-probs to return (``1 <= top_k <= V``).
+        temperature: logits are divided by it (> 0) before the softmax.
+
+    Returns:
+        A :class:`TokenStats` of float32 arrays (float64 for float64 inputs) and int32 ids.
+    """
+    temperature = check_temperature(temperature)
+    _check_inputs(hidden, targets)
+    top_k = check_top_k(top_k, _head_vocab(head, hidden, 1)[0])
+    want = _Want(entropy=True, top_k=top_k, temperature=temperature)
+    outs = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel)
+    lse = outs.lse
+    return TokenStats(outs.target - lse, outs.entropy, lse, outs.top_ids[..., 0],
+                      outs.top - lse[..., None], outs.top_ids)
 
 
 def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_size: int = 1024,
-                   vocab_chunk: int | None = None, return_entropy: bool = False,
-                   vocab_parallel: VocabParallel | None = None
-                   ) -> jax.Array | tuple[jax.Array, jax.Array]:
+                   vocab_chunk: int | None = None, temperature: float = 1.0,
+                   vocab_parallel: VocabParallel | None = None) -> jax.Array:
     """Per-token ``log p(target)`` without materialising the ``[tokens, vocab]`` logits.
 
-    Equal to ``take(log_softmax(hidden @ head), targets)`` in value and gradient,
-    with memory that depends on the chunk sizes, not on ``T * V``.
+    Equal to ``take(log_softmax(hidden @ head / temperature), targets)`` in value
+    and gradient, with memory that depends on the chunk sizes, not on ``T * V``.
+    For the entropy, top-k or argmax as well, use :func:`token_stats`.
 
     Args:
         hidden: final hidden states ``[..., T, H]`` (any leading batch dims).
         head: an ``[H, V]`` matrix, or a callable mapping a chunk ``[C, H]`` of
-            hidden states (tokens flattened) to logits ``[C, V]``.
+            hidden states (tokens flattened) to logits ``[C, V]`` (LoRA, tied
+            embeddings, a bias, soft-capping; gradients reach its arrays).
         targets: integer token ids ``[..., T]`` in ``[0, V)``.
         chunk_size: tokens per chunk; token counts that do not divide are split
             into equal chunks and padded, without changing results.
         vocab_chunk: vocabulary columns per block (matrix heads only). ``None``
             picks blocks so each ``[chunk, block]`` logits block stays under
             :data:`AUTO_BLOCK_BYTES`; pass ``V`` for one block.
-        return_entropy: also return the entropy of each token's distribution.
+        temperature: logits are divided by it (> 0) before the softmax.
         vocab_parallel: for an ``[H, V]`` head sharded over the vocabulary on a
             mesh axis (and tokens over other axes, on hidden's axis 0): each
             device works on its own columns and only per-token floats cross
             devices, never the head. Chunk sizes apply per device.
 
     Returns:
-        ``logprobs [..., T]`` in float32 (float64 for float64 inputs), or
-        ``(logprobs, entropy)`` with ``return_entropy=True``.
+        ``logprobs [..., T]`` in float32 (float64 for float64 inputs).
     """
-    outs = _stats(hidden, head, targets, chunk_size, vocab_chunk, return_entropy,
-                  vocab_parallel)
-    logprobs = outs[0] - outs[1]
-    return (logprobs, outs[2]) if return_entropy else logprobs
+    want = _Want(temperature=check_temperature(temperature))
+    outs = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel)
+    return outs.target - outs.lse
 
 
 def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
                   mask: jax.Array | None = None, reduction: Reduction = "mean",
-                  z_loss: float = 0.0, chunk_size: int = 1024,
+                  z_loss: float = 0.0, label_smoothing: float = 0.0, chunk_size: int = 1024,
                   vocab_chunk: int | None = None,
                   vocab_parallel: VocabParallel | None = None) -> jax.Array:
     """Next-token cross-entropy ``-log p(target) + z_loss * logsumexp²`` computed in chunks.
+
+    With ``label_smoothing=ε`` the target distribution is ``(1 - ε)`` on the target
+    plus ``ε / V`` on every token, so the loss is
+    ``(1 - ε) * -log p(target) + ε * mean_j(-log p_j)``.
 
     Args:
         hidden, head, targets, chunk_size, vocab_chunk, vocab_parallel: as in
@@ -486,23 +648,45 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
         reduction: ``"mean"`` (weighted mean over unmasked tokens; 0 if none),
             ``"sum"`` or ``"none"`` (per-token losses, masked ones 0).
         z_loss: weight of the ``logsumexp²`` regulariser (PaLM), 0 to disable.
+        label_smoothing: ``ε`` in ``[0, 1]``.
 
     Returns:
         A scalar, or ``[..., T]`` for ``reduction="none"``; float32 (float64 for float64 inputs).
     """
     if reduction not in ("mean", "sum", "none"):
         raise ConfigError(f"unknown reduction {reduction!r}: use 'mean', 'sum' or 'none'")
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) \
+            or not 0 <= label_smoothing <= 1:
+        raise ConfigError(f"label_smoothing must be a number in [0, 1], got {label_smoothing!r}")
     _check_inputs(hidden, targets)
-    if mask is not None:
-        if tuple(jnp.shape(mask)) != tuple(targets.shape):
-            raise StructureError(f"mask shape {list(jnp.shape(mask))} must equal targets shape "
-                                 f"{list(targets.shape)}")
-        targets = jnp.where(jnp.asarray(mask) != 0, targets, 0)
-    target_logit, lse = _stats(hidden, head, targets, chunk_size, vocab_chunk, False,
-                               vocab_parallel)
-    losses = lse - target_logit
+    targets = _masked_targets(targets, mask)
+    want = _Want(logit_sum=bool(label_smoothing))
+    outs = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel)
+    losses = outs.lse - outs.target
+    if label_smoothing:
+        vocab = _head_vocab(head, hidden, 1)[0]
+        uniform = outs.lse - outs.total / vocab
+        losses = (1 - label_smoothing) * losses + label_smoothing * uniform
     if z_loss:
-        losses = losses + z_loss * jnp.square(lse)
+        losses = losses + z_loss * jnp.square(outs.lse)
+    return reduce_tokens(losses, mask, reduction)
+
+
+def _masked_targets(targets: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """``targets`` with masked-out positions set to 0 (they may hold any id, e.g. -100)."""
+    if mask is None:
+        return targets
+    if tuple(jnp.shape(mask)) != tuple(targets.shape):
+        raise StructureError(f"mask shape {list(jnp.shape(mask))} must equal targets shape "
+                             f"{list(targets.shape)}")
+    return jnp.where(jnp.asarray(mask) != 0, targets, 0)
+
+
+def reduce_tokens(losses: jax.Array, mask: jax.Array | None, reduction: Reduction) -> jax.Array:
+    """Per-token ``losses`` weighted by ``mask`` and reduced: ``"mean"`` over the mask's
+    total weight (0 if it is empty), ``"sum"``, or ``"none"`` (masked tokens 0)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ConfigError(f"unknown reduction {reduction!r}: use 'mean', 'sum' or 'none'")
     if mask is not None:
         weights = jnp.asarray(mask).astype(losses.dtype)
         losses = jnp.where(weights != 0, losses * weights, 0)

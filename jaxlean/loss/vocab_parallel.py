@@ -3,8 +3,9 @@
 Each device on the vocabulary axis holds ``V / n`` columns of the head and runs the
 chunked per-token statistics on its shard, with target ids shifted by the shard's
 first column (ids outside the shard hit no column and contribute 0). The per-token
-(target logit, logsumexp, entropy) are then combined across the vocabulary axis
-with a few one-float-per-token collectives, so the head is never gathered.
+statistics (target logit, logsumexp, entropy, top-k) are then combined across the
+vocabulary axis with a few per-token collectives (one float per token, ``k`` per
+shard for the top-k), so the head is never gathered.
 Gradients flow back through the collectives into the per-shard custom VJP.
 """
 
@@ -39,7 +40,7 @@ class VocabParallel:
     batch_axes: Axes | None = None
 
 
-def _check(vp: VocabParallel, hidden: jax.Array, head: jax.Array) -> None:
+def _check_mesh(vp: VocabParallel, hidden: jax.Array, head: jax.Array) -> None:
     if not isinstance(vp, VocabParallel):
         raise ConfigError(f"vocab_parallel must be a VocabParallel, got {type(vp).__name__}")
     mesh_axes = tuple(vp.mesh.axis_names)
@@ -78,16 +79,38 @@ def _match_explicit(mesh: jax.sharding.Mesh, x: jax.Array, spec: P) -> jax.Array
     return jax.reshard(x, jax.NamedSharding(mesh, P(*entries)))
 
 
-def _combine(outs: tuple[jax.Array, ...], axes: tuple[str, ...]) -> tuple[jax.Array, ...]:
-    """Global (target, lse[, entropy]) from each vocabulary shard's local statistics."""
-    target, lse_local = lax.psum(outs[0], axes), outs[1]
+def _gather_last(x: jax.Array, shard: jax.Array, n: int, axes: tuple[str, ...]) -> jax.Array:
+    """Every shard's ``x [..., k]`` side by side ``[..., n * k]``, the same on all shards.
+
+    Written as a ``psum`` of zero-padded slots (exact: one non-zero per slot) so that
+    the result is typed as replicated over ``axes``.
+    """
+    k = x.shape[-1]
+    slots = jnp.zeros((*x.shape[:-1], n * k), x.dtype)
+    return lax.psum(lax.dynamic_update_slice_in_dim(slots, x, shard * k, x.ndim - 1), axes)
+
+
+def _combine(outs: tuple[jax.Array, ...], axes: tuple[str, ...], shard: jax.Array,
+             n: int) -> tuple[jax.Array, ...]:
+    """Global per-token statistics from each vocabulary shard's local ones.
+
+    ``outs`` is (target logit, logsumexp, entropy, sum of logits, top-k logits,
+    top-k global ids), each computed over the columns of shard ``shard`` of ``n``.
+    """
+    target, lse_local, ent_local, total, top, top_ids = outs
     shift = lax.pmax(lax.stop_gradient(lse_local), axes)  # a constant: exact, no gradient
     lse = shift + jnp.log(lax.psum(jnp.exp(lse_local - shift), axes))
-    if len(outs) == 2:
-        return target, lse
     # entropy = lse - E_p[logit]; shard d holds mass exp(lse_d - lse) with mean lse_d - ent_d
-    mean_logit = lax.psum(jnp.exp(lse_local - lse) * (lse_local - outs[2]), axes)
-    return target, lse, lse - mean_logit
+    mean_logit = lax.psum(jnp.exp(lse_local - lse) * (lse_local - ent_local), axes)
+    k = top.shape[-1]
+    if k:  # each shard's top k, gathered (k floats per token per shard) and merged
+        all_top = _gather_last(top, shard, n, axes)
+        all_ids = _gather_last(top_ids, shard, n, axes)
+        top, where = lax.top_k(all_top, k)
+        top_ids = jnp.take_along_axis(all_ids, where, axis=-1)
+    else:  # empty: psum only types them as replicated
+        top, top_ids = lax.psum(top, axes), lax.psum(top_ids, axes)
+    return (lax.psum(target, axes), lse, lse - mean_logit, lax.psum(total, axes), top, top_ids)
 
 
 def sharded_token_stats(vp: VocabParallel, stats: Callable, hidden: jax.Array, head: jax.Array,
@@ -96,9 +119,10 @@ def sharded_token_stats(vp: VocabParallel, stats: Callable, hidden: jax.Array, h
 
     ``hidden`` is ``[N, ..., H]`` with the batch on axis 0; ``targets`` are global ids.
     """
-    _check(vp, hidden, head)
+    _check_mesh(vp, hidden, head)
     vocab_axes, batch_axes = axis_names(vp.vocab_axis), axis_names(vp.batch_axes)
-    local = head.shape[1] // math.prod(vp.mesh.shape[a] for a in vocab_axes)
+    n_shards = math.prod(vp.mesh.shape[a] for a in vocab_axes)
+    local = head.shape[1] // n_shards
 
     def body(h, w, t):
         # The head's gradient sums over batch shards and hidden's over vocabulary
@@ -109,7 +133,9 @@ def sharded_token_stats(vp: VocabParallel, stats: Callable, hidden: jax.Array, h
         shard = 0
         for axis in vocab_axes:  # linear index, first named axis major (as in the spec)
             shard = shard * vp.mesh.shape[axis] + lax.axis_index(axis)
-        return _combine(stats(h, w, t - shard * local), vocab_axes)
+        outs = tuple(stats(h, w, t - shard * local))
+        outs = (*outs[:5], outs[5] + (shard * local).astype(outs[5].dtype))  # global ids
+        return _combine(outs, vocab_axes, shard, n_shards)
 
     batch = P(batch_axes or None)
     specs = (batch, P(None, vocab_axes), batch)

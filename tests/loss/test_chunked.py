@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, DataError, JaxleanError, StructureError
-from jaxlean.loss.chunked import cross_entropy, token_logprobs
+from jaxlean.loss.chunked import cross_entropy, token_logprobs, token_stats
 
 BATCH, T, H, V = 2, 13, 16, 300  # 26 tokens: ragged for every chunk size used below
 
@@ -23,14 +23,19 @@ def _data(dtype=jnp.float32, seed=0):
     return hidden, head, targets, weights
 
 
-def _ref_logprobs(logits, targets):
-    logprobs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+def _ref_logprobs(logits, targets, temperature=1.0, top_k=1):
+    """(logprobs, entropy, logsumexp, top-k logprobs, top-k ids) from the full logits."""
+    logits = logits.astype(jnp.float32) / temperature
+    logprobs = jax.nn.log_softmax(logits, axis=-1)
     entropy = -jnp.sum(jnp.exp(logprobs) * logprobs, axis=-1)
-    return jnp.take_along_axis(logprobs, targets[..., None], axis=-1)[..., 0], entropy
+    top, ids = jax.lax.top_k(logprobs, top_k)
+    return (jnp.take_along_axis(logprobs, targets[..., None], axis=-1)[..., 0], entropy,
+            jax.nn.logsumexp(logits, axis=-1), top, ids)
 
 
-def _ref_matrix(hidden, head, targets):
-    return _ref_logprobs(hidden.astype(jnp.float32) @ head.astype(jnp.float32), targets)
+def _ref_matrix(hidden, head, targets, **kwargs):
+    return _ref_logprobs(hidden.astype(jnp.float32) @ head.astype(jnp.float32), targets,
+                         **kwargs)
 
 
 def _close(actual, expected, rtol):
@@ -49,26 +54,39 @@ CHUNKINGS = [
 ]
 
 
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
 @pytest.mark.parametrize("chunking", CHUNKINGS, ids=str)
-def test_logprobs_and_entropy_match_full_logits(chunking):
+def test_token_stats_match_full_logits(chunking, temperature):
     hidden, head, targets, w = _data()
+    w_top = jax.random.normal(jax.random.key(5), (BATCH, T, 3))
+
+    def scalar(lp, ent, lse, top):
+        return jnp.sum(lp * w[0]) + jnp.sum(ent * w[1]) + jnp.sum(lse) + jnp.sum(top * w_top)
 
     def ours(hidden, head):
-        lp, ent = token_logprobs(hidden, head, targets, return_entropy=True, **chunking)
-        return jnp.sum(lp * w[0]) + jnp.sum(ent * w[1]), (lp, ent)
+        s = token_stats(hidden, head, targets, top_k=3, temperature=temperature, **chunking)
+        return scalar(s.logprobs, s.entropy, s.logsumexp, s.top_logprobs), s
 
     def ref(hidden, head):
-        lp, ent = _ref_matrix(hidden, head, targets)
-        return jnp.sum(lp * w[0]) + jnp.sum(ent * w[1]), (lp, ent)
+        lp, ent, lse, top, ids = _ref_matrix(hidden, head, targets, temperature=temperature,
+                                             top_k=3)
+        return scalar(lp, ent, lse, top), (lp, ent, lse, top, ids)
 
-    (_, values), grads = jax.jit(jax.value_and_grad(ours, (0, 1), has_aux=True))(hidden, head)
+    (_, s), grads = jax.jit(jax.value_and_grad(ours, (0, 1), has_aux=True))(hidden, head)
     ref_value_and_grad = jax.jit(jax.value_and_grad(ref, (0, 1), has_aux=True))
-    (_, ref_values), ref_grads = ref_value_and_grad(hidden, head)
-    assert values[0].shape == (BATCH, T) and values[0].dtype == jnp.float32
-    for a, b in zip((*values, *grads), (*ref_values, *ref_grads), strict=True):
-        _close(a, b, 1e-5)
-    only_logprobs = jax.jit(lambda h, W: token_logprobs(h, W, targets, **chunking))
-    np.testing.assert_allclose(only_logprobs(hidden, head), values[0], rtol=1e-6)
+    (_, (lp, ent, lse, top, ids)), ref_grads = ref_value_and_grad(hidden, head)
+    assert s.logprobs.shape == (BATCH, T) and s.logprobs.dtype == jnp.float32
+    assert s.top_ids.shape == (BATCH, T, 3) and s.top_ids.dtype == jnp.int32
+    np.testing.assert_array_equal(s.top_ids, ids)
+    np.testing.assert_array_equal(s.argmax, jnp.argmax(hidden @ head, axis=-1))
+    # 300 one-column blocks merge sequentially: float32 rounding grows with the block count
+    rtol = 5e-5 if chunking.get("vocab_chunk") == 1 else 1e-5
+    for a, b in zip((s.logprobs, s.entropy, s.logsumexp, s.top_logprobs, *grads),
+                    (lp, ent, lse, top, *ref_grads), strict=True):
+        _close(a, b, rtol)
+    only_logprobs = jax.jit(lambda h, W: token_logprobs(h, W, targets, temperature=temperature,
+                                                        **chunking))
+    np.testing.assert_allclose(only_logprobs(hidden, head), s.logprobs, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("chunking", [dict(chunk_size=8), dict(chunk_size=8, vocab_chunk=70)],
@@ -93,8 +111,8 @@ def test_float64_gradients_are_exact():
         w = w.astype(jnp.float64)
 
         def ours(h, W):
-            lp, ent = token_logprobs(h, W, targets, chunk_size=6, vocab_chunk=41,
-                                     return_entropy=True)
+            s = token_stats(h, W, targets, chunk_size=6, vocab_chunk=41)
+            lp, ent = s.logprobs, s.entropy
             return jnp.sum(lp * w[0] + ent * w[1])
 
         def ref(h, W):
@@ -140,11 +158,12 @@ def test_equinox_module_head_gradients_reach_its_params():
     module = _lora_head()
 
     def ours(module, hidden):
-        lp, ent = token_logprobs(hidden, module, targets, chunk_size=7, return_entropy=True)
+        s = token_stats(hidden, module, targets, chunk_size=7, temperature=1.5)
+        lp, ent = s.logprobs, s.entropy
         return jnp.sum(lp * w[0] + ent * w[1])
 
     def ref(module, hidden):
-        lp, ent = _ref_logprobs(module(hidden), targets)
+        lp, ent = _ref_logprobs(module(hidden), targets, temperature=1.5)[:2]
         return jnp.sum(lp * w[0] + ent * w[1])
 
     grads = jax.jit(jax.grad(ours, (0, 1)))(module, hidden)
@@ -222,6 +241,32 @@ def test_cross_entropy_mask_reduction_z_loss(reduction, z_loss):
         _close(a, b, 1e-5)
 
 
+@pytest.mark.parametrize("head_kind", ["matrix", "callable"])
+def test_label_smoothing_matches_full_logits(head_kind):
+    hidden, head, targets, _ = _data()
+    mask = jax.random.bernoulli(jax.random.key(8), 0.7, (BATCH, T))
+    eps = 0.2
+    make = (lambda W: W) if head_kind == "matrix" else (
+        lambda W: (lambda chunk: 3.0 * jnp.tanh(chunk @ W / 3.0)))
+    chunking = dict(chunk_size=6, vocab_chunk=77) if head_kind == "matrix" else dict(chunk_size=6)
+
+    def ours(hidden, head):
+        return cross_entropy(hidden, make(head), targets, mask=mask, label_smoothing=eps,
+                             **chunking)
+
+    def ref(hidden, head):
+        logits = hidden @ head if head_kind == "matrix" else 3.0 * jnp.tanh(hidden @ head / 3)
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        smooth = (1 - eps) * jax.nn.one_hot(targets, V) + eps / V
+        per_token = -jnp.sum(smooth * logp, axis=-1)
+        return jnp.sum(jnp.where(mask, per_token, 0)) / jnp.sum(mask)
+
+    _close(jax.jit(ours)(hidden, head), ref(hidden, head), 1e-5)
+    for a, b in zip(jax.jit(jax.grad(ours, (0, 1)))(hidden, head),
+                    jax.jit(jax.grad(ref, (0, 1)))(hidden, head), strict=True):
+        _close(a, b, 1e-5)
+
+
 def test_cross_entropy_float_weights_and_empty_mask():
     hidden, head, targets, _ = _data()
     weights = jnp.abs(jax.random.normal(jax.random.key(3), (BATCH, T)))
@@ -276,3 +321,15 @@ def test_errors_name_the_problem():
         token_logprobs(hidden, head, targets.at[1, 2].set(V))
     with pytest.raises(JaxleanError):
         token_logprobs(hidden, "not a head", targets)
+    for bad in (0, -1.0, float("nan"), "hot"):
+        with pytest.raises(ConfigError, match="temperature must be a finite number > 0"):
+            token_stats(hidden, head, targets, temperature=bad)
+    with pytest.raises(ConfigError, match="temperature"):
+        token_logprobs(hidden, head, targets, temperature=0.0)
+    with pytest.raises(ConfigError, match=f"top_k={V + 1} is larger than the vocabulary size "
+                                          f"V={V}"):
+        token_stats(hidden, lambda chunk: chunk @ head, targets, top_k=V + 1)
+    with pytest.raises(ConfigError, match="top_k must be an integer >= 1"):
+        token_stats(hidden, head, targets, top_k=0)
+    with pytest.raises(ConfigError, match=r"label_smoothing must be a number in \[0, 1\]"):
+        cross_entropy(hidden, head, targets, label_smoothing=1.5)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, DataError
-from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
+from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs, token_stats
 
 N, H, V = 26, 16, 64
 
@@ -28,9 +28,9 @@ def _data():
 def test_one_device_mesh_matches_unsharded():
     hidden, head, targets = _data()
     vp = VocabParallel(jax.make_mesh((1,), ("model",)), "model")
-    got = jax.jit(lambda h, w: token_logprobs(h, w, targets, chunk_size=8, vocab_chunk=24,
-                                              return_entropy=True, vocab_parallel=vp))(hidden, head)
-    want = token_logprobs(hidden, head, targets, return_entropy=True)
+    got = jax.jit(lambda h, w: token_stats(h, w, targets, chunk_size=8, vocab_chunk=24, top_k=4,
+                                           vocab_parallel=vp))(hidden, head)
+    want = token_stats(hidden, head, targets, top_k=4)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
@@ -59,7 +59,7 @@ SHARDED_SCRIPT = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np, pytest
     from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
     from jaxlean.errors import ConfigError
-    from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
+    from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_stats
 
     B, T, H, V = 2, 13, 16, 320  # 26 tokens, 13 per data shard: ragged for chunk_size 4 and 5
 
@@ -73,12 +73,17 @@ SHARDED_SCRIPT = textwrap.dedent("""
         return any(str(V) in re.findall(r"\\d+", s) for s in shapes)
 
     def reference(h, w, targets, mask, weights):
-        logp = jax.nn.log_softmax(h @ w, axis=-1)
+        logp = jax.nn.log_softmax(h @ w / 0.8, axis=-1)
         lp = jnp.take_along_axis(logp, jnp.where(mask, targets, 0)[..., None], -1)[..., 0]
         ent = -jnp.sum(jnp.exp(logp) * logp, -1)
+        top, ids = jax.lax.top_k(logp, 3)
+        full = jax.nn.log_softmax(h @ w, axis=-1)
         lse = jax.nn.logsumexp(h @ w, axis=-1)
-        ce = jnp.sum(jnp.where(mask, -lp + 1e-2 * lse ** 2, 0)) / jnp.sum(mask)
-        return jnp.sum(lp * weights[0]) + jnp.sum(ent * weights[1]) + 3 * ce, (lp, ent, ce)
+        nll = -jnp.take_along_axis(full, jnp.where(mask, targets, 0)[..., None], -1)[..., 0]
+        smooth = 0.9 * nll - 0.1 * jnp.mean(full, -1)
+        ce = jnp.sum(jnp.where(mask, smooth + 1e-2 * lse ** 2, 0)) / jnp.sum(mask)
+        loss = jnp.sum(lp * weights[0]) + jnp.sum(ent * weights[1]) + 3 * ce + jnp.sum(top)
+        return loss, (lp, ent, top, ids, ce)
 
     def check(mesh, vp, hidden_shape, chunking, head_spec):
         k = jax.random.split(jax.random.key(1), 5)
@@ -91,11 +96,12 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
         def ours(h, w):
             safe = jnp.where(mask, targets, 0)
-            lp, ent = token_logprobs(h, w, safe, return_entropy=True, vocab_parallel=vp,
-                                     **chunking)
-            ce = cross_entropy(h, w, targets, mask=mask, z_loss=1e-2, vocab_parallel=vp,
-                               **chunking)
-            return jnp.sum(lp * weights[0]) + jnp.sum(ent * weights[1]) + 3 * ce, (lp, ent, ce)
+            s = token_stats(h, w, safe, top_k=3, temperature=0.8, vocab_parallel=vp, **chunking)
+            ce = cross_entropy(h, w, targets, mask=mask, z_loss=1e-2, label_smoothing=0.1,
+                               vocab_parallel=vp, **chunking)
+            loss = (jnp.sum(s.logprobs * weights[0]) + jnp.sum(s.entropy * weights[1]) + 3 * ce
+                    + jnp.sum(s.top_logprobs))
+            return loss, (s.logprobs, s.entropy, s.top_logprobs, s.top_ids, ce)
 
         put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
         args = (put(hidden, P(vp.batch_axes)), put(head, head_spec))
@@ -127,9 +133,9 @@ SHARDED_SCRIPT = textwrap.dedent("""
     hidden, head = jnp.ones((B * T, H)), jnp.ones((H, V - 2))
     targets = jnp.zeros((B * T,), jnp.int32)
     with pytest.raises(ConfigError, match=r"V=318 is not divisible by the size 4 of the vocab"):
-        token_logprobs(hidden, head, targets, vocab_parallel=VocabParallel(mesh, "model"))
+        token_stats(hidden, head, targets, vocab_parallel=VocabParallel(mesh, "model"))
     with pytest.raises(ConfigError, match=r"leading dim 26 is not divisible by the size 4"):
-        token_logprobs(hidden, head[:, :8], targets,
+        token_stats(hidden, head[:, :8], targets,
                        vocab_parallel=VocabParallel(mesh, "data", "model"))
     print("ok")
 """)

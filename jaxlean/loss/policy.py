@@ -1,0 +1,154 @@
+"""PPO / GRPO clipped policy-gradient objective, in one chunked pass over the head.
+
+The objective needs the policy's log-prob of each sampled token (and its
+entropy for a bonus); both come from one :func:`jaxlean.loss.chunked.token_stats`
+-style pass, so no ``[tokens, vocab]`` logits exist. Everything else (ratios
+against the sampling policy's log-probs, clipping, the KL estimate against a
+reference policy, masking and normalisation) is per-token arithmetic.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxlean.errors import ConfigError, StructureError
+from jaxlean.loss.chunked import (
+    Head,
+    _masked_targets,
+    _outs,
+    _Want,
+    check_temperature,
+)
+from jaxlean.loss.vocab_parallel import VocabParallel
+
+KLEstimator = Literal["k1", "k2", "k3"]
+KL_ESTIMATORS = ("k1", "k2", "k3")
+Normalization = Literal["token", "sequence"]
+
+
+class PolicyLoss(NamedTuple):
+    """The objective and per-batch diagnostics (all masked means over tokens).
+
+    Attributes:
+        loss: the scalar to minimise.
+        policy_loss: its clipped policy-gradient part.
+        kl: mean estimated KL to the reference policy (0 without one).
+        entropy: mean entropy of the policy.
+        clip_fraction: fraction of tokens whose ratio was clipped.
+        logprobs: per-token ``log pi(token)`` ``[B, T]`` (e.g. to log or reuse).
+    """
+
+    loss: jax.Array
+    policy_loss: jax.Array
+    kl: jax.Array
+    entropy: jax.Array
+    clip_fraction: jax.Array
+    logprobs: jax.Array
+
+
+def kl_estimate(logprobs: jax.Array, ref_logprobs: jax.Array,
+                estimator: KLEstimator = "k3") -> jax.Array:
+    """Per-token estimate of ``KL(pi || pi_ref)`` from samples of ``pi`` (Schulman's k1/k2/k3).
+
+    With ``r = pi_ref / pi`` at the sampled token: ``k1 = -log r``,
+    ``k2 = (log r)² / 2``, ``k3 = r - 1 - log r`` (unbiased and non-negative).
+    """
+    log_r = ref_logprobs - logprobs
+    if estimator == "k1":
+        return -log_r
+    if estimator == "k2":
+        return 0.5 * jnp.square(log_r)
+    if estimator == "k3":
+        return jnp.exp(log_r) - 1 - log_r
+    raise ConfigError(f"unknown kl_estimator {estimator!r}: use 'k1', 'k2' or 'k3'")
+
+
+def _normalize(per_token: jax.Array, weights: jax.Array, how: Normalization) -> jax.Array:
+    """Masked mean: over all tokens (``"token"``) or per sequence then over sequences."""
+    tiny = jnp.finfo(per_token.dtype).tiny
+    total = jnp.where(weights != 0, per_token * weights, 0)
+    if how == "token":
+        return jnp.sum(total) / jnp.maximum(jnp.sum(weights), tiny)
+    per_sequence = jnp.sum(total, -1) / jnp.maximum(jnp.sum(weights, -1), tiny)
+    return jnp.mean(per_sequence)
+
+
+def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
+                         old_logprobs: jax.Array, advantages: jax.Array, *,
+                         mask: jax.Array | None = None, clip_eps: float = 0.2,
+                         clip_eps_high: float | None = None,
+                         ref_logprobs: jax.Array | None = None, kl_coef: float = 0.0,
+                         kl_estimator: KLEstimator = "k3", entropy_coef: float = 0.0,
+                         normalization: Normalization = "token", temperature: float = 1.0,
+                         chunk_size: int = 1024, vocab_chunk: int | None = None,
+                         vocab_parallel: VocabParallel | None = None) -> PolicyLoss:
+    """Clipped surrogate objective of PPO / GRPO over sampled ``tokens``, chunked.
+
+    Per token, with ``ratio = exp(log pi - old_logprobs)`` and advantage ``A``:
+    ``-min(ratio * A, clip(ratio, 1 - clip_eps, 1 + clip_eps_high) * A)
+    + kl_coef * KL_est(pi, pi_ref) - entropy_coef * entropy``, then a masked mean.
+
+    Args:
+        hidden: the policy's final hidden states ``[B, T, H]``.
+        head: ``[H, V]`` matrix or callable head, as in :func:`token_logprobs`.
+        tokens: the sampled token ids ``[B, T]`` (the targets).
+        old_logprobs: ``[B, T]`` log-probs of ``tokens`` under the sampling policy.
+        advantages: ``[B]`` (one per sequence, as in GRPO) or ``[B, T]``.
+        mask: ``[B, T]`` weights (0 on prompts and padding); ``None`` for all ones.
+        clip_eps, clip_eps_high: the ratio's clip range ``[1 - clip_eps, 1 + clip_eps_high]``
+            (``clip_eps_high`` defaults to ``clip_eps``; DAPO raises it).
+        ref_logprobs: ``[B, T]`` log-probs under a reference policy for the KL term.
+        kl_coef: weight of the KL term (needs ``ref_logprobs`` when non-zero).
+        kl_estimator: ``"k1"``, ``"k2"`` or ``"k3"`` (see :func:`kl_estimate`).
+        entropy_coef: weight of an entropy bonus.
+        normalization: ``"token"`` (mean over all unmasked tokens of the batch) or
+            ``"sequence"`` (mean over each sequence's tokens, then over sequences).
+        temperature: the sampling temperature (logits are divided by it).
+        chunk_size, vocab_chunk, vocab_parallel: as in :func:`token_logprobs`.
+
+    Returns:
+        A :class:`PolicyLoss`.
+    """
+    temperature = check_temperature(temperature)
+    if normalization not in ("token", "sequence"):
+        raise ConfigError(f"unknown normalization {normalization!r}: use 'token' or 'sequence'")
+    if kl_estimator not in KL_ESTIMATORS:
+        raise ConfigError(f"unknown kl_estimator {kl_estimator!r}: use 'k1', 'k2' or 'k3'")
+    if kl_coef and ref_logprobs is None:
+        raise ConfigError("kl_coef is non-zero but no ref_logprobs were given")
+    if not hasattr(tokens, "shape") or tokens.ndim != 2:
+        raise StructureError(f"tokens must be [B, T], got {getattr(tokens, 'shape', tokens)}")
+    shape = tuple(tokens.shape)
+    for name, x in (("old_logprobs", old_logprobs), ("ref_logprobs", ref_logprobs),
+                    ("mask", mask)):
+        if x is not None and tuple(jnp.shape(x)) != shape:
+            raise StructureError(f"{name} shape {list(jnp.shape(x))} must equal tokens shape "
+                                 f"{list(shape)}")
+    if jnp.shape(advantages) not in (shape, shape[:1]):
+        raise StructureError(f"advantages must be [B] or [B, T] = {list(shape)}, got "
+                             f"{list(jnp.shape(advantages))}")
+    high = clip_eps if clip_eps_high is None else clip_eps_high
+
+    want = _Want(entropy=True, temperature=temperature)  # entropy: a bonus or a diagnostic
+    outs = _outs(hidden, head, _masked_targets(tokens, mask), chunk_size, vocab_chunk, want,
+                 vocab_parallel)
+    logprobs, entropy = outs.target - outs.lse, outs.entropy
+    weights = jnp.ones(shape, logprobs.dtype) if mask is None else jnp.asarray(
+        mask).astype(logprobs.dtype)
+    adv = jnp.asarray(advantages, logprobs.dtype)
+    adv = adv[:, None] if adv.ndim == 1 else adv
+    log_ratio = jnp.where(weights != 0, logprobs - old_logprobs, 0)
+    ratio = jnp.exp(log_ratio)
+    clipped = jnp.clip(ratio, 1 - clip_eps, 1 + high)
+    surrogate = -jnp.minimum(ratio * adv, clipped * adv)
+    kl = jnp.zeros_like(logprobs) if ref_logprobs is None else jnp.where(
+        weights != 0, kl_estimate(logprobs, ref_logprobs, kl_estimator), 0)
+    per_token = surrogate + kl_coef * kl - entropy_coef * entropy
+    was_clipped = clipped * adv < ratio * adv  # the min took the clipped term
+    mean = lambda x: _normalize(x, weights, normalization)
+    stop = jax.lax.stop_gradient
+    return PolicyLoss(mean(per_token), mean(surrogate), stop(mean(kl)), stop(mean(entropy)),
+                      stop(mean(was_clipped.astype(ratio.dtype))), stop(logprobs))
