@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.linalg import Tree
-from jaxlean.models.neuron import _geometry, swc
+from jaxlean.models.neuron import _geometry, params, swc
 
 ATTACH = (0.0, 0.5, 1.0)
 
@@ -129,9 +129,10 @@ class Cell:
         return _build(*parts)
 
     def params(self, channels: str = "hh") -> dict:
-        """Default parameters: ``"hh"`` (Hodgkin-Huxley + leak) or ``"passive"`` (leak only)."""
-        from jaxlean.models.neuron import params
+        """Default parameters: ``"hh"`` (Hodgkin-Huxley + leak) or ``"passive"`` (leak only).
 
+        Names, units and allowed shapes are listed in :mod:`jaxlean.models.neuron.params`.
+        """
         return params.defaults(self, channels)
 
 
