@@ -47,7 +47,7 @@ def segment_lengths(checkpoint: Checkpoint, steps: int) -> tuple[int, ...]:
 def _nested(step: Callable, lengths: tuple[int, ...]) -> Callable:
     if len(lengths) == 1:
         return lambda carry, xs: lax.scan(step, carry, xs)
-    segment = jax.checkpoint(_nested(step, lengths[1:]))
+    segment = jax.checkpoint(_nested(step, lengths[1:]), prevent_cse=False)
     return lambda carry, xs: lax.scan(segment, carry, xs)
 
 
