@@ -40,7 +40,7 @@ def main(steps: int = 400) -> None:
              in enumerate(true.items())}
     optimizer = optax.adam(0.1)
     state = optimizer.init(log_g)
-    print(f"{cell.n} compartments in {int(cell.branch.max()) + 1} branches, "
+    print(f"{cell.n} compartments in {cell.n_branches} branches, "
           f"{round(T_MAX / DT)} steps of {DT} ms")
     start = time.perf_counter()
     for step in range(steps + 1):

@@ -1,17 +1,29 @@
-"""The cable part of the ``solver`` benchmark: a 10k-compartment HH cell, jaxlean vs jaxley."""
+"""The cable part of the ``solver`` benchmark: a 10k-compartment HH cell over long runs.
+
+For each number of steps, forward and gradient time and XLA temp memory of
+``simulate`` without time checkpointing (every step's state kept) and with
+``checkpoint="sqrt"`` (O(sqrt(T)) states); jaxley 0.14 on the same cell with its
+CPU voltage solver, plain and with its own ``checkpoint_lengths``, when it is
+installed. Memory comes from ``memory_analysis`` of the compiled executables, so
+it is reported even where a run would not fit (then it is not timed).
+"""
 
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlean.bench._measure import aot_compile, wall_time
+from jaxlean.bench._measure import aot_compile, wall_times
 from jaxlean.bench._registry import BenchContext, BenchResult
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 
-DT, STEPS, COMPARTMENTS_PER_BRANCH = 0.025, 200, 10
+DT, COMPARTMENTS_PER_BRANCH = 0.025, 10
 TRAINABLE = {"g_na": "HH_gNa", "g_k": "HH_gK", "g_leak": "HH_gLeak"}
+TIME_LIMIT_BYTES = 8 << 30   # compiled runs whose temp memory exceeds this are not executed
+TIME_LIMIT_STEP_COMPARTMENTS = 2e8  # nor runs longer than this (compartments x steps)
 
 
 def branch_parents(n_branches: int, seed: int = 0) -> np.ndarray:
@@ -27,20 +39,20 @@ def _jaxlean_cell(branches: np.ndarray) -> Cell:
     return Cell.from_parents(parents, 10.0, 1.0)
 
 
-def _ours(cell: Cell):
-    t_max = DT * STEPS
-    stimulus = Stimulus((0,), step_current(0.5, 0.5, 3.0, DT, t_max))
+def _ours(cell: Cell, steps: int, checkpoint):
+    t_max = DT * steps
+    stimulus = Stimulus(0, step_current(0.5, 0.5, 3.0, DT, t_max))
     base = cell.params()
 
     def loss(trainable):
-        trace = simulate(cell, {**base, **trainable}, [stimulus], DT, t_max, record=(0,))
+        trace = simulate(cell, {**base, **trainable}, [stimulus], DT, t_max, record=0,
+                         checkpoint=checkpoint)
         return jnp.mean(trace["v"])
 
-    start = {name: base[name] for name in TRAINABLE}
-    return loss, start
+    return loss, {name: base[name] for name in TRAINABLE}
 
 
-def _jaxley(branches: np.ndarray):
+def _jaxley(branches: np.ndarray, steps: int, checkpoint: bool):
     import jaxley as jx
     from jaxley.channels import HH
 
@@ -50,47 +62,88 @@ def _jaxley(branches: np.ndarray):
     cell.set("radius", 1.0)
     cell.set("axial_resistivity", 100.0)
     cell.insert(HH())
-    t_max = DT * STEPS
+    t_max = DT * steps
     cell.branch(0).comp(0).stimulate(jx.step_current(0.5, 3.0, 0.5, DT, t_max))
     cell.branch(0).comp(0).record(verbose=False)
     for name in TRAINABLE.values():
         cell.make_trainable(name, verbose=False)
     start = cell.get_parameters()
+    inner = math.isqrt(steps) + 1
+    lengths = [-(-(steps + 1) // inner), inner] if checkpoint else None
 
     def loss(params):
-        return jnp.mean(jx.integrate(cell, params=params, delta_t=DT, t_max=t_max))
+        return jnp.mean(jx.integrate(cell, params=params, delta_t=DT, t_max=t_max,
+                                     voltage_solver="jaxley.dhs.cpu",
+                                     checkpoint_lengths=lengths))
 
     return loss, start
 
 
-def _time(loss, start) -> tuple[float, float]:
+def _measure(loss, start, steps: int, n: int) -> dict[str, float]:
+    """Temp memory of forward and gradient; their times where the run fits the limits."""
     forward = aot_compile(loss, start)
     gradient = aot_compile(jax.grad(loss), start)
-    return (wall_time(forward.executable, start, repeats=3, min_seconds=0.05),
-            wall_time(gradient.executable, start, repeats=3, min_seconds=0.05))
+    out = {"forward_bytes": forward.temp_bytes, "gradient_bytes": gradient.temp_bytes,
+           "forward_s": float("nan"), "gradient_s": float("nan")}
+    if gradient.temp_bytes <= TIME_LIMIT_BYTES and steps * n <= TIME_LIMIT_STEP_COMPARTMENTS:
+        repeats = 3 if steps * n <= 1e8 else 1
+        out["forward_s"], out["gradient_s"] = wall_times(
+            (forward.executable, (start,)), (gradient.executable, (start,)),
+            repeats=repeats, min_seconds=0.05)
+    return out
 
 
-def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int) -> None:
-    """Forward and gradient time of ``STEPS`` steps of the HH cell; jaxley when importable."""
+def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int,
+                  step_counts: list[int]) -> None:
+    """Plain vs checkpointed ``simulate`` (and jaxley when importable) for each run length."""
     branches = branch_parents(n_compartments // COMPARTMENTS_PER_BRANCH)
-    case = f"HH cell {n_compartments // 1000}k comp, {STEPS} steps"
-    ctx.step(f"cable: jaxlean, {n_compartments} compartments")
-    ours = _time(*_ours(_jaxlean_cell(branches)))
+    cell = _jaxlean_cell(branches)
+    ours = {}
+    for steps in step_counts:
+        for checkpoint in (None, "sqrt"):
+            ctx.step(f"cable: jaxlean, {n_compartments} compartments, {steps} steps, "
+                     f"checkpoint={checkpoint}")
+            ours[steps, checkpoint] = _measure(*_ours(cell, steps, checkpoint), steps, cell.n)
+    peers = {}
     try:
-        ctx.step(f"cable: jaxley, {n_compartments} compartments")
-        peer = _time(*_jaxley(branches))
+        for steps in step_counts:
+            for checkpoint in (False, True):
+                ctx.step(f"cable: jaxley, {n_compartments} compartments, {steps} steps")
+                peers[steps, checkpoint] = _measure(*_jaxley(branches, steps, checkpoint), steps,
+                                                    cell.n)
     except ImportError:
-        peer = None
-        result.notes.append("jaxley is not installed (`pip install jaxlean[peers]`): "
+        result.notes.append("jaxley is not installed (`pip install 'jaxlean[peers]'`): "
                             "the cable comparison with jaxley was skipped.")
-    if peer is not None:
-        result.compare(case, "forward", "s", peer[0], ours[0], "jaxlean simulate", "jaxley 0.14")
-        result.compare(case, "gradient", "s", peer[1], ours[1], "jaxlean simulate", "jaxley 0.14")
-        result.compare(case, "gradient/forward", "x", peer[1] / peer[0], ours[1] / ours[0],
-                       "jaxlean simulate", "jaxley 0.14")
-        result.target("cable gradient speed-up over jaxley (same cell)", peer[1] / ours[1], 2.0,
-                      ">=")
-    else:
-        result.compare(case, "gradient/forward", "x", float("nan"), ours[1] / ours[0],
-                       "jaxlean simulate", "jaxley")
-    result.target("cable gradient/forward (jaxley 0.14 here: 6.8)", ours[1] / ours[0], 3.0)
+    for steps in step_counts:
+        case = f"HH cell {n_compartments // 1000}k comp, {steps} steps"
+        plain, checked = ours[steps, None], ours[steps, "sqrt"]
+        for metric, unit, key in (("forward", "s", "forward_s"), ("gradient", "s", "gradient_s"),
+                                  ("forward temp", "MB", "forward_bytes"),
+                                  ("gradient temp", "MB", "gradient_bytes")):
+            scale = 1e-6 if unit == "MB" else 1.0
+            result.compare(case, metric, unit, scale * plain[key], scale * checked[key],
+                     "simulate checkpoint='sqrt'", "simulate, no checkpoint")
+            for flag, label in ((False, "jaxley 0.14"), (True, "jaxley 0.14 checkpointed")):
+                if (steps, flag) in peers:
+                    mine = checked if flag else plain
+                    result.compare(case, metric, unit, scale * peers[steps, flag][key],
+                             scale * mine[key],
+                             "simulate checkpoint='sqrt'" if flag else "simulate", label)
+        result.compare(case, "gradient/forward", "x", plain["gradient_s"] / plain["forward_s"],
+                 checked["gradient_s"] / checked["forward_s"], "simulate checkpoint='sqrt'",
+                 "simulate, no checkpoint")
+    _targets(result, ours, step_counts)
+
+
+def _targets(result: BenchResult, ours: dict, step_counts: list[int]) -> None:
+    longest = step_counts[-1]
+    timed = max(steps for steps in step_counts if not math.isnan(ours[steps, "sqrt"]["gradient_s"])
+                and not math.isnan(ours[steps, None]["gradient_s"]))
+    result.target(f"checkpointed gradient temp memory / unchecked at {longest} steps",
+                  ours[longest, "sqrt"]["gradient_bytes"] / ours[longest, None]["gradient_bytes"],
+                  0.1)
+    plain, checked = ours[timed, None], ours[timed, "sqrt"]
+    result.target(f"checkpointed gradient time / unchecked at {timed} steps",
+                  checked["gradient_s"] / plain["gradient_s"], 1.5)
+    result.target(f"cable gradient/forward at {timed} steps, no checkpoint",
+                  plain["gradient_s"] / plain["forward_s"], 3.0)

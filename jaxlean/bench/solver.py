@@ -4,7 +4,8 @@ Seed 001: autodiff through a Hines elimination loop made the backward pass
 O(n^2) (788x the forward at 10k compartments). Side by side in one process:
 (a) that loop differentiated by ``jax.grad``, (b) ``tree_solve`` with the
 implicit rule, (c) on path graphs ``lax.linalg.tridiagonal_solve``; then a
-10k-compartment HH cell for 200 steps, and jaxley on the same cell if installed.
+10k-compartment HH cell for 1,000 / 10,000 / 100,000 steps with and without time
+checkpointing, and jaxley on the same cell if installed (see ``_cable_case``).
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ def run(ctx: BenchContext) -> BenchResult:
     result.notes.append(
         f"The autodiff loop is measured up to {baseline_max} nodes only: its gradient grows as "
         "n^2 (about 0.5-1 s per call at 10k here, so minutes per call at 100k).")
-    cable_timings(ctx, result, n_compartments=1_000 if ctx.quick else 10_000)
+    cable_timings(ctx, result, n_compartments=1_000 if ctx.quick else 10_000,
+                  step_counts=[100, 1_000] if ctx.quick else [1_000, 10_000, 100_000])
     result.notes.append(f"backend {jax.default_backend()}; tree_solve schedule "
                         "'sequential' (Hines) on CPU, 'level' on GPU.")
     return result

@@ -1,6 +1,8 @@
-"""Hodgkin-Huxley sodium and potassium channels (NEURON's ``hh.mod`` at 6.3 degC).
+"""Hodgkin-Huxley sodium and potassium channels (NEURON's ``hh.mod``).
 
-Units are NEURON's: mV, ms, S/cm2. Gates advance by exponential Euler, which is
+Units are NEURON's: mV, ms, S/cm2, degC. Temperature scales every rate by
+``q10 = 3 ** ((celsius - 6.3) / 10)``, as ``hh.mod`` does (steady states do not
+change, time constants shrink). Gates advance by exponential Euler, which is
 exact for a fixed voltage over the step and stable for any ``dt``. The step has
 a hand-written derivative (see :func:`advance`) because reverse-mode autodiff
 through the rate expressions dominated the cost of a cable gradient.
@@ -37,6 +39,11 @@ def _vtrap_slope(x: jax.Array, y: float) -> jax.Array:
     return jnp.where(small, -0.5 + u / 6.0 - u**3 / 180.0, (1.0 - safe - safe / em) / em)
 
 
+def q10(celsius: jax.Array) -> jax.Array:
+    """``hh.mod``'s temperature factor of every rate: ``3 ** ((celsius - 6.3) / 10)``."""
+    return 3.0 ** ((celsius - 6.3) / 10.0)
+
+
 def rates(v: jax.Array) -> dict[str, tuple[jax.Array, jax.Array]]:
     """Opening and closing rates (1/ms) of each gate at membrane voltage ``v`` (mV)."""
     return {
@@ -62,25 +69,27 @@ def steady_state(v: jax.Array) -> dict[str, jax.Array]:
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
-def advance(gates: dict[str, jax.Array], v: jax.Array, dt: float) -> dict[str, jax.Array]:
+def advance(gates: dict[str, jax.Array], v: jax.Array, dt: float,
+            speed: jax.Array = 1.0) -> dict[str, jax.Array]:
     """One exponential-Euler step of every gate with the voltage held at ``v``.
 
-    Each new gate value depends only on its own old value and the voltage of the
-    same compartment, so its derivative is two per-element factors, the decay
-    ``exp(-dt (alpha + beta))`` and ``d gate / d v`` (from the analytic rate
-    slopes): a gradient costs a few multiplies per gate.
+    ``speed`` multiplies every rate (the temperature factor :func:`q10`). Each new
+    gate value depends only on its own old value, the voltage of the same
+    compartment and ``speed``, so its derivative is three per-element factors:
+    the decay ``exp(-dt q (alpha + beta))``, ``d gate / d v`` (from the analytic
+    rate slopes) and ``d gate / d q``: a gradient costs a few multiplies per gate.
     """
     out = {}
     for gate, (a, b) in rates(v).items():
         total = a + b
-        out[gate] = a / total + (gates[gate] - a / total) * jnp.exp(-dt * total)
+        out[gate] = a / total + (gates[gate] - a / total) * jnp.exp(-dt * speed * total)
     return out
 
 
 @advance.defjvp
 def _advance_jvp(dt, primals, tangents):
-    gates, v = primals
-    gates_dot, v_dot = tangents
+    gates, v, speed = primals
+    gates_dot, v_dot, speed_dot = tangents
     rate = rates(v)
     slopes = _rate_slopes(v, rate)
     new, tangent = {}, {}
@@ -89,11 +98,12 @@ def _advance_jvp(dt, primals, tangents):
         total, total_slope = a + b, a_slope + b_slope
         steady = a / total
         steady_slope = (a_slope - steady * total_slope) / total
-        decay = jnp.exp(-dt * total)
+        decay = jnp.exp(-dt * speed * total)
         offset = gates[gate] - steady
         new[gate] = steady + offset * decay
-        per_volt = steady_slope * (1.0 - decay) - dt * total_slope * offset * decay
-        tangent[gate] = decay * gates_dot[gate] + per_volt * v_dot
+        per_volt = steady_slope * (1.0 - decay) - dt * speed * total_slope * offset * decay
+        per_speed = -dt * total * offset * decay
+        tangent[gate] = decay * gates_dot[gate] + per_volt * v_dot + per_speed * speed_dot
     return new, tangent
 
 

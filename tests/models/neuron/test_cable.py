@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.errors import ConfigError, MorphologyError
+from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import swc
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 
@@ -46,7 +46,7 @@ def test_single_hh_compartment_fires_only_when_driven():
 
 def small_cell_loss(cell):
     dt, t_max = 0.05, 6.0
-    stimulus = Stimulus((0,), step_current(0.3, 0.5, 4.0, dt, t_max))
+    stimulus = Stimulus(0, step_current(0.3, 0.5, 4.0, dt, t_max))
     weights = jnp.linspace(0.5, 1.5, round(t_max / dt))[:, None]
 
     def loss(params):
@@ -65,7 +65,7 @@ def test_gradients_match_finite_differences_float64():
         grads = jax.jit(jax.grad(small_cell_loss(cell)))(params)
         rng = np.random.default_rng(0)
         for name in ["g_na", "g_k", "g_leak", "capacitance", "axial_resistivity", "radius",
-                     "length", "e_k", "v_init"]:
+                     "length", "e_k", "v_init", "celsius"]:
             direction = jnp.asarray(rng.uniform(0.5, 1.5, jnp.shape(params[name])))
             step = 1e-6 * jnp.maximum(jnp.abs(params[name]), 1e-3) * direction
 
@@ -91,46 +91,139 @@ def test_vmap_over_parameter_sets():
 
 
 def test_bad_inputs_are_named():
-    with pytest.raises(MorphologyError, match="compartment 1: radius"):
-        Cell.from_parents([-1, 0], 10.0, [1.0, -1.0])
     cell = Cell.from_parents([-1, 0], 10.0, 1.0)
     with pytest.raises(ConfigError, match="cannot record"):
         simulate(cell, cell.params("passive"), [], 0.1, 1.0, states=("m",))
     with pytest.raises(ConfigError, match="record must name"):
         simulate(cell, cell.params(), [], 0.1, 1.0, record=(5,))
-    with pytest.raises(ConfigError, match="need 10 values"):
-        simulate(cell, cell.params(), [Stimulus((0,), jnp.zeros(3))], 0.1, 1.0)
+    with pytest.raises(ConfigError, match="stimulus 0: current must be a scalar or have 10"):
+        simulate(cell, cell.params(), [Stimulus(0, jnp.zeros(3))], 0.1, 1.0)
+    with pytest.raises(ConfigError, match=r"stimulus 1: compartments must be in \[0, 1\]"):
+        simulate(cell, cell.params(), [Stimulus(0, 0.1), Stimulus((1, 2), 0.1)], 0.1, 1.0)
 
 
-def test_one_step_matches_dense_backward_euler():
-    """The matrix assembled outside the time loop equals a dense, edge-by-edge build."""
+@pytest.mark.parametrize("change,match", [
+    ({"gnabar": 0.1}, r"unknown parameter\(s\) \['gnabar'\]"),
+    ({"celsius": None}, r"missing parameter\(s\) \['celsius'\]"),
+    ({"e_k": None}, r"missing parameter\(s\) \['e_k'\] \(HH channels"),
+    ({"g_na": None}, r"missing parameter\(s\) \['g_na'\] \(HH channels"),
+    ({"g_leak": jnp.ones(5)}, r"'g_leak' must be a scalar, one value per branch \(4,\) or per "
+                              r"compartment \(7,\); got shape \(5,\)"),
+    ({"celsius": jnp.ones(7)}, r"'celsius' must be a scalar; got shape \(7,\)"),
+])
+def test_parameters_are_checked_by_name(change, match):
+    cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
+    params = {**cell.params(), **change}
+    params = {name: value for name, value in params.items() if value is not None}
+    with pytest.raises(ConfigError, match=match):
+        simulate(cell, params, [], 0.1, 1.0)
+
+
+def test_per_branch_parameters_and_stimulus_forms_agree():
+    with jax.enable_x64():
+        cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
+        dt, t_max = 0.05, 3.0
+        per_branch = jnp.array([1e-4, 2e-4, 3e-4, 4e-4])
+        expanded = per_branch[np.asarray(cell.branch)]
+        current = step_current(0.3, 0.5, 1.0, dt, t_max)
+        record = range(cell.n)
+        a = simulate(cell, {**cell.params(), "g_leak": per_branch},
+                     [Stimulus(2, current), Stimulus(0, 0.05)], dt, t_max, record=record)["v"]
+        b = simulate(cell, {**cell.params(), "g_leak": expanded},
+                     [Stimulus((2,), current), Stimulus([0], jnp.full(60, 0.05))], dt, t_max,
+                     record=record)["v"]
+        np.testing.assert_allclose(a, b, rtol=1e-13)
+        c = simulate(cell, cell.params(), [Stimulus(2, current)], dt, t_max, record=record)["v"]
+        assert float(jnp.max(jnp.abs(a - c))) > 1e-3
+
+
+def _dense_neuron_matrix(cell, p, dt):
+    """NEURON's matrix, edge by edge: a centre node per compartment, a zero-area node at every
+    compartment's distal end and one at the root's start; children join where they attach."""
+    n = cell.n
+    area = 2e-8 * np.pi * p["radius"] * p["length"]
+    half = p["axial_resistivity"] * 0.5e4 * p["length"] / (np.pi * p["radius"] ** 2)
+    proximal, distal = half * cell.taper[:, 0], half * cell.taper[:, 1]
+    size = 2 * n + 1
+    matrix = np.zeros((size, size))
+    start_node = 2 * n
+
+    def join(a, b, resistance):
+        g = 1e3 / resistance
+        matrix[[a, b], [a, b]] += g
+        matrix[a, b] -= g
+        matrix[b, a] -= g
+
+    for c in range(n):
+        join(c, n + c, distal[c])
+        parent = cell.parents[c]
+        if parent < 0:
+            join(c, start_node, proximal[c])
+        else:
+            at = {1.0: n + parent, 0.5: parent, 0.0: start_node}[float(cell.attach[c])]
+            join(c, at, proximal[c])
+    matrix[:n] /= area[:, None]
+    matrix[np.arange(n), np.arange(n)] += p["capacitance"] / dt + 1e3 * p["g_leak"]
+    return matrix, area
+
+
+@pytest.mark.parametrize("parents,attach", [
+    ([-1, 0, 1, 1, 3, 0, 5, 0, 7, 7, 7], [1, 1, 1, 1, 1, 0.5, 1, 0, 1, 1, 1]),
+    ("y", None),
+])
+def test_one_step_matches_dense_backward_euler(parents, attach):
+    """The tree matrix (junctions only at forks) equals NEURON's full node-by-node matrix."""
     with jax.enable_x64():
         rng = np.random.default_rng(1)
-        parents = np.array([-1, 0, 1, 1, 3, 0, 5, -1, 7])
-        n = parents.size
-        length, radius = rng.uniform(5, 20, n), rng.uniform(0.5, 2, n)
-        cell = Cell.from_parents(parents, length, radius)
+        if parents == "y":
+            cell = Cell.from_swc(swc.fixture("y"), ncomp=3)
+        else:
+            n = len(parents)
+            cell = Cell.from_parents(parents, rng.uniform(5, 20, n), rng.uniform(0.5, 2, n),
+                                     attach)
+        n = cell.n
         params = {**cell.params("passive"), "v_init": jnp.asarray(rng.uniform(-70, -50, n)),
                   "g_leak": jnp.asarray(rng.uniform(1e-4, 1e-3, n)),
                   "capacitance": jnp.asarray(rng.uniform(0.5, 2, n))}
         dt, current = 0.1, 0.3
-        v = simulate(cell, params, [Stimulus((4,), jnp.array([current]))], dt, dt,
-                     record=range(n))["v"][0]
+        v = simulate(cell, params, [Stimulus(4, current)], dt, dt, record=range(n))["v"][0]
         p = {name: np.broadcast_to(np.asarray(value), (n,)) for name, value in params.items()}
-        area = 2e-8 * np.pi * radius * length                           # cm2
-        half = p["axial_resistivity"] * 0.5e4 * length / (np.pi * radius**2)  # ohm
-        matrix = np.diag(p["capacitance"] / dt + 1e3 * p["g_leak"])
-        for child, parent in enumerate(parents):
-            if parent >= 0:
-                g = 1.0 / (half[child] + half[parent])
-                for row, col in ((child, parent), (parent, child)):
-                    matrix[row, row] += 1e3 * g / area[row]
-                    matrix[row, col] -= 1e3 * g / area[row]
-        rhs = p["capacitance"] / dt * p["v_init"] + 1e3 * p["g_leak"] * p["e_leak"]
+        matrix, area = _dense_neuron_matrix(cell, p, dt)
+        rhs = np.zeros(matrix.shape[0])
+        rhs[:n] = p["capacitance"] / dt * p["v_init"] + 1e3 * p["g_leak"] * p["e_leak"]
         rhs[4] += 1e-3 * current / area[4]
-        expected = np.linalg.solve(matrix, rhs)
+        expected = np.linalg.solve(matrix, rhs)[:n]
         np.testing.assert_allclose(v, expected, rtol=1e-12)
         assert float(np.ptp(expected - p["v_init"])) > 1e-3  # the step moves the voltage
+
+
+@pytest.mark.parametrize("checkpoint", ["sqrt", (3, 4, 5), (7, 9)])
+def test_time_checkpointing_gives_the_same_values_and_gradients(checkpoint):
+    with jax.enable_x64():
+        cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
+        dt, t_max = 0.05, 3.0
+        stimulus = Stimulus(0, step_current(0.5, 0.5, 2.0, dt, t_max))
+
+        def loss(params, checkpoint):
+            v = simulate(cell, params, [stimulus], dt, t_max, record=(0, 6),
+                         checkpoint=checkpoint)["v"]
+            return jnp.mean(jnp.linspace(0.5, 1.5, v.shape[0])[:, None] * v), v
+
+        params = cell.params()
+        (_, v), grads = jax.value_and_grad(loss, has_aux=True)(params, None)
+        (_, v_checked), grads_checked = jax.value_and_grad(loss, has_aux=True)(params, checkpoint)
+        np.testing.assert_allclose(v_checked, v, rtol=1e-13)
+        for name in grads:
+            np.testing.assert_allclose(grads_checked[name], grads[name], rtol=1e-10, atol=1e-14,
+                                       err_msg=name)
+
+
+def test_bad_checkpoint_options():
+    cell = Cell.from_parents([-1, 0], 10.0, 1.0)
+    for option, match in (((2, 3), "product of at least 10"), ("log", "must be None, 'sqrt'"),
+                          ((0, 20), "product of at least")):
+        with pytest.raises(ConfigError, match=match):
+            simulate(cell, cell.params(), [], 0.1, 1.0, checkpoint=option)
 
 
 def test_gate_step_derivative_matches_autodiff_of_the_formula():

@@ -1,4 +1,4 @@
-"""SWC reading, validation (errors name the line) and compartmentalisation."""
+"""SWC reading, validation (errors name the line) and sections cut as NEURON's Import3d does."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import swc
 
-Y_TEXT = """# a tiny Y
+Y_TEXT = """# a tiny Y on a one-point soma
 1 1 0 0 0 5 -1
 2 3 10 0 0 1 1
 3 3 20 0 0 1 2
@@ -17,24 +17,47 @@ Y_TEXT = """# a tiny Y
 """
 
 
-@pytest.mark.parametrize("name,branches", [("y", 3), ("binary100", 100), ("pyramidal", 63)])
-def test_fixtures_parse_and_split(name, branches):
+@pytest.mark.parametrize("name,count", [("y", 4), ("binary100", 101), ("pyramidal", 64)])
+def test_fixtures_parse_into_sections(name, count):
     morphology = swc.read_swc(swc.fixture(name))
-    parts = swc.compartments(morphology, ncomp=2)
-    assert parts["branch"].max() + 1 == branches
-    assert parts["parents"].size == 1 + 2 * branches
-    assert (parts["parents"][1:] < np.arange(1, parts["parents"].size)).all()
-    segments = np.linalg.norm(morphology.xyz[1:] - morphology.xyz[morphology.parents[1:]], axis=1)
-    np.testing.assert_allclose(parts["length"][1:].sum(), segments.sum(), rtol=1e-12)
+    sections = swc.sections(morphology)
+    assert len(sections) == count
+    assert all(s.parent < i for i, s in enumerate(sections))
+    soma_radius = morphology.radius[0]
+    np.testing.assert_allclose(np.ptp(sections[0].xyz[:, 0]), 2 * soma_radius)
+    ids = list(morphology.ids)
+    for section in sections[1:]:
+        last = ids.index(section.last_id)
+        np.testing.assert_allclose(section.xyz[-1], morphology.xyz[last])
 
 
-def test_compartments_of_a_small_y():
-    parts = swc.compartments(swc.read_swc(Y_TEXT), max_length=12.0)
-    np.testing.assert_array_equal(parts["parents"], [-1, 0, 1, 2, 3, 2, 5])
-    np.testing.assert_allclose(parts["length"], [10, 10, 10] + [np.hypot(10, 10) / 2] * 4)
-    np.testing.assert_array_equal(parts["branch"], [-1, 0, 0, 1, 1, 2, 2])
-    np.testing.assert_allclose(parts["radius"][:3], [5, 1, 1])
-    np.testing.assert_allclose(parts["radius"][3:], 0.5)
+def test_soma_attached_dendrite_starts_at_its_own_first_point():
+    soma, trunk, left, right = swc.sections(swc.read_swc(Y_TEXT))
+    np.testing.assert_allclose(soma.xyz, [[-5, 0, 0], [0, 0, 0], [5, 0, 0]])
+    np.testing.assert_allclose(trunk.xyz, [[10, 0, 0], [20, 0, 0]])
+    assert (trunk.parent, trunk.parent_x) == (0, 0.5)
+    for child in (left, right):
+        np.testing.assert_allclose(child.xyz[0], [20, 0, 0])   # the fork point
+        np.testing.assert_allclose(child.radius, [1.0, 0.5])   # with the parent's radius
+        assert (child.parent, child.parent_x) == (1, 1.0)
+
+
+def test_three_point_soma_reads_as_the_sphere():
+    three = Y_TEXT.replace("2 3 10 0 0 1 1", "6 1 0 -5 0 5 1\n7 1 0 5 0 5 1\n2 3 10 0 0 1 1")
+    one, other = swc.sections(swc.read_swc(Y_TEXT)), swc.sections(swc.read_swc(three))
+    assert len(one) == len(other)
+    for a, b in zip(one, other, strict=True):
+        np.testing.assert_allclose(a.xyz, b.xyz)
+        assert (a.parent, a.parent_x) == (b.parent, b.parent_x)
+
+
+def test_multi_point_soma_is_a_stack_of_frustums():
+    text = "1 1 0 0 0 4 -1\n2 1 8 0 0 5 1\n3 1 16 0 0 3 2\n4 3 26 0 0 1 3\n5 3 -10 0 0 1 1\n"
+    soma, end, start = swc.sections(swc.read_swc(text))
+    np.testing.assert_allclose(soma.radius, [4, 5, 3])
+    assert end.parent_x == 1.0 and start.parent_x == 0.0
+    np.testing.assert_allclose(end.xyz[0], [16, 0, 0])
+    np.testing.assert_allclose(end.radius, [1, 1])
 
 
 @pytest.mark.parametrize("text,match", [
@@ -51,11 +74,15 @@ def test_bad_files_name_the_line(text, match):
         swc.read_swc(text)
 
 
-def test_bad_options():
-    morphology = swc.read_swc(Y_TEXT)
-    with pytest.raises(ConfigError, match="exactly one"):
-        swc.compartments(morphology)
-    with pytest.raises(ConfigError, match="ncomp must be"):
-        swc.compartments(morphology, ncomp=0)
+@pytest.mark.parametrize("text,match", [
+    ("1 1 0 0 0 5 -1\n2 1 9 0 0 5 -1\n", "one root point"),
+    ("1 1 0 0 0 5 -1\n2 1 9 0 0 5 1\n3 1 0 9 0 5 1\n4 1 0 0 9 5 1\n", "soma forks at id 1"),
+])
+def test_bad_topologies(text, match):
+    with pytest.raises(MorphologyError, match=match):
+        swc.sections(swc.read_swc(text))
+
+
+def test_unknown_fixture():
     with pytest.raises(ConfigError, match="no bundled morphology"):
         swc.fixture("octopus")
