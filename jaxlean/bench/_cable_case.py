@@ -81,7 +81,7 @@ def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int) -
         peer = _time(*_jaxley(branches))
     except ImportError:
         peer = None
-        result.notes.append("jaxley is not installed (`pip install jaxlean[peers]`): "
+        result.notes.append('jaxley is not installed (`pip install "jaxlean[peers]"`): '
                             "the cable comparison with jaxley was skipped.")
     if peer is not None:
         result.compare(case, "forward", "s", peer[0], ours[0], "jaxlean simulate", "jaxley 0.14")
