@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from jaxlean.compile.cli import add_cache_parser
 
@@ -21,7 +22,7 @@ def _bench(args: argparse.Namespace) -> int:
     import jax
 
     from jaxlean.bench import BenchContext, available
-    from jaxlean.bench._report import rich_tables, write_outputs
+    from jaxlean.bench._report import rich_report, write_outputs
 
     registry = available()
     if args.list:
@@ -48,23 +49,32 @@ def _bench(args: argparse.Namespace) -> int:
                 progress.update(task, description=f"{name}: {message}")
 
             start = time.perf_counter()
-            result = bench.run(BenchContext(quick=args.quick, step=step))
+            result = bench.measure(BenchContext(quick=args.quick, step=step))
             progress.remove_task(task)
             progress.advance(overall)
-            for table in rich_tables(result):
-                progress.console.print(table)
-            for note in result.notes:
-                progress.console.print(f"  {note}")
-            progress.console.print(f"  [dim]{bench.name} took {time.perf_counter() - start:.1f} s"
-                                   "[/dim]\n")
+            progress.console.print(rich_report(result))
+            progress.console.print(Text(f"  {bench.name} took "
+                                        f"{time.perf_counter() - start:.1f} s\n", style="dim"))
             results.append(result)
     if args.out:
         for path in write_outputs(results, Path(args.out), command):
-            console.print(f"wrote {path}")
-    failed = [(r.name, t.description) for r in results for t in r.targets if not t.passed]
-    for name, description in failed:
-        console.print(f"[bold red]target missed[/bold red] {name}: {description}")
-    return 1 if failed and args.strict else 0
+            console.print(Text(f"wrote {path}"))
+    return _summary(results, args.strict)
+
+
+def _summary(results: list, strict: bool) -> int:
+    """One line of target counts, then each missed target; the exit status."""
+    claimed = [(r.name, t) for r in results for t in r.claimed_targets]
+    failed = [(name, t) for name, t in claimed if not t.passed]
+    full_only = sum(len(r.full_size_targets) for r in results)
+    line = f"targets: {len(claimed) - len(failed)} met, {len(failed)} missed"
+    if full_only:
+        line += f" ({full_only} more hold at full sizes only: run without --quick)"
+    console.print(Text(line, style="bold"))
+    for name, target in failed:
+        console.print(Text.assemble(("target missed ", "bold red"),
+                                    f"{name}: {target.description}"))
+    return 1 if failed and strict else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

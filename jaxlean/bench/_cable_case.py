@@ -112,7 +112,7 @@ def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int,
                 peers[steps, checkpoint] = _measure(*_jaxley(branches, steps, checkpoint), steps,
                                                     cell.n)
     except ImportError:
-        result.notes.append("jaxley is not installed (`pip install 'jaxlean[peers]'`): "
+        result.notes.append('jaxley is not installed (`pip install "jaxlean[peers]"`): '
                             "the cable comparison with jaxley was skipped.")
     for steps in step_counts:
         case = f"HH cell {n_compartments // 1000}k comp, {steps} steps"

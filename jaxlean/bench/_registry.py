@@ -4,11 +4,18 @@ A benchmark is a function ``run(ctx) -> BenchResult`` registered under a name
 with :func:`register`. It measures a baseline and jaxlean side by side in one
 process and records each pair as a :class:`Comparison`; the goals of its issue
 are :class:`Target` rows whose pass/fail is computed from measured values.
+
+``jaxlean bench --quick`` runs smaller sizes. A target says whether its goal
+means something at those sizes (``quick=False`` for a goal stated for a size
+quick mode does not reach, such as a ratio that grows with depth); quick mode
+reports only the targets that do, so a quick run never claims or misses a goal
+it did not measure.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from collections.abc import Callable
 from typing import Literal
@@ -18,7 +25,11 @@ _OPS = {"<=": operator.le, ">=": operator.ge}
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """One measured quantity for a baseline and one jaxlean variant, on one case."""
+    """One measured quantity for a baseline and one jaxlean variant, on one case.
+
+    A side that was not measured (a baseline too slow at this size, a peer not
+    installed) is NaN; its ratio is NaN too and reports show ``-``.
+    """
 
     case: str
     metric: str
@@ -30,18 +41,25 @@ class Comparison:
 
     @property
     def ratio(self) -> float:
-        """``value / baseline``: below 1 means jaxlean costs less."""
-        return self.value / self.baseline if self.baseline else float("nan")
+        """``value / baseline``: below 1 means jaxlean costs less; NaN if either is missing."""
+        if not (math.isfinite(self.baseline) and math.isfinite(self.value)) or not self.baseline:
+            return float("nan")
+        return self.value / self.baseline
 
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """A goal of the issue, checked against a measured value (``value op limit``)."""
+    """A goal, checked against a measured value (``value op limit``).
+
+    ``quick`` says whether the goal holds at ``--quick`` sizes by its nature
+    (decided when the target is written, never from its result).
+    """
 
     description: str
     value: float
     limit: float
     op: Literal["<=", ">="] = "<="
+    quick: bool = True
 
     @property
     def passed(self) -> bool:
@@ -71,6 +89,17 @@ class BenchResult:
     targets: list[Target] = dataclasses.field(default_factory=list)
     plots: list[Plot] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    quick: bool = False
+
+    @property
+    def claimed_targets(self) -> list[Target]:
+        """The targets this run reports: all of them, or in quick mode those that hold there."""
+        return [t for t in self.targets if t.quick or not self.quick]
+
+    @property
+    def full_size_targets(self) -> list[Target]:
+        """Targets left unreported because this quick run did not reach their sizes."""
+        return [t for t in self.targets if self.quick and not t.quick]
 
     def compare(self, case: str, metric: str, unit: str, baseline: float, value: float,
                 variant: str = "jaxlean", baseline_name: str = "baseline") -> Comparison:
@@ -79,8 +108,9 @@ class BenchResult:
         return row
 
     def target(self, description: str, value: float, limit: float,
-               op: Literal["<=", ">="] = "<=") -> Target:
-        row = Target(description, float(value), float(limit), op)
+               op: Literal["<=", ">="] = "<=", *, quick: bool = True) -> Target:
+        """Record a goal; ``quick=False`` if it does not hold at ``--quick`` sizes by nature."""
+        row = Target(description, float(value), float(limit), op, quick)
         self.targets.append(row)
         return row
 
@@ -90,6 +120,7 @@ class BenchResult:
             row["ratio"] = comparison.ratio
         for row, target in zip(out["targets"], self.targets, strict=True):
             row["passed"] = target.passed
+            row["claimed"] = target.quick or not self.quick
         return out
 
 
@@ -103,9 +134,17 @@ class BenchContext:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
+    """A registered benchmark; :meth:`measure` runs it and records the size setting."""
+
     name: str
     description: str
     run: Callable[[BenchContext], BenchResult]
+
+    def measure(self, ctx: BenchContext) -> BenchResult:
+        """Run the benchmark; the result knows whether it ran at quick sizes."""
+        result = self.run(ctx)
+        result.quick = ctx.quick
+        return result
 
 
 REGISTRY: dict[str, Benchmark] = {}

@@ -1,24 +1,41 @@
-"""Render benchmark results: rich tables for the terminal, Markdown, JSON and PNG plots."""
+"""Render benchmark results: tables for the terminal, Markdown, JSON and PNG plots.
+
+Comparisons are shown one table per jaxlean variant: its baselines side by
+side, then the variant, then one ratio per baseline, with each case as a
+heading row. Names are never cut: long headers and cases wrap, values do not,
+so the tables read in an 80-column terminal and in a log. A side that was not
+measured shows ``-``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import platform
+import textwrap
 import warnings
 from pathlib import Path
 
 import jax
+from rich import box
+from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from jaxlean._units import format_bytes
-from jaxlean.bench._registry import BenchResult, Plot
+from jaxlean.bench._registry import BenchResult, Comparison, Plot
+
+MISSING = "-"
+RATIO_NOTE = "ratio = jaxlean / baseline (below 1: jaxlean costs less)"
+_HEADER_WIDTH = 12
 
 
 def format_value(value: float, unit: str) -> str:
-    """Human units: bytes as KiB/MiB/GiB, seconds as µs/ms/s."""
+    """Human units: bytes as KiB/MiB/GiB, seconds as µs/ms/s; ``-`` where not measured."""
     if not math.isfinite(value):
-        return str(value)
+        return MISSING
     if unit == "bytes":
         return format_bytes(value)
     if unit == "s":
@@ -30,45 +47,134 @@ def format_value(value: float, unit: str) -> str:
     return f"{value:.4g} {unit}".strip()
 
 
-def _comparison_rows(result: BenchResult) -> list[list[str]]:
-    return [
-        [c.case, c.metric, c.baseline_name, format_value(c.baseline, c.unit), c.variant,
-         format_value(c.value, c.unit), f"{c.ratio:.3g}"]
-        for c in result.comparisons
-    ]
+def format_number(value: float) -> str:
+    """A ratio or target value to three significant digits; ``-`` where not measured."""
+    return f"{value:.3g}" if math.isfinite(value) else MISSING
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparisonRow:
+    """One metric of one case: a value per baseline, the variant's value, a ratio per baseline."""
+
+    case: str
+    metric: str
+    values: tuple[str, ...]
+    ratios: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparisonTable:
+    """The comparisons of one jaxlean variant against its baselines, in measured order."""
+
+    variant: str
+    baselines: tuple[str, ...]
+    rows: tuple[ComparisonRow, ...]
+
+    @property
+    def sides(self) -> list[str]:
+        """The value columns: the baselines, then the variant."""
+        return [*self.baselines, self.variant]
+
+    @property
+    def ratio_names(self) -> list[str]:
+        return (["ratio"] if len(self.baselines) == 1
+                else [f"ratio to {name}" for name in self.baselines])
+
+
+def comparison_tables(result: BenchResult) -> list[ComparisonTable]:
+    """Group a result's comparisons by variant; rows keep the order they were measured in."""
+    by_variant: dict[str, dict[tuple[str, str], dict[str, Comparison]]] = {}
+    for c in result.comparisons:
+        by_variant.setdefault(c.variant, {}).setdefault((c.case, c.metric), {})[
+            c.baseline_name] = c
+    tables = []
+    for variant, rows in by_variant.items():
+        baselines = tuple(dict.fromkeys(name for row in rows.values() for name in row))
+        out = []
+        for (case, metric), row in rows.items():
+            first = next(iter(row.values()))
+            values = [format_value(row[name].baseline, row[name].unit) if name in row
+                      else MISSING for name in baselines]
+            ratios = [format_number(row[name].ratio) if name in row else MISSING
+                      for name in baselines]
+            out.append(ComparisonRow(case, metric, (*values, format_value(first.value, first.unit)),
+                                     tuple(ratios)))
+        tables.append(ComparisonTable(variant, baselines, tuple(out)))
+    return tables
 
 
 def _target_rows(result: BenchResult) -> list[list[str]]:
-    return [
-        [t.description, f"{t.value:.3g}", f"{t.op} {t.limit:.3g}", "pass" if t.passed else "FAIL"]
-        for t in result.targets
-    ]
+    return [[t.description, format_number(t.value), f"{t.op} {t.limit:.3g}",
+             "pass" if t.passed else "FAIL"] for t in result.claimed_targets]
 
 
-_COMPARISON_HEADER = ["case", "metric", "baseline", "value", "jaxlean", "value", "ratio"]
 _TARGET_HEADER = ["target", "measured", "goal", "result"]
 
 
-def rich_tables(result: BenchResult) -> list[Table]:
-    """The comparison table and the target table of one benchmark."""
-    tables = []
-    comparisons = Table(title=f"{result.name}: {result.title}", title_justify="left",
-                        caption="ratio = jaxlean / baseline (below 1: jaxlean costs less)",
-                        caption_justify="left")
-    for i, header in enumerate(_COMPARISON_HEADER):
-        comparisons.add_column(header, justify="right" if i in (3, 5, 6) else "left")
-    for row in _comparison_rows(result):
-        comparisons.add_row(*row)
-    tables.append(comparisons)
-    if result.targets:
-        targets = Table(title=f"{result.name}: targets", title_justify="left")
-        for header in _TARGET_HEADER:
-            targets.add_column(header)
-        for row in _target_rows(result):
+def _full_size_note(result: BenchResult) -> str | None:
+    skipped = result.full_size_targets
+    if not skipped:
+        return None
+    listed = "; ".join(t.description for t in skipped)
+    return (f"{len(skipped)} target(s) hold at full sizes only and are not checked by --quick "
+            f"(run `jaxlean bench {result.name}`): {listed}")
+
+
+def _wrap_header(name: str) -> str:
+    return "\n".join(textwrap.wrap(name, _HEADER_WIDTH, break_long_words=False)) or name
+
+
+def _rich_comparisons(table: ComparisonTable) -> Table:
+    """One column per side; with one baseline a ratio column, else a ratio row under each value.
+
+    Value cells never wrap and headers wrap at word boundaries, so the table
+    stays narrow; the case/metric column takes the remaining width.
+    """
+    single = len(table.baselines) == 1
+    out = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=True)
+    out.add_column("case / metric", overflow="fold", ratio=1, min_width=16)
+    for header in table.sides + (["ratio"] if single else []):
+        out.add_column(_wrap_header(header), justify="right", no_wrap=True)
+    blank = [""] * (len(table.sides) + single)
+    case = None
+    for row in table.rows:
+        if row.case != case:
+            case = row.case
+            out.add_row(Text(case, style="bold"), *blank)
+        metric = Padding(Text(row.metric), (0, 0, 0, 2))
+        if single:
+            out.add_row(metric, *row.values, *row.ratios)
+        else:
+            out.add_row(metric, *row.values)
+            out.add_row(Padding(Text("ratio"), (0, 0, 0, 4)), *row.ratios, "", style="dim")
+    return out
+
+
+def rich_report(result: BenchResult) -> Group:
+    """What the terminal shows for one benchmark: title, comparison tables, targets, notes."""
+    parts: list[RenderableType] = [Text(f"{result.name}: {result.title}", style="bold")]
+    parts += [_rich_comparisons(table) for table in comparison_tables(result)]
+    if result.comparisons:
+        parts.append(Text(RATIO_NOTE, style="dim"))
+    rows = _target_rows(result)
+    if rows:
+        targets = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        targets.add_column("target", overflow="fold", ratio=1)
+        for header in _TARGET_HEADER[1:]:
+            targets.add_column(header, no_wrap=True, justify="right")
+        for row in rows:
             style = "green" if row[-1] == "pass" else "bold red"
-            targets.add_row(*row[:-1], f"[{style}]{row[-1]}[/{style}]")
-        tables.append(targets)
-    return tables
+            targets.add_row(Text(row[0]), *row[1:-1], Text(row[-1], style=style))
+        parts.append(targets)
+    notes = [*result.notes, *filter(None, [_full_size_note(result)])]
+    if notes:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold", ratio=1)
+        for note in notes:
+            grid.add_row(" -", Text(note))
+        parts.append(grid)
+    return Group(*parts)
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -90,11 +196,16 @@ def markdown(results: list[BenchResult], command: str) -> str:
     parts = [f"Command: `{command}`\n\nMachine: {machine_description()}\n"]
     for result in results:
         parts.append(f"## {result.name}: {result.title}\n")
-        parts.append(_markdown_table(_COMPARISON_HEADER, _comparison_rows(result)))
-        parts.append("\nratio = jaxlean / baseline (below 1: jaxlean costs less)\n")
-        if result.targets:
+        for table in comparison_tables(result):
+            rows = [[r.case, r.metric, *r.values, *r.ratios] for r in table.rows]
+            header = ["case", "metric", *table.sides, *table.ratio_names]
+            parts.append(_markdown_table(header, rows) + "\n")
+        if result.comparisons:
+            parts.append(RATIO_NOTE + "\n")
+        if result.claimed_targets:
             parts.append(_markdown_table(_TARGET_HEADER, _target_rows(result)) + "\n")
-        parts += [f"- {note}" for note in result.notes]
+        notes = [*result.notes, *filter(None, [_full_size_note(result)])]
+        parts += [f"- {note}" for note in notes]
         parts += [f"\n![{plot.title}]({result.name}_{plot.name}.png)\n" for plot in result.plots]
     return "\n".join(parts)
 

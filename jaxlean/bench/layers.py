@@ -153,7 +153,7 @@ def _transformer_block(ctx: BenchContext, result: BenchResult, depths: list[int]
     result.target(f"transformer: scan trace+compile(depth {deep}) / (depth 4)",
                   scan[deep] / scan[4], 1.5)
     result.target(f"transformer: loop / scan trace+compile at depth {deep}",
-                  seconds["transformer loop"][deep] / scan[deep], 5, ">=")
+                  seconds["transformer loop"][deep] / scan[deep], 5, ">=", quick=False)
     result.notes.append(
         f"transformer block: hidden {TRANSFORMER['hidden_size']}, {TRANSFORMER['num_heads']} "
         f"heads ({TRANSFORMER['num_kv_heads']} kv), MLP {TRANSFORMER['intermediate_size']}, "

@@ -93,7 +93,7 @@ def _targets(result, timings, sizes, dtypes):
         for n in (middle, largest):
             forward, gradient = timings[("tree", label, n)]
             result.target(f"tree_solve gradient/forward at {n // 1000}k, {label} (seed: 3.8)",
-                          gradient / forward, 3.0)
+                          gradient / forward, 3.0, quick=n >= 10_000)
         for index, what in enumerate(("forward", "gradient")):
             ratio = timings[("tree", label, largest)][index] / timings[("tree", label, middle)][
                 index]

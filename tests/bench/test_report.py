@@ -1,12 +1,24 @@
 """The bench framework: registry, targets computed from values, report files, CLI."""
 
+import io
 import json
+import math
 
 import pytest
+from rich.console import Console
 
-from jaxlean.bench import BenchResult, Plot, Target, available
-from jaxlean.bench._report import format_value, markdown, write_outputs
-from jaxlean.cli import main
+from jaxlean.bench import BenchContext, Benchmark, BenchResult, Plot, Target, available
+from jaxlean.bench._report import (
+    comparison_tables,
+    format_value,
+    markdown,
+    rich_report,
+    write_outputs,
+)
+from jaxlean.cli import _summary, main
+
+LONG_CASE = "random branched tree, 10,000 nodes, float64, sequential schedule (Hines)"
+LONG_METRIC = "tree_solve gradient through the implicit-differentiation rule"
 
 
 def sample_result():
@@ -21,17 +33,99 @@ def sample_result():
     return result
 
 
+def wide_result(quick=False):
+    """Long names, three sides (two baselines), a side not measured, a full-size-only target."""
+    result = BenchResult("solver_with_a_long_name", "a title that is long enough to need wrapping "
+                         "in an eighty-column terminal window", quick=quick)
+    for baseline, value in (("autodiff through the elimination loop", float("nan")),
+                            ("jaxley 0.14 dendritic Hines solver", 0.031)):
+        result.compare(LONG_CASE, LONG_METRIC, "s", value, 0.0021, "jaxlean tree_solve", baseline)
+    result.compare(LONG_CASE, "temp memory", "bytes", 2**30, 2**20, "jaxlean tree_solve",
+                   "jaxley 0.14 dendritic Hines solver")
+    result.target("tree_solve gradient/forward at 10k, float64 (seed: 3.8)", 2.5, 3.0)
+    result.target("speed-up over the loop at 100k nodes, which quick mode does not reach",
+                  1.0, 10.0, ">=", quick=False)
+    result.notes.append('jaxley is not installed (`pip install "jaxlean[peers]"`): jaxlean only')
+    return result
+
+
+def render(result, width=80):
+    out = io.StringIO()
+    Console(file=out, width=width, force_terminal=False, color_system=None).print(
+        rich_report(result))
+    return out.getvalue()
+
+
 def test_ratio_and_target_pass_follow_values():
     result = sample_result()
     assert result.comparisons[0].ratio == pytest.approx(0.25)
     assert [t.passed for t in result.targets] == [True, False]
     assert not Target("x", float("nan"), 1.0).passed
+    assert math.isnan(wide_result().comparisons[0].ratio)
 
 
 def test_format_value_units():
     assert format_value(3 * 2**30, "bytes") == "3.00 GiB"
     assert format_value(0.0021, "s") == "2.10 ms"
     assert format_value(12.5, "steps") == "12.5 steps"
+    assert format_value(float("nan"), "s") == "-"
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_terminal_report_fits_the_width(width):
+    text = render(wide_result(), width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "…" not in text and "nan" not in text
+
+
+def test_terminal_report_keeps_every_name_whole_at_80_columns():
+    words = " ".join(render(wide_result(), 80).split())
+    for name in (LONG_CASE, LONG_METRIC, "jaxley 0.14 dendritic Hines solver",
+                 "jaxlean tree_solve", "autodiff through the elimination loop",
+                 "tree_solve gradient/forward at 10k, float64 (seed: 3.8)"):
+        assert all(word in words for word in name.split()), name
+    assert 'pip install "jaxlean[peers]"' in words
+
+
+def test_not_measured_shows_a_dash():
+    table = comparison_tables(wide_result())[0]
+    assert table.sides == ["autodiff through the elimination loop",
+                           "jaxley 0.14 dendritic Hines solver", "jaxlean tree_solve"]
+    first, memory = table.rows
+    assert first.values == ("-", "31.00 ms", "2.10 ms")
+    assert first.ratios == ("-", "0.0677")
+    assert memory.values == ("-", "1.00 GiB", "1.00 MiB") and memory.ratios[0] == "-"
+    text = markdown([wide_result()], "cmd")
+    assert "| - | 31.00 ms | 2.10 ms | - | 0.0677 |" in text and "nan" not in text
+
+
+def test_quick_mode_claims_only_targets_that_hold_at_quick_sizes():
+    full, quick = wide_result(quick=False), wide_result(quick=True)
+    assert len(full.claimed_targets) == 2 and not full.full_size_targets
+    assert [t.description for t in quick.claimed_targets] == [
+        "tree_solve gradient/forward at 10k, float64 (seed: 3.8)"]
+    assert len(quick.full_size_targets) == 1
+    text = " ".join(render(quick).split())
+    assert "FAIL" not in text and "full sizes only" in text
+    assert "FAIL" in " ".join(render(full).split())
+    payload = quick.to_dict()
+    assert [t["claimed"] for t in payload["targets"]] == [True, False]
+    assert "| speed-up over the loop" not in markdown([quick], "cmd")
+
+
+def test_summary_counts_claimed_targets_and_sets_exit_status(capsys):
+    quick = wide_result(quick=True)
+    assert _summary([quick], strict=True) == 0
+    out = capsys.readouterr().out
+    assert "1 met, 0 missed" in out and "1 more hold at full sizes only" in out
+    assert _summary([wide_result(quick=False)], strict=True) == 1
+    assert "target missed solver_with_a_long_name: speed-up" in capsys.readouterr().out
+
+
+def test_benchmark_measure_records_the_size_setting():
+    bench = Benchmark("demo", "a demo", lambda ctx: wide_result())
+    assert bench.measure(BenchContext(quick=True)).quick
+    assert not bench.measure(BenchContext(quick=False)).quick
 
 
 def test_write_outputs(tmp_path):
@@ -43,7 +137,9 @@ def test_write_outputs(tmp_path):
     assert bench["comparisons"][0]["ratio"] == pytest.approx(0.25)
     assert [t["passed"] for t in bench["targets"]] == [True, False]
     text = markdown([sample_result()], "cmd")
-    assert "| n=4 | compile | loop | 2.00 s | scan | 500.00 ms | 0.25 |" in text
+    assert "| n=4 | compile | loop | scan | ratio |" not in text
+    assert "| case | metric | loop | scan | ratio |" in text
+    assert "| n=4 | compile | 2.00 s | 500.00 ms | 0.25 |" in text
     assert "| speed-up | 4 | >= 5 | FAIL |" in text
 
 
