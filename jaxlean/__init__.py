@@ -10,6 +10,8 @@ from jaxlean.compile.cache import (
     cache_stats,
     enable_compilation_cache,
 )
+from jaxlean.compile.cached_step import cached_train_step
+from jaxlean.compile.executable_cache import ExecutableCache, cached_jit
 from jaxlean.compile.report import CompileReport, compile_report
 from jaxlean.errors import (
     CacheError,
@@ -37,9 +39,11 @@ from jaxlean.nn.graph import FnNode, Graph, chain_edges
 from jaxlean.nn.layers import scan_layers, stack, unstack
 from jaxlean.nn.remat import resolve_policy
 from jaxlean.nn.sequential import Sequential
+from jaxlean.train.checkpoint import Checkpointer
 from jaxlean.train.fit import History, TrainOutput, fit, make_train_fn
 from jaxlean.train.muon import MatrixTransformation, matrix_transform, muon
 from jaxlean.train.packed import Layout, packed
+from jaxlean.train.step import TrainStep, make_train_step
 
 __version__ = "0.1.0"
 
@@ -47,9 +51,11 @@ __all__ = [
     "CacheError",
     "CacheStats",
     "CheckpointError",
+    "Checkpointer",
     "CompileReport",
     "ConfigError",
     "DataError",
+    "ExecutableCache",
     "FnNode",
     "FunctionCacheStats",
     "Graph",
@@ -65,10 +71,13 @@ __all__ = [
     "StructureError",
     "TokenStats",
     "TrainOutput",
+    "TrainStep",
     "Tree",
     "TreeError",
     "VocabParallel",
     "cache_stats",
+    "cached_jit",
+    "cached_train_step",
     "chain_edges",
     "compile_report",
     "cross_entropy",
@@ -77,6 +86,7 @@ __all__ = [
     "fit",
     "kl_estimate",
     "make_train_fn",
+    "make_train_step",
     "matrix_transform",
     "muon",
     "packed",

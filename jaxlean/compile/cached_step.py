@@ -28,11 +28,11 @@ class CachedTrainStep:
     def __init__(self, step: TrainStep, cache: ExecutableCache):
         self.step = step
         self.cache = cache
-        self._program = (step._loss_fn, step._tx, step._has_aux, step._donate)
+        self._program = step.program
         self._executables: dict[tuple, Callable] = {}
 
     def __call__(self, model: Any, opt_state: optax.OptState, *batch: Any) -> tuple:
-        jitted, (arrays, opt_state, static) = self.step._for(model, opt_state)
+        jitted, (arrays, opt_state, static) = self.step.prepare(model, opt_state)
         args = commit((arrays, opt_state, *batch))
         key = (id(jitted), signature(batch))
         executable = self._executables.get(key)

@@ -60,6 +60,11 @@ class TrainStep:
         self._donate = (0, 1) if donate else ()
         self._jitted: dict[tuple, Callable] = {}
 
+    @property
+    def program(self) -> tuple:
+        """What defines the compiled step besides its inputs: loss, optimizer, options."""
+        return (self._loss_fn, self._tx, self._has_aux, bool(self._donate))
+
     def _step(self, arrays: Any, static: Any, opt_state: Any, batch: tuple,
               grad_shardings: Any) -> tuple:
         def loss_of_arrays(arrays):
@@ -71,7 +76,7 @@ class TrainStep:
         updates, opt_state = self._tx.update(grads, opt_state, arrays)
         return eqx.apply_updates(arrays, updates), opt_state, value
 
-    def _for(self, model: Any, opt_state: Any) -> tuple[Callable, tuple]:
+    def prepare(self, model: Any, opt_state: Any) -> tuple[Callable, tuple]:
         """The jitted step for this model structure and placement, and its arguments
         (the model's arrays and the optimizer state, unplaced leaves placed)."""
         arrays, static = eqx.partition(model, eqx.is_array)
@@ -100,13 +105,13 @@ class TrainStep:
     def __call__(self, model: Any, opt_state: optax.OptState, *batch: Any) -> tuple:
         """``(model, opt_state, loss)`` after one step on ``batch``; ``loss`` is
         ``(value, aux)`` when the step was made with ``has_aux=True``."""
-        step, (arrays, opt_state, static) = self._for(model, opt_state)
+        step, (arrays, opt_state, static) = self.prepare(model, opt_state)
         arrays, opt_state, value = step(arrays, opt_state, *batch)
         return eqx.combine(arrays, static), opt_state, value
 
     def lower(self, model: Any, opt_state: optax.OptState, *batch: Any) -> jax.stages.Lowered:
         """The lowered step for these arguments (``.compile()``, ``.as_text()``)."""
-        step, (arrays, opt_state, _) = self._for(model, opt_state)
+        step, (arrays, opt_state, _) = self.prepare(model, opt_state)
         return step.lower(arrays, opt_state, *batch)
 
 
