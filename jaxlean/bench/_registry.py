@@ -20,7 +20,15 @@ import operator
 from collections.abc import Callable
 from typing import Literal
 
+from jaxlean.bench._measure import Timing
+
 _OPS = {"<=": operator.le, ">=": operator.ge}
+
+
+def _median_spread(measured: float | Timing) -> tuple[float, float]:
+    if isinstance(measured, Timing):
+        return measured.median, measured.spread
+    return float(measured), float("nan")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +36,8 @@ class Comparison:
     """One measured quantity for a baseline and one jaxlean variant, on one case.
 
     A side that was not measured (a baseline too slow at this size, a peer not
-    installed) is NaN; its ratio is NaN too and reports show ``-``.
+    installed) is NaN; its ratio is NaN too and reports show ``-``. Timed sides
+    carry the spread of their samples (see :class:`~jaxlean.bench._measure.Timing`).
     """
 
     case: str
@@ -38,6 +47,8 @@ class Comparison:
     value: float
     variant: str = "jaxlean"
     baseline_name: str = "baseline"
+    baseline_spread: float = float("nan")
+    spread: float = float("nan")
 
     @property
     def ratio(self) -> float:
@@ -101,9 +112,13 @@ class BenchResult:
         """Targets left unreported because this quick run did not reach their sizes."""
         return [t for t in self.targets if self.quick and not t.quick]
 
-    def compare(self, case: str, metric: str, unit: str, baseline: float, value: float,
-                variant: str = "jaxlean", baseline_name: str = "baseline") -> Comparison:
-        row = Comparison(case, metric, unit, float(baseline), float(value), variant, baseline_name)
+    def compare(self, case: str, metric: str, unit: str, baseline: float | Timing,
+                value: float | Timing, variant: str = "jaxlean",
+                baseline_name: str = "baseline") -> Comparison:
+        """Record one metric of both sides; a :class:`Timing` gives its median and spread."""
+        (base, base_spread), (ours, spread) = _median_spread(baseline), _median_spread(value)
+        row = Comparison(case, metric, unit, base, ours, variant, baseline_name, base_spread,
+                         spread)
         self.comparisons.append(row)
         return row
 

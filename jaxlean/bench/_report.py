@@ -28,7 +28,8 @@ from jaxlean._units import format_bytes
 from jaxlean.bench._registry import BenchResult, Comparison, Plot
 
 MISSING = "-"
-RATIO_NOTE = "ratio = jaxlean / baseline (below 1: jaxlean costs less)"
+RATIO_NOTE = ("ratio = jaxlean / baseline (below 1: jaxlean costs less); times are medians "
+              "of alternating runs, ±N% is half the range of the samples")
 _HEADER_WIDTH = 12
 
 
@@ -50,6 +51,14 @@ def format_value(value: float, unit: str) -> str:
 def format_number(value: float) -> str:
     """A ratio or target value to three significant digits; ``-`` where not measured."""
     return f"{value:.3g}" if math.isfinite(value) else MISSING
+
+
+def _cell(value: float, spread: float, unit: str) -> str:
+    """A value, with ``±N%`` (half the range of its samples) when it was timed repeatedly."""
+    text = format_value(value, unit)
+    if math.isfinite(value) and math.isfinite(spread):
+        text += f" ±{spread * 100:.0f}%"
+    return text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,12 +102,12 @@ def comparison_tables(result: BenchResult) -> list[ComparisonTable]:
         out = []
         for (case, metric), row in rows.items():
             first = next(iter(row.values()))
-            values = [format_value(row[name].baseline, row[name].unit) if name in row
-                      else MISSING for name in baselines]
+            values = [_cell(row[name].baseline, row[name].baseline_spread, row[name].unit)
+                      if name in row else MISSING for name in baselines]
             ratios = [format_number(row[name].ratio) if name in row else MISSING
                       for name in baselines]
-            out.append(ComparisonRow(case, metric, (*values, format_value(first.value, first.unit)),
-                                     tuple(ratios)))
+            ours = _cell(first.value, first.spread, first.unit)
+            out.append(ComparisonRow(case, metric, (*values, ours), tuple(ratios)))
         tables.append(ComparisonTable(variant, baselines, tuple(out)))
     return tables
 

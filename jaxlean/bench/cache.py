@@ -9,7 +9,7 @@ persistent cache off in its own process; the children enable it explicitly.
 
 Workloads: ``chain300`` (a plain-JAX function of ~300 ops, as in the issue;
 ``chain150`` in ``--quick``),
-``pmm_fit`` (the depth-16 PMM chain trained by :func:`jaxlean.train.fit.make_train_fn`),
+``pmm_fit`` (pyPMM's depth-16 PMM chain trained by :func:`jaxlean.train.fit.make_train_fn`),
 ``pmm_fit_unrolled`` (the same, modules one by one with unpacked optimizer
 state: seed 000's baseline, the slow compile a cache helps most) and
 ``transformer_step`` (a small decoder's Adam train step).
@@ -43,22 +43,21 @@ def chain_workload(ops: int) -> tuple[Callable, tuple]:
 
 
 def pmm_fit_workload(scan: bool = True) -> tuple[Callable, tuple]:
-    """The depth-16 PMM chain's whole training run (2 epochs, Adam) as one function."""
+    """pyPMM's 16-module chain: its whole training run (2 epochs, complex Adam) as one function."""
     import jax
-    import optax
 
-    from jaxlean.models.pmm import pmm_chain
+    from jaxlean.models.pmm import complex_adam, pmm_chain
     from jaxlean.train.fit import make_train_fn
 
     key_model, key_x, key_y, key_fit = jax.random.split(jax.random.PRNGKey(0), 4)
-    model = pmm_chain(16, 4, key=key_model, scan=scan)
-    data = (jax.random.normal(key_x, (256, 4)), jax.random.normal(key_y, (256, 4)))
+    model = pmm_chain(16, 5, key=key_model, scan=scan)
+    data = (jax.random.normal(key_x, (256, 5)), jax.random.normal(key_y, (256, 5)))
 
     def mse(params, batch):
         x, y = batch
         return ((params(x) - y) ** 2).mean()
 
-    return make_train_fn(mse, model, data, optax.adam(1e-3), epochs=2, batch_size=32,
+    return make_train_fn(mse, model, data, complex_adam(1e-3), epochs=2, batch_size=32,
                          key=key_fit, pack=scan)
 
 
