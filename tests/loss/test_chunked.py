@@ -105,6 +105,28 @@ def test_bf16_accumulates_in_f32(chunking):
         _close(a, b, 2e-2)
 
 
+def test_bf16_token_stats_entropy_and_top_k():
+    hidden, head, targets, w = _data(jnp.bfloat16)
+
+    def ours(h, W):
+        s = token_stats(h, W, targets, top_k=2, temperature=0.8, chunk_size=8, vocab_chunk=70)
+        return jnp.sum(s.entropy * w[1]) + jnp.sum(s.top_logprobs), s
+
+    def ref(h, W):
+        _, ent, _, top, ids = _ref_matrix(h, W, targets, temperature=0.8, top_k=2)
+        return jnp.sum(ent * w[1]) + jnp.sum(top), (ent, top, ids)
+
+    (_, s), grads = jax.jit(jax.value_and_grad(ours, (0, 1), has_aux=True))(hidden, head)
+    (_, (ent, top, ids)), ref_grads = jax.value_and_grad(ref, (0, 1), has_aux=True)(hidden,
+                                                                                    head)
+    np.testing.assert_array_equal(s.top_ids, ids)
+    _close(s.entropy, ent, 1e-5)
+    _close(s.top_logprobs, top, 1e-5)
+    assert grads[1].dtype == jnp.bfloat16
+    for a, b in zip(grads, ref_grads, strict=True):
+        _close(a, b, 2e-2)
+
+
 def test_float64_gradients_are_exact():
     with jax.enable_x64():
         hidden, head, targets, w = _data(jnp.float64)
