@@ -70,3 +70,22 @@ def test_refused_peft_options_are_named(tmp_path, trained, field, value):
     (tmp_path / "adapter_config.json").write_text(json.dumps({**config, field: value}))
     with pytest.raises(ConfigError, match=f"{field}="):
         load_lora(base, tmp_path)
+
+
+def test_live_peft_loads_the_adapter(tmp_path, trained):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    peft = pytest.importorskip("peft")
+    from jaxlean.models.lm.hf import save_pretrained
+
+    base, model = trained
+    save_pretrained(base, tmp_path / "base")
+    save_lora(model, tmp_path / "adapter", adapter=1)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "base",
+                                                           attn_implementation="eager")
+    hf = peft.PeftModel.from_pretrained(hf, tmp_path / "adapter")
+    tokens = np.random.default_rng(0).integers(0, CONFIG.vocab_size, (2, 6))
+    with torch.no_grad():
+        want = hf(input_ids=torch.tensor(tokens)).logits.float().numpy()
+    got = model.logits(jnp.asarray(tokens), adapter_ids=jnp.array([1, 1]))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
