@@ -20,7 +20,8 @@ def transformer_rules(fsdp: str = FSDP) -> tuple[tuple[str, P], ...]:
     - ``lora\\.(a|b)$`` ``[L, adapters, in | r, r | out]``: replicated (small, trained);
     - ``^\\.layers\\..*_proj\\.weight$`` ``[L, in, out]``: ``in`` over ``fsdp``, the
       stacked layer axis whole;
-    - ``norm\\.weight$`` ``[L, H]`` or ``[H]``: replicated (tiny).
+    - ``norm\\.weight$`` ``[L, H]`` or ``[H]``: replicated (tiny);
+    - ``_bias$`` ``[L, out]`` (Qwen2's q/k/v biases): replicated (tiny).
 
     The embedding and head are split over the vocabulary, so the head can be
     used vocabulary-parallel by the loss (:class:`jaxlean.loss.chunked.VocabParallel`).
@@ -31,4 +32,5 @@ def transformer_rules(fsdp: str = FSDP) -> tuple[tuple[str, P], ...]:
         (r"lora\.(a|b)$", P()),
         (r"^\.layers\..*_proj\.weight$", P(None, fsdp, None)),
         (r"norm\.weight$", P()),
+        (r"_bias$", P()),
     )
