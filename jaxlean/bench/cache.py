@@ -7,7 +7,7 @@ trace, lower and compile seconds, the time from process start to the first
 result, and the cache hits of its main function. ``jaxlean bench`` turns the
 persistent cache off in its own process; the children enable it explicitly.
 
-Workloads: ``chain300`` (a plain-JAX function of ~300 ops, as in the issue;
+Workloads: ``chain300`` (a plain-JAX function of ~300 ops, as in seed 003;
 ``chain150`` in ``--quick``),
 ``pmm_fit`` (pyPMM's depth-16 PMM chain trained by :func:`jaxlean.train.fit.make_train_fn`),
 ``pmm_fit_unrolled`` (the same, modules one by one with unpacked optimizer

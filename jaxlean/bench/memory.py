@@ -164,7 +164,7 @@ def _wall_part(ctx: BenchContext, result: BenchResult) -> None:
         f"hidden {errors[0]:.2e}, head {errors[1]:.2e} (jaxlean vs full logits).")
     if ctx.quick:
         result.notes.append(f"quick mode: wall time measured at T={tokens}, H={width}, "
-                            f"V={vocab}, not the issue's T={WALL_SIZE[0]}, H={WALL_SIZE[1]}, "
+                            f"V={vocab}, not the full size T={WALL_SIZE[0]}, H={WALL_SIZE[1]}, "
                             f"V={WALL_SIZE[2]}; the temp-memory plot has 2 points instead of "
                             f"{len(PLOT_TOKENS)}.")
 
