@@ -53,12 +53,12 @@ def test_batched_muon_matches_optax_muon_matrix_by_matrix():
     matrix_buffers = sorted((b.matrix, b.size) for b in state.layout.buffers if b.matrix)
     assert matrix_buffers == [((8, 16), 4 + 2 + 6), ((16, 8), 1 + 3)]
     ours, theirs = params, per_matrix(params)
-    update = jax.jit(tx.update)
+    update, ref_update = jax.jit(tx.update), jax.jit(reference.update)
     for k in jax.random.split(key_grads, 4):
         grads = jax.tree.map(lambda x, k=k: jax.random.normal(k, x.shape), params)
         updates, state = update(grads, state, ours)
         ours = optax.apply_updates(ours, updates)
-        ref_updates, ref_state = reference.update(per_matrix(grads), ref_state, theirs)
+        ref_updates, ref_state = ref_update(per_matrix(grads), ref_state, theirs)
         theirs = optax.apply_updates(theirs, ref_updates)
         for name, want in restack(theirs, params).items():
             np.testing.assert_allclose(ours[name], want, rtol=2e-5, atol=2e-6, err_msg=name)

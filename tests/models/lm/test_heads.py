@@ -1,0 +1,122 @@
+"""The transformer's RL and distillation entry points against full logits, LoRA head included."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlean.models.lm.heads import distill, policy_loss, token_stats
+from jaxlean.models.lm.lora import LoRA, add_lora
+from jaxlean.models.lm.transformer import Transformer, TransformerConfig
+
+SIZES = dict(vocab_size=53, intermediate_size=40, num_layers=2, num_heads=4, num_kv_heads=2)
+ADAPTER_IDS = jnp.array([1, 0, 1])
+
+
+def with_random_b(model, seed):
+    """Every adapter with a non-zero ``b``, so each example's head differs."""
+    is_lora = lambda n: isinstance(n, LoRA)
+    adapters = [n for n in jax.tree.leaves(model, is_leaf=is_lora) if is_lora(n)]
+    rng = np.random.default_rng(seed)
+    new_b = [jnp.asarray(0.3 * rng.normal(size=a.b.shape), a.b.dtype) for a in adapters]
+    where = lambda m: [n.b for n in jax.tree.leaves(m, is_leaf=is_lora) if is_lora(n)]
+    return eqx.tree_at(where, model, new_b)
+
+
+@pytest.fixture(scope="module")
+def models():
+    student = Transformer(TransformerConfig(hidden_size=32, **SIZES), key=jax.random.key(0))
+    student = with_random_b(add_lora(student, rank=2, num_adapters=2, key=jax.random.key(1),
+                                     targets=("q_proj", "lm_head")), 2)
+    teacher = Transformer(TransformerConfig(hidden_size=48, tie_embeddings=True, **SIZES),
+                          key=jax.random.key(3))
+    return student, teacher
+
+
+@pytest.fixture(scope="module")
+def batch():
+    keys = jax.random.split(jax.random.key(4), 4)
+    tokens = jax.random.randint(keys[0], (3, 9), 0, SIZES["vocab_size"])
+    targets = jnp.roll(tokens, -1, axis=1)
+    mask = jnp.ones(tokens.shape).at[:, :2].set(0).at[0, -3:].set(0)
+    old = -3.9 + 0.3 * jax.random.normal(keys[1], tokens.shape)
+    ref = -3.9 + 0.3 * jax.random.normal(keys[2], tokens.shape)
+    advantages = jax.random.normal(keys[3], (3,))
+    return tokens, targets, mask, old, ref, advantages
+
+
+def full_logprobs(model, tokens, adapter_ids=None):
+    return jax.nn.log_softmax(model.logits(tokens, adapter_ids=adapter_ids))
+
+
+def test_token_stats_equal_full_logits(models, batch):
+    student, _ = models
+    tokens, targets = batch[:2]
+    stats = eqx.filter_jit(lambda m: token_stats(m, tokens, targets, adapter_ids=ADAPTER_IDS,
+                                                 top_k=3, chunk_size=7))(student)
+    logp = full_logprobs(student, tokens, ADAPTER_IDS)
+    top, top_ids = jax.lax.top_k(logp, 3)
+    np.testing.assert_allclose(stats.logprobs, jnp.take_along_axis(
+        logp, targets[..., None], -1)[..., 0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(stats.entropy, -jnp.sum(jnp.exp(logp) * logp, -1), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(stats.top_logprobs, top, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(stats.top_ids, top_ids)
+
+
+def reference_policy_loss(model, tokens, targets, mask, old, ref, advantages):
+    """PPO's clipped objective with a k3 KL and an entropy bonus, from full logits."""
+    logp_all = full_logprobs(model, tokens, ADAPTER_IDS)
+    logp = jnp.take_along_axis(logp_all, targets[..., None], -1)[..., 0]
+    ratio = jnp.exp(logp - old)
+    adv = advantages[:, None]
+    surrogate = -jnp.minimum(ratio * adv, jnp.clip(ratio, 0.8, 1.2) * adv)
+    k3 = jnp.exp(ref - logp) - 1 - (ref - logp)
+    entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, -1)
+    per_token = surrogate + 0.1 * k3 - 0.01 * entropy
+    return jnp.sum(per_token * mask) / jnp.sum(mask)
+
+
+def test_policy_loss_and_its_gradient_equal_full_logits(models, batch):
+    student, _ = models
+    tokens, targets, mask, old, ref, advantages = batch
+
+    def ours(model):
+        return policy_loss(model, tokens, targets, old, advantages, adapter_ids=ADAPTER_IDS,
+                           mask=mask, clip_eps=0.2, ref_logprobs=ref, kl_coef=0.1,
+                           entropy_coef=0.01, chunk_size=5).loss
+
+    value, grads = eqx.filter_jit(eqx.filter_value_and_grad(ours))(student)
+    want, want_grads = eqx.filter_jit(eqx.filter_value_and_grad(
+        lambda m: reference_policy_loss(m, *batch)))(student)
+    np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)
+    for got, expected in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_distill_forward_kl_and_student_gradient_equal_full_logits(models, batch):
+    student, teacher = models
+    tokens, mask = batch[0], batch[2]
+
+    def reference(student):
+        logp_s = full_logprobs(student, tokens, ADAPTER_IDS)
+        logp_t = jax.lax.stop_gradient(full_logprobs(teacher, tokens))
+        per_token = jnp.sum(jnp.exp(logp_t) * (logp_t - logp_s), -1)
+        return jnp.sum(per_token * mask) / jnp.sum(mask)
+
+    ours = lambda s: distill(s, teacher, tokens, adapter_ids=ADAPTER_IDS, mask=mask,
+                             divergence="forward_kl", chunk_size=8)
+    value, grads = eqx.filter_jit(eqx.filter_value_and_grad(ours))(student)
+    want, want_grads = eqx.filter_jit(eqx.filter_value_and_grad(reference))(student)
+    np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)
+    for got, expected in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_unknown_option_is_an_error(models, batch):
+    student, _ = models
+    with pytest.raises(TypeError, match="topk"):
+        token_stats(student, batch[0], batch[1], topk=3)
