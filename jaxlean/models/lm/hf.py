@@ -3,9 +3,10 @@
 Hugging Face stores one tensor per layer and projection, as ``[out, in]``
 (``model.layers.3.self_attn.q_proj.weight``); the :class:`Transformer` keeps
 each projection once, as ``[layers, in, out]``. Loading reads the tensors with
-the ``safetensors`` NumPy API (no torch), checks names and shapes against the
-config, transposes and stacks, one parameter at a time, so host memory holds
-about one copy of the model. A missing, unexpected or mis-shaped tensor raises
+the ``safetensors`` NumPy API (no torch), one tensor at a time, checks names and
+shapes against the config, and copies each (transposed, cast) into its
+parameter's preallocated stacked array, so host memory peaks near one copy of
+the model. A missing, unexpected or mis-shaped tensor raises
 :class:`CheckpointError` naming it. A tied model whose file also stores
 ``lm_head.weight`` loads as Hugging Face loads it: the stored head is ignored.
 
@@ -90,16 +91,20 @@ def _files(path: str | Path | Iterable[str | Path]) -> list[Path]:
 
 
 class _Reader:
-    """Tensors of several safetensors files by name, read one at a time (never all at once)."""
+    """Tensors of several safetensors files by name, read one at a time (never all at once).
+
+    A file is opened (memory-mapped) only while one tensor is copied out of it,
+    so the pages of what was already read do not stay mapped into the process.
+    """
 
     def __init__(self, files: list[Path]):
-        self.where: dict[str, Any] = {}
+        self.where: dict[str, Path] = {}
         for file in files:
-            handle = safe_open(file, framework="np")
-            for name in handle.keys():  # noqa: SIM118 - safe_open handles are not iterable
-                if name in self.where:
-                    raise CheckpointError(f"tensor {name!r} appears twice (again in {file})")
-                self.where[name] = handle
+            with safe_open(file, framework="np") as handle:
+                for name in handle.keys():  # noqa: SIM118 - safe_open handles are not iterable
+                    if name in self.where:
+                        raise CheckpointError(f"tensor {name!r} appears twice (again in {file})")
+                    self.where[name] = file
         self.unread = set(self.where)
 
     def take(self, name: str, expected: tuple, transpose: bool) -> np.ndarray:
@@ -109,11 +114,51 @@ class _Reader:
             raise CheckpointError(f"checkpoint is missing tensor {name!r} (expected shape "
                                   f"{list(stored)})")
         self.unread.discard(name)
-        array = self.where[name].get_tensor(name)
+        with safe_open(self.where[name], framework="np") as handle:
+            array = handle.get_tensor(name)
         if tuple(array.shape) != stored:
             raise CheckpointError(f"tensor {name!r} has shape {list(array.shape)}, "
                                   f"expected {list(stored)}")
         return array.T if transpose else array
+
+
+_ALIGN = 64
+
+
+def _aligned_empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised array whose data starts on a 64-byte boundary.
+
+    JAX's CPU backend adopts such a NumPy array as a device buffer without
+    copying it, so a parameter filled here exists once, not twice.
+    """
+    size = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(size + _ALIGN, np.uint8)
+    start = -raw.ctypes.data % _ALIGN
+    return raw[start:start + size].view(dtype).reshape(shape)
+
+
+def _read_into_one(reader: _Reader, names: list[str], expected: tuple, transpose: bool,
+                   dtype: Any, stacked: bool) -> jax.Array:
+    """Read ``names`` one tensor at a time into one preallocated array, casting each.
+
+    With ``stacked`` the result is ``[len(names), *expected]`` (one row per
+    layer), else the single tensor itself. With ``dtype=None`` the file's dtype
+    is kept, and every layer must share the first one's.
+    """
+    out: np.ndarray | None = None
+    for i, name in enumerate(names):
+        tensor = reader.take(name, expected, transpose)
+        if out is None:
+            first = tensor.dtype
+            target = jax.dtypes.canonicalize_dtype(first if dtype is None else dtype)
+            out = _aligned_empty((len(names), *expected) if stacked else tuple(expected),
+                                 np.dtype(target))
+        elif dtype is None and tensor.dtype != first:
+            raise CheckpointError(f"tensor {name!r} is {tensor.dtype} but {names[0]!r} is "
+                                  f"{first}; pass dtype= to load them as one dtype")
+        out[i if stacked else ...] = tensor
+        del tensor
+    return jax.device_put(out)
 
 
 def load_safetensors(
@@ -124,6 +169,11 @@ def load_safetensors(
 ) -> Transformer:
     """Load Hugging Face weights into a stacked :class:`Transformer`.
 
+    Each parameter is preallocated once (all layers stacked) and filled one
+    tensor at a time, cast to ``dtype`` as it is copied; on the CPU backend JAX
+    adopts the filled array without a copy. Peak host memory is about one copy
+    of the model plus its largest tensor.
+
     Args:
         path: a ``.safetensors`` file, a directory of (sharded) files, or a list of files.
         config: the model sizes (see :func:`config_from_hf`).
@@ -133,22 +183,21 @@ def load_safetensors(
         The model.
 
     Raises:
-        CheckpointError: naming a missing, unexpected or mis-shaped tensor.
+        CheckpointError: naming a missing, unexpected or mis-shaped tensor, or a
+            layer whose dtype differs from the others' when ``dtype`` is not given.
     """
     reader = _Reader(_files(path))
     template = eqx.filter_eval_shape(lambda: Transformer(config, key=jax.random.key(0)))
     top, per_layer = _table(config)
     wheres, arrays = [], []
     for name, where, transpose in top:
-        arrays.append(jnp.asarray(reader.take(name, where(template).shape, transpose),
-                                  dtype=dtype))
+        arrays.append(_read_into_one(reader, [name], where(template).shape, transpose, dtype,
+                                     stacked=False))
         wheres.append(where)
     for suffix, where, transpose in per_layer:
-        expected = where(template).shape[1:]
-        arrays.append(jnp.asarray(np.stack([
-            reader.take(_LAYER.format(i=i) + suffix, expected, transpose)
-            for i in range(config.num_layers)
-        ]), dtype=dtype))
+        names = [_LAYER.format(i=i) + suffix for i in range(config.num_layers)]
+        arrays.append(_read_into_one(reader, names, where(template).shape[1:], transpose, dtype,
+                                     stacked=True))
         wheres.append(where)
     if config.tie_embeddings:
         reader.unread.discard("lm_head.weight")  # Hugging Face ignores it when tied

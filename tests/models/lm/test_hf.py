@@ -79,6 +79,52 @@ def test_misshaped_tensor_is_named(llama_file):
         load_safetensors(path, LLAMA)
 
 
+def test_layers_of_mixed_dtypes_need_an_explicit_dtype(llama_file):
+    path, tensors = llama_file
+    name = "model.layers.1.mlp.gate_proj.weight"
+    tensors[name] = tensors[name].astype(ml_dtypes.bfloat16)
+    save_file(tensors, str(path))
+    with pytest.raises(CheckpointError, match=rf"'{name}' is bfloat16 but "
+                                              r"'model\.layers\.0\.mlp\.gate_proj.weight' is "
+                                              r"float32; pass dtype="):
+        load_safetensors(path, LLAMA)
+    loaded = load_safetensors(path, LLAMA, dtype=jnp.float32)
+    np.testing.assert_array_equal(loaded.layers.mlp.gate_proj.weight[1],
+                                  tensors[name].astype(np.float32).T)
+
+
+def test_each_tensor_is_cast_to_the_requested_dtype(llama_file):
+    path, tensors = llama_file
+    loaded = load_safetensors(path, LLAMA, dtype=jnp.bfloat16)
+    leaves = jax.tree.leaves(loaded)
+    assert {leaf.dtype for leaf in leaves} == {jnp.dtype(jnp.bfloat16)}
+    for i in range(LLAMA.num_layers):
+        want = tensors[f"model.layers.{i}.self_attn.o_proj.weight"].T.astype(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(loaded.layers.attn.o_proj.weight[i], want)
+    np.testing.assert_array_equal(loaded.lm_head.weight,
+                                  tensors["lm_head.weight"].T.astype(ml_dtypes.bfloat16))
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="host buffers are adopted on CPU only")
+def test_loaded_parameters_are_adopted_by_jax_without_a_copy(llama_file, monkeypatch):
+    import jaxlean.models.lm.hf as hf
+
+    filled = []
+
+    def recording(shape, dtype):
+        array = aligned(shape, dtype)
+        filled.append(array)
+        return array
+
+    aligned = hf._aligned_empty
+    monkeypatch.setattr(hf, "_aligned_empty", recording)
+    loaded = load_safetensors(llama_file[0], LLAMA)
+    pointers = {leaf.unsafe_buffer_pointer() for leaf in jax.tree.leaves(loaded)}
+    assert len(filled) == len(pointers) == 12
+    assert all(array.ctypes.data % 64 == 0 for array in filled)
+    assert {array.ctypes.data for array in filled} == pointers
+
+
 def test_unexpected_tensor_is_named(llama_file):
     path, tensors = llama_file
     tensors["model.layers.2.input_layernorm.weight"] = np.ones(16, np.float32)
