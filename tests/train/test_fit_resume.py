@@ -75,25 +75,16 @@ def test_resumed_fit_equals_uninterrupted_and_plain_fit(tmp_path, capsys):
     full, steps = _checkpointed(tmp_path, run, epochs_kept=2)
     assert steps == [1, 2, 3, 4, 5]
     _assert_same(full, plain)
-    resumed = run(checkpoint=tmp_path, progress=True)
+    resumed = run(checkpoint=tmp_path, checkpoint_every=2, progress=True)
     assert resumed[1].resumed_epoch == 2
     assert f"resumed from {tmp_path} at epoch 2" in capsys.readouterr().err
     _assert_same(resumed, plain)
+    with Checkpointer(tmp_path) as checkpoints:  # every 2 epochs, at the end, the last 3
+        assert checkpoints.all_steps() == [2, 4, 5]
+        assert checkpoints.metadata()["fit"]["batch_size"] == 8
     again = run(checkpoint=tmp_path)  # finished: the stored result, nothing trained
     assert again[1].resumed_epoch == 5
     _assert_same(again, plain)
-
-
-def test_checkpoint_every_and_a_checkpointer_left_open(tmp_path):
-    params, data = _params(), _data()
-    run = lambda **kw: fit(_loss, params, data, optax.adam(1e-2), epochs=5, batch_size=8,
-                           key=jax.random.key(2), progress=False, **kw)
-    with Checkpointer(tmp_path, keep=None) as checkpoints:
-        run(checkpoint=checkpoints, checkpoint_every=2)
-        assert checkpoints.all_steps() == [2, 4, 5]  # every 2 epochs and at the end
-        assert checkpoints.metadata()["fit"]["batch_size"] == 8
-    with pytest.raises(ConfigError, match="checkpoint_every must be a positive integer"):
-        run(checkpoint=tmp_path, checkpoint_every=0)
 
 
 def test_early_stopping_resumes_before_and_after_the_stop(tmp_path):
@@ -186,6 +177,8 @@ def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(tmp_path):
         run(trainable={"l1": {"w": True, "b": False}, "l2": True})
     with pytest.raises(CheckpointError, match=r"\.opt_state.* is not in the checkpoint"):
         run(tx=optax.chain(optax.clip(1.0), optax.adam(1e-2)))
+    with pytest.raises(ConfigError, match="checkpoint_every must be a positive integer"):
+        run(checkpoint_every=0)
     other = tmp_path / "other"
     with Checkpointer(other) as checkpoints:
         checkpoints.save(1, {"w": jnp.zeros(2), "step": 1})
