@@ -272,6 +272,20 @@ def _finished(carry: _Carry, epochs: int, patience: int | None) -> bool:
             or (patience is not None and int(carry.since_best) >= patience))
 
 
+def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict) -> _Carry:
+    """The latest checkpoint's carry, or ``carry`` when there is none.
+
+    Raises:
+        CheckpointError: the checkpoint belongs to another run (see :func:`check_same_run`)
+            or its leaves do not fit ``carry`` (names the pytree path).
+    """
+    step = checkpointer.latest_step()
+    if step is None:
+        return carry
+    check_same_run(checkpointer.metadata(step), run_info, f"{checkpointer.directory} step {step}")
+    return checkpointer.restore(carry, step)
+
+
 def make_train_fn(
     loss_fn: LossFn,
     params: Any,
@@ -433,12 +447,8 @@ def fit(
             run_info = describe_run(data=data, val_data=val_data, epochs=epochs,
                                     batch_size=batch_size, patience=patience, key=key,
                                     pack=pack, layout=program.layout)
-            saved_step = checkpointer.latest_step()
-            if saved_step is not None:
-                check_same_run(checkpointer.metadata(saved_step), run_info,
-                               f"{checkpointer.directory} step {saved_step}")
-                carry = checkpointer.restore(carry, saved_step)
-                resumed_epoch = int(carry.epoch)
+            carry = _restore(checkpointer, carry, run_info)
+            resumed_epoch = None if checkpointer.latest_step() is None else int(carry.epoch)
         with bar:
             if resumed_epoch is not None:
                 bar.resume(resumed_epoch * steps_per_epoch,
