@@ -33,6 +33,12 @@ class ProgressBar:
         self.progress.update(self.task, epoch=int(epoch) + 1, loss=f"{float(train):.4g}",
                              val=val_text)
 
+    def resume(self, steps: int, message: str) -> None:
+        """Start the bar at ``steps`` done and print ``message`` (where the run resumed)."""
+        if self.progress is not None:
+            self.progress.update(self.task, completed=steps)
+            self.progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
+
     def finish(self, steps: int) -> None:
         """Show the steps actually run (fewer than planned after early stopping)."""
         if self.progress is not None:

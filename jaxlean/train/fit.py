@@ -8,6 +8,12 @@ restore) in one ``lax.while_loop`` and carries packed parameters and packed
 optimizer state (:mod:`jaxlean.train.packed`), so the loop carries a few arrays.
 Progress reaches the host every ``log_every`` steps through ``jax.debug.callback``.
 
+The loop runs from a carry to a traced stop epoch, so with ``checkpoint=``
+:func:`fit` runs it in segments of ``checkpoint_every`` epochs, saves the
+carry after each (:class:`~jaxlean.train.checkpoint.Checkpointer`) and, when
+started again, goes on from the latest one with the same compiled program:
+a requeued job ends with the result of an uninterrupted run.
+
 :func:`make_train_fn` returns the jitted-to-be training function and its
 arguments, for ahead-of-time compilation and benchmarks; ``pack=False``
 builds the unpacked reference (plain optax state, one array per leaf).
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -28,6 +35,8 @@ import optax
 from jaxlean.errors import ConfigError, DataError, NonFiniteError
 from jaxlean.train._groups import Trainable
 from jaxlean.train._progress import ProgressBar
+from jaxlean.train._resume import check_same_run, describe_run
+from jaxlean.train.checkpoint import Checkpointer
 from jaxlean.train.packed import Layout
 
 LossFn = Callable[[Any, Any], jax.Array]
@@ -65,6 +74,8 @@ class History:
         best_epoch: epoch whose params were returned when ``patience`` is set.
         stopped_early: whether early stopping ended the run before ``epochs``.
         steps_per_epoch: minibatches per epoch (the last partial batch is dropped).
+        resumed_epoch: the epoch a checkpointed run resumed at, or None when it
+            started from ``params``.
     """
 
     train_loss: np.ndarray
@@ -72,6 +83,7 @@ class History:
     best_epoch: int
     stopped_early: bool
     steps_per_epoch: int
+    resumed_epoch: int | None = None
 
 
 class _Carry(NamedTuple):
@@ -118,62 +130,34 @@ def _check_options(epochs: int, batch_size: int, patience: int | None,
         raise ConfigError(f"patience must be a positive integer or None, got {patience!r}")
 
 
-def make_train_fn(
-    loss_fn: LossFn,
-    params: Any,
-    data: Any,
-    tx: optax.GradientTransformation,
-    *,
-    epochs: int,
-    batch_size: int,
-    key: jax.Array,
-    val_data: Any = None,
-    patience: int | None = None,
-    log_every: int | None = None,
-    trainable: Trainable = None,
-    pack: bool = True,
-    on_step: Callable[[int, int, float], None] | None = None,
-    on_epoch: Callable[[int, float, float], None] | None = None,
-) -> tuple[Callable[..., TrainOutput], tuple]:
-    """The whole training run as one function ``fn(*args) -> TrainOutput``, not yet jitted.
+@dataclasses.dataclass(frozen=True)
+class _Program:
+    """The training run in three pieces, so it can stop at any epoch and go on later.
 
-    Non-array leaves of ``params`` (functions, Python scalars) come back as None
-    in ``TrainOutput.params``, since a jitted function can only return arrays;
-    :func:`fit` puts them back.
-
-    ``jax.jit(fn)(*args)`` is what :func:`fit` runs; benchmarks AOT-compile it
-    (``jax.jit(fn).trace(*args).lower().compile()``). With ``pack=True`` the
-    loop carries packed buffers and ``tx`` runs on them (as :func:`packed`);
-    with ``pack=False`` it is the unpacked reference: the same loop, same
-    shuffling and the same losses, with ``tx`` on the pytree of trainable
-    leaves (plain optax state, one array per leaf and moment).
-
-    Shuffling: epoch ``e`` visits ``jax.random.permutation(jax.random.fold_in(key, e), n)``
-    in consecutive slices of ``batch_size``; the last partial batch is dropped.
-
-    Args:
-        loss_fn: ``loss_fn(params, batch) -> scalar``; sees ordinary params and a
-            batch shaped like ``data`` with leading size ``batch_size``.
-        params: initial parameters (pytree; non-array leaves stay static).
-        data: pytree of arrays sharing a leading example axis.
-        tx: optax transformation.
-        epochs, batch_size: loop sizes.
-        key: PRNG key for shuffling.
-        val_data: optional pytree evaluated as ``loss_fn(params, val_data)`` after each epoch.
-        patience: stop after this many epochs without improvement of the
-            validation loss (train loss without ``val_data``) and return the best params.
-        log_every: steps between ``on_step`` calls (default: ~50 calls per run).
-        trainable: which leaves train (pytree of bools or predicate on key path).
-        pack: packed buffers (True) or the unpacked reference (False).
-        on_step: host callback ``(step, epoch, loss)``; on_epoch: ``(epoch, train, val)``.
-
-    Returns:
-        ``(fn, args)``; ``fn(*args)`` returns a :class:`TrainOutput`.
-
-    Raises:
-        DataError: mismatched leading sizes (naming the paths), batch larger than data.
-        ConfigError: non-positive sizes.
+    ``run(carry, stop_epoch, frozen, data, val_data, key)`` runs epochs from
+    ``carry`` until ``carry.epoch`` reaches the traced ``stop_epoch`` (or
+    early stopping or a non-finite loss ends the run): one compiled program
+    serves a whole run and every segment of a checkpointed one, so both
+    execute the same loop body on the same carry values.
     """
+
+    init: Callable[[Any, Any], _Carry]
+    run: Callable[..., _Carry]
+    finish: Callable[[_Carry, Any], TrainOutput]
+    layout: Layout
+    theta: Any
+    frozen: Any
+    opt_state: Any
+    steps_per_epoch: int
+
+
+def _build(
+    loss_fn: LossFn, params: Any, data: Any, tx: optax.GradientTransformation, *, epochs: int,
+    batch_size: int, val_data: Any, patience: int | None, log_every: int | None,
+    trainable: Trainable, pack: bool, on_step: Callable[[int, int, float], None] | None,
+    on_epoch: Callable[[int, float, float], None] | None,
+) -> _Program:
+    """The pieces of :func:`make_train_fn`'s function (arguments as there)."""
     _check_options(epochs, batch_size, patience, log_every)
     size = _data_size(data, "data")
     if val_data is not None:
@@ -193,7 +177,13 @@ def make_train_fn(
         to_params = layout.merge
     opt_state = tx.init(theta)
 
-    def train(theta, frozen, opt_state, data, val_data, key) -> TrainOutput:
+    def init(theta, opt_state) -> _Carry:
+        nan_hist = jnp.full((epochs,), jnp.nan, jnp.float32)
+        return _Carry(theta, opt_state, theta if patience is not None else None, jnp.int32(0),
+                      nan_hist, nan_hist, jnp.float32(jnp.inf), jnp.int32(0), jnp.int32(0),
+                      jnp.int32(-1), jnp.bool_(False))
+
+    def run(carry: _Carry, stop_epoch, frozen, data, val_data, key) -> _Carry:
         def loss_and_grad(theta, batch):
             if not pack:
                 return jax.value_and_grad(lambda t: loss_fn(to_params(t, frozen), batch))(theta)
@@ -260,22 +250,107 @@ def make_train_fn(
             )
 
         def keep_going(carry: _Carry) -> jax.Array:
-            go = (carry.epoch < epochs) & (carry.bad_step < 0)
+            go = (carry.epoch < stop_epoch) & (carry.bad_step < 0)
             if patience is not None:
                 go &= carry.since_best < patience
             return go
 
-        nan_hist = jnp.full((epochs,), jnp.nan, jnp.float32)
-        init = _Carry(theta, opt_state, theta if patience is not None else None, jnp.int32(0),
-                      nan_hist, nan_hist, jnp.float32(jnp.inf), jnp.int32(0), jnp.int32(0),
-                      jnp.int32(-1), jnp.bool_(False))
-        final = jax.lax.while_loop(keep_going, run_epoch, init)
+        return jax.lax.while_loop(keep_going, run_epoch, carry)
+
+    def finish(final: _Carry, frozen) -> TrainOutput:
         result = final.best_theta if patience is not None else final.theta
         trained = layout.strip_static(to_params(result, frozen))
         return TrainOutput(trained, final.train_hist, final.val_hist, final.epoch,
                            final.best_epoch, final.bad_step, final.bad_in_validation)
 
-    return train, (theta, frozen, opt_state, data, val_data, key)
+    return _Program(init, run, finish, layout, theta, frozen, opt_state, steps_per_epoch)
+
+
+def _finished(carry: _Carry, epochs: int, patience: int | None) -> bool:
+    """Whether the loop of ``carry`` has ended (all epochs, early stop, non-finite loss)."""
+    return (int(carry.epoch) >= epochs or int(carry.bad_step) >= 0
+            or (patience is not None and int(carry.since_best) >= patience))
+
+
+def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict) -> _Carry:
+    """The latest checkpoint's carry, or ``carry`` when there is none.
+
+    Raises:
+        CheckpointError: the checkpoint belongs to another run (see :func:`check_same_run`)
+            or its leaves do not fit ``carry`` (names the pytree path).
+    """
+    step = checkpointer.latest_step()
+    if step is None:
+        return carry
+    check_same_run(checkpointer.metadata(step), run_info, f"{checkpointer.directory} step {step}")
+    return checkpointer.restore(carry, step)
+
+
+def make_train_fn(
+    loss_fn: LossFn,
+    params: Any,
+    data: Any,
+    tx: optax.GradientTransformation,
+    *,
+    epochs: int,
+    batch_size: int,
+    key: jax.Array,
+    val_data: Any = None,
+    patience: int | None = None,
+    log_every: int | None = None,
+    trainable: Trainable = None,
+    pack: bool = True,
+    on_step: Callable[[int, int, float], None] | None = None,
+    on_epoch: Callable[[int, float, float], None] | None = None,
+) -> tuple[Callable[..., TrainOutput], tuple]:
+    """The whole training run as one function ``fn(*args) -> TrainOutput``, not yet jitted.
+
+    Non-array leaves of ``params`` (functions, Python scalars) come back as None
+    in ``TrainOutput.params``, since a jitted function can only return arrays;
+    :func:`fit` puts them back.
+
+    ``jax.jit(fn)(*args)`` is what :func:`fit` runs; benchmarks AOT-compile it
+    (``jax.jit(fn).trace(*args).lower().compile()``). With ``pack=True`` the
+    loop carries packed buffers and ``tx`` runs on them (as :func:`packed`);
+    with ``pack=False`` it is the unpacked reference: the same loop, same
+    shuffling and the same losses, with ``tx`` on the pytree of trainable
+    leaves (plain optax state, one array per leaf and moment).
+
+    Shuffling: epoch ``e`` visits ``jax.random.permutation(jax.random.fold_in(key, e), n)``
+    in consecutive slices of ``batch_size``; the last partial batch is dropped.
+
+    Args:
+        loss_fn: ``loss_fn(params, batch) -> scalar``; sees ordinary params and a
+            batch shaped like ``data`` with leading size ``batch_size``.
+        params: initial parameters (pytree; non-array leaves stay static).
+        data: pytree of arrays sharing a leading example axis.
+        tx: optax transformation.
+        epochs, batch_size: loop sizes.
+        key: PRNG key for shuffling.
+        val_data: optional pytree evaluated as ``loss_fn(params, val_data)`` after each epoch.
+        patience: stop after this many epochs without improvement of the
+            validation loss (train loss without ``val_data``) and return the best params.
+        log_every: steps between ``on_step`` calls (default: ~50 calls per run).
+        trainable: which leaves train (pytree of bools or predicate on key path).
+        pack: packed buffers (True) or the unpacked reference (False).
+        on_step: host callback ``(step, epoch, loss)``; on_epoch: ``(epoch, train, val)``.
+
+    Returns:
+        ``(fn, args)``; ``fn(*args)`` returns a :class:`TrainOutput`.
+
+    Raises:
+        DataError: mismatched leading sizes (naming the paths), batch larger than data.
+        ConfigError: non-positive sizes.
+    """
+    program = _build(loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size,
+                     val_data=val_data, patience=patience, log_every=log_every,
+                     trainable=trainable, pack=pack, on_step=on_step, on_epoch=on_epoch)
+
+    def train(theta, frozen, opt_state, data, val_data, key) -> TrainOutput:
+        final = program.run(program.init(theta, opt_state), epochs, frozen, data, val_data, key)
+        return program.finish(final, frozen)
+
+    return train, (program.theta, program.frozen, program.opt_state, data, val_data, key)
 
 
 def fit(
@@ -293,6 +368,8 @@ def fit(
     progress: bool = True,
     trainable: Trainable = None,
     pack: bool = True,
+    checkpoint: str | os.PathLike | Checkpointer | None = None,
+    checkpoint_every: int = 1,
 ) -> tuple[Any, History]:
     """Train ``params`` on ``data`` with ``tx``: every epoch inside one jitted ``while_loop``.
 
@@ -302,6 +379,19 @@ def fit(
     ordinary params. With ``patience``, training stops after that many epochs
     without improvement of the validation loss (the train loss without
     ``val_data``) and the best epoch's params are returned.
+
+    With ``checkpoint``, the loop's whole state (params, optimizer state, best
+    params, epoch, histories, early-stopping counters) is saved there every
+    ``checkpoint_every`` epochs and at the end, and a call that finds a
+    checkpoint there continues from it: running the same call again after the
+    job was killed (a requeue) gives the params and :class:`History` of an
+    uninterrupted run, bit for bit; a finished run returns its result at once.
+    The checkpoint records the run's options (data and val_data shapes,
+    ``batch_size``, ``epochs``, ``patience``, ``key``, ``pack``, the trained and
+    frozen leaves) and a call with other options raises instead of resuming.
+    A run that hits a non-finite loss is not saved past its last good
+    checkpoint, so a rerun raises the same error and a changed ``tx`` can go on
+    from there. Every run, checkpointed or not, executes the same compiled loop.
 
     Args:
         loss_fn: ``loss_fn(params, batch) -> scalar`` loss.
@@ -314,33 +404,68 @@ def fit(
         val_data: optional pytree; ``loss_fn(params, val_data)`` after each epoch.
         patience: epochs without improvement before stopping, or None.
         log_every: steps between progress updates (default: ~50 per run).
-        progress: show a rich progress bar with the loss.
+        progress: show a rich progress bar with the loss (and where a run resumed).
         trainable: pytree of bools or predicate on the key path; frozen leaves do not change.
         pack: carry packed buffers (default). ``False`` runs plain optax on the
             pytree; on XLA:CPU it can compile faster for models with many
             unstacked leaves, since unpacking costs one slice kernel per leaf.
+        checkpoint: a directory (a :class:`Checkpointer` keeping the last 3
+            steps, written in the background) or a :class:`Checkpointer` to
+            save to and resume from; None for no checkpoints.
+        checkpoint_every: epochs between checkpoints.
 
     Returns:
-        ``(params, history)``: trained params (same structure and dtypes) and a :class:`History`.
+        ``(params, history)``: trained params (same structure and dtypes) and a
+        :class:`History` of every epoch, before and after a resume.
 
     Raises:
         DataError: mismatched leading sizes in ``data`` (naming the paths), or
             ``batch_size`` larger than the data.
-        ConfigError: non-positive ``epochs``, ``batch_size``, ``patience`` or ``log_every``.
+        ConfigError: non-positive ``epochs``, ``batch_size``, ``patience``,
+            ``log_every`` or ``checkpoint_every``.
+        CheckpointError: the checkpoint was written by another run (names the
+            option or the pytree path that differs) or cannot be read.
         NonFiniteError: the loss became NaN or infinite; names the step and epoch.
     """
     size = _data_size(data, "data")
+    if not isinstance(checkpoint_every, (int, np.integer)) or checkpoint_every < 1:
+        raise ConfigError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
     total = epochs * (size // batch_size) if isinstance(batch_size, int) and batch_size > 0 else 0
-    with ProgressBar(progress, total) as bar:
-        fn, args = make_train_fn(
-            loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size, key=key,
-            val_data=val_data, patience=patience, log_every=log_every, trainable=trainable,
-            pack=pack, on_step=bar.on_step if progress else None,
-            on_epoch=bar.on_epoch if progress else None,
-        )
-        out = jax.block_until_ready(jax.jit(fn)(*args))
-        steps_per_epoch = size // batch_size
-        bar.finish(int(out.epochs_run) * steps_per_epoch)
+    bar = ProgressBar(progress, total)
+    program = _build(loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size,
+                     val_data=val_data, patience=patience, log_every=log_every,
+                     trainable=trainable, pack=pack, on_step=bar.on_step if progress else None,
+                     on_epoch=bar.on_epoch if progress else None)
+    steps_per_epoch = program.steps_per_epoch
+    run, finish = jax.jit(program.run), jax.jit(program.finish)
+    carry = program.init(program.theta, program.opt_state)
+    checkpointer = checkpoint if isinstance(checkpoint, Checkpointer) or checkpoint is None \
+        else Checkpointer(checkpoint)
+    resumed_epoch = None
+    try:
+        if checkpointer is not None:
+            run_info = describe_run(data=data, val_data=val_data, epochs=epochs,
+                                    batch_size=batch_size, patience=patience, key=key,
+                                    pack=pack, layout=program.layout)
+            carry = _restore(checkpointer, carry, run_info)
+            resumed_epoch = None if checkpointer.latest_step() is None else int(carry.epoch)
+        with bar:
+            if resumed_epoch is not None:
+                bar.resume(resumed_epoch * steps_per_epoch,
+                           f"resumed from {checkpointer.directory} at epoch {resumed_epoch}")
+            while not _finished(carry, epochs, patience):
+                stop = epochs if checkpointer is None else min(
+                    epochs, (int(carry.epoch) // checkpoint_every + 1) * checkpoint_every)
+                carry = run(carry, jnp.int32(stop), program.frozen, data, val_data, key)
+                if checkpointer is not None and int(carry.bad_step) < 0:
+                    checkpointer.save(int(carry.epoch), carry, run_info)
+            out = jax.block_until_ready(finish(carry, program.frozen))
+            bar.finish(int(out.epochs_run) * steps_per_epoch)
+    finally:
+        if checkpointer is not None and checkpointer is not checkpoint:
+            checkpointer.close()
+        elif checkpointer is not None:
+            checkpointer.wait()
     bad_step = int(out.bad_step)
     if bad_step >= 0:
         epoch, batch = divmod(bad_step, steps_per_epoch)
@@ -356,5 +481,6 @@ def fit(
         best_epoch=int(out.best_epoch),
         stopped_early=ran < epochs,
         steps_per_epoch=steps_per_epoch,
+        resumed_epoch=resumed_epoch,
     )
     return Layout.plan(params).restore_static(out.params), history
