@@ -7,6 +7,7 @@ import argparse
 import shlex
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from rich.console import Console
@@ -38,7 +39,7 @@ def _bench(args: argparse.Namespace) -> int:
     jax.config.update("jax_enable_compilation_cache", False)
     selected = [registry[name] for name in (args.names or registry)]
     command = "jaxlean " + shlex.join(sys.argv[1:])
-    results = []
+    results, failures = [], []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         overall = progress.add_task("benchmarks", total=len(selected))
@@ -49,7 +50,15 @@ def _bench(args: argparse.Namespace) -> int:
                 progress.update(task, description=f"{name}: {message}")
 
             start = time.perf_counter()
-            result = bench.measure(BenchContext(quick=args.quick, step=step))
+            try:
+                result = bench.measure(BenchContext(quick=args.quick, step=step))
+            except Exception as error:  # report it, keep the other benchmarks' results
+                progress.remove_task(task)
+                progress.advance(overall)
+                failures.append(bench.name)
+                progress.console.print(Text(f"{bench.name} failed: {error!r}", style="bold red"))
+                progress.console.print(Text(traceback.format_exc()[-3000:], style="dim"))
+                continue
             progress.remove_task(task)
             progress.advance(overall)
             progress.console.print(rich_report(result))
@@ -59,7 +68,11 @@ def _bench(args: argparse.Namespace) -> int:
     if args.out:
         for path in write_outputs(results, Path(args.out), command):
             console.print(Text(f"wrote {path}"))
-    return _summary(results, args.strict)
+    status = _summary(results, args.strict)
+    if failures:
+        console.print(Text(f"benchmark(s) failed: {', '.join(failures)}", style="bold red"))
+        return 1
+    return status
 
 
 def _summary(results: list, strict: bool) -> int:

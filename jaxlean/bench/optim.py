@@ -157,7 +157,8 @@ def measure_sharded(quick: bool) -> dict[str, Any]:
     import jax
     from jax.sharding import PartitionSpec as P
 
-    from jaxlean.parallel.mesh import make_mesh, shard_model, transformer_rules
+    from jaxlean.models.lm.rules import transformer_rules
+    from jaxlean.parallel.mesh import make_mesh, shard_model
 
     jax.config.update("jax_enable_compilation_cache", False)
     if jax.device_count() < DEVICES:
