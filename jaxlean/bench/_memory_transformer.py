@@ -1,6 +1,6 @@
 """Transformer part of ``jaxlean bench memory``: activation memory of a training step vs depth.
 
-Seed 002's baseline runs the layers in a Python loop without remat, so XLA
+The baseline runs the layers in a Python loop without remat, so XLA
 keeps every layer's activations for the backward pass and temp memory grows
 with depth. jaxlean stacks the layers and runs them with ``scan_layers``:
 with ``remat="full"`` only each layer's input (the residual stream) is kept,

@@ -1,4 +1,4 @@
-"""Inputs and baselines of the ``solver`` benchmark: random branched trees, the seed's loop."""
+"""Inputs and baselines of the ``solver`` benchmark: random branched trees, a plain Hines loop."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def dominant_system(n: int, dtype, seed: int = 1):
 
 
 def loop_solve(tree: Tree):
-    """The seed's baseline: Hines elimination as a plain ``fori_loop`` with ``.at[].set``.
+    """The naive baseline: Hines elimination as a plain ``fori_loop`` with ``.at[].set``.
 
     Differentiating this with ``jax.grad`` makes JAX carry (and copy) the whole
     state through every step of the reversed loop.

@@ -1,7 +1,7 @@
 """Transformer gradient steps shared by the benchmarks: the model's own structure modes.
 
 Every variant is the model's own :func:`~jaxlean.models.lm.transformer.loss`;
-only the config's structure options differ. The baseline is seed 002's
+only the config's structure options differ. The baseline is the unrolled step
 (``scan=False``: a Python loop over the layers, no remat, the same chunked
 loss), so only the layer handling differs between the compared steps. Models
 are abstract (``eqx.filter_eval_shape``) so big configurations compile

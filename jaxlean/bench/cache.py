@@ -1,4 +1,4 @@
-"""Benchmark ``cache``: the same program compiled in a cold and in a warm process (seed 003).
+"""Benchmark ``cache``: the same program compiled in a cold and in a warm process.
 
 Each workload runs twice as a fresh subprocess (``python -m jaxlean.bench.cache
 WORKLOAD DIR``) sharing one new cache directory: the first (cold) compiles and
@@ -7,11 +7,11 @@ trace, lower and compile seconds, the time from process start to the first
 result, and the cache hits of its main function. ``jaxlean bench`` turns the
 persistent cache off in its own process; the children enable it explicitly.
 
-Workloads: ``chain300`` (a plain-JAX function of ~300 ops, as in seed 003;
+Workloads: ``chain300`` (a plain-JAX function of ~300 ops;
 ``chain150`` in ``--quick``),
 ``pmm_fit`` (pyPMM's depth-16 PMM chain trained by :func:`jaxlean.train.fit.make_train_fn`),
 ``pmm_fit_unrolled`` (the same, modules one by one with unpacked optimizer
-state: seed 000's baseline, the slow compile a cache helps most) and
+state: pyPMM's layout, the slow compile a cache helps most) and
 ``transformer_step`` (a small decoder's Adam train step).
 """
 

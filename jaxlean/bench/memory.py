@@ -1,9 +1,9 @@
 """Benchmark ``memory``: loss memory without ``[tokens, vocab]`` logits, and (when the
 transformer part is present) activation memory of a scanned, remat'd transformer.
 
-The loss part reproduces seed 002 at Qwen3-4B's head (T=8192, H=2560,
+The loss part measures SkyRL tx's setting at Qwen3-4B's head (T=8192, H=2560,
 V=151936): XLA ``memory_analysis()`` of the compiled loss+gradient for full
-logits, for the seed's token chunks (``lax.map`` over ``jax.checkpoint``-ed
+logits, for SkyRL tx's token chunks (``lax.map`` over ``jax.checkpoint``-ed
 chunks) and for :func:`jaxlean.cross_entropy` with default settings. These are
 compiled, never run, at that size. Wall time is measured at a size that fits.
 
@@ -45,8 +45,8 @@ def full_logits_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> 
     return -jnp.mean(jnp.take_along_axis(logprobs, targets[:, None], axis=-1))
 
 
-def seed_chunked_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> jax.Array:
-    """Baseline (b), the seed's approach: ``lax.map`` over token chunks, each under
+def skyrl_chunked_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> jax.Array:
+    """Baseline (b), SkyRL tx's approach: ``lax.map`` over token chunks, each under
     ``jax.checkpoint`` so its logits are recomputed rather than stored."""
     tokens, width = hidden.shape
 
@@ -68,7 +68,7 @@ def jaxlean_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> jax.
 
 METHODS: dict[str, Callable] = {
     "full logits": full_logits_loss,
-    "seed: lax.map + checkpoint": seed_chunked_loss,
+    "SkyRL tx: lax.map + checkpoint": skyrl_chunked_loss,
     "jaxlean": jaxlean_loss,
 }
 
@@ -98,7 +98,7 @@ def _record_memory(result: BenchResult, size, dtype, measured) -> None:
     tokens, width, vocab = size
     case = f"loss+grad T={tokens} H={width} V={vocab} {jnp.dtype(dtype).name}"
     ours = measured["jaxlean"][0]
-    for name in ("full logits", "seed: lax.map + checkpoint"):
+    for name in ("full logits", "SkyRL tx: lax.map + checkpoint"):
         result.compare(case, "temp bytes", "bytes", measured[name][0], ours,
                        variant="jaxlean (defaults)", baseline_name=name)
     seconds = ", ".join(f"{name} {s:.1f} s" for name, (_, s) in measured.items())
