@@ -42,7 +42,7 @@ def wide_result(quick=False):
         result.compare(LONG_CASE, LONG_METRIC, "s", value, 0.0021, "jaxlean tree_solve", baseline)
     result.compare(LONG_CASE, "temp memory", "bytes", 2**30, 2**20, "jaxlean tree_solve",
                    "jaxley 0.14 dendritic Hines solver")
-    result.target("tree_solve gradient/forward at 10k, float64 (seed: 3.8)", 2.5, 3.0)
+    result.target("tree_solve gradient/forward at 10k, float64 (jaxley's fix: 3.8)", 2.5, 3.0)
     result.target("speed-up over the loop at 100k nodes, which quick mode does not reach",
                   1.0, 10.0, ">=", quick=False)
     result.notes.append('jaxley is not installed (`pip install "jaxlean[peers]"`): jaxlean only')
@@ -82,7 +82,7 @@ def test_terminal_report_keeps_every_name_whole_at_80_columns():
     words = " ".join(render(wide_result(), 80).split())
     for name in (LONG_CASE, LONG_METRIC, "jaxley 0.14 dendritic Hines solver",
                  "jaxlean tree_solve", "autodiff through the elimination loop",
-                 "tree_solve gradient/forward at 10k, float64 (seed: 3.8)"):
+                 "tree_solve gradient/forward at 10k, float64 (jaxley's fix: 3.8)"):
         assert all(word in words for word in name.split()), name
     assert 'pip install "jaxlean[peers]"' in words
 
@@ -103,7 +103,7 @@ def test_quick_mode_claims_only_targets_that_hold_at_quick_sizes():
     full, quick = wide_result(quick=False), wide_result(quick=True)
     assert len(full.claimed_targets) == 2 and not full.full_size_targets
     assert [t.description for t in quick.claimed_targets] == [
-        "tree_solve gradient/forward at 10k, float64 (seed: 3.8)"]
+        "tree_solve gradient/forward at 10k, float64 (jaxley's fix: 3.8)"]
     assert len(quick.full_size_targets) == 1
     text = " ".join(render(quick).split())
     assert "FAIL" not in text and "full sizes only" in text
