@@ -3,9 +3,11 @@ transformer part is present) activation memory of a scanned, remat'd transformer
 
 The loss part measures SkyRL tx's setting at Qwen3-4B's head (T=8192, H=2560,
 V=151936): XLA ``memory_analysis()`` of the compiled loss+gradient for full
-logits, for SkyRL tx's token chunks (``lax.map`` over ``jax.checkpoint``-ed
-chunks) and for :func:`jaxlean.cross_entropy` with default settings. These are
-compiled, never run, at that size. Wall time is measured at a size that fits.
+logits, for SkyRL tx's token chunks (``lax.map`` over chunks, in its default
+setting and with each chunk under ``jax.checkpoint``) and for
+:func:`jaxlean.cross_entropy` with default settings. These are compiled, never
+run, at that size. Wall time is measured at a size that fits, all four sides
+alternating (:func:`jaxlean.bench._measure.time_alternating`).
 
 The heads part does the same for distillation (generalised JSD between a
 student with H=2560 and a teacher with H=4096, teacher constant) and for the
@@ -23,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlean.bench._measure import aot_compile, wall_time
+from jaxlean.bench._measure import aot_compile, time_alternating
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 from jaxlean.loss.chunked import cross_entropy
 from jaxlean.loss.distill import distill_loss
@@ -34,8 +36,9 @@ MEMORY_SIZE = (8192, 2560, 151936)  # T, H, V: 8k tokens through Qwen3-4B's head
 PLOT_TOKENS = (1024, 2048, 4096, 8192)
 WALL_SIZE = (2048, 512, 32000)
 QUICK_WALL_SIZE = (512, 256, 8192)
-SEED_CHUNK = 1024
-WALL_ROUNDS = 3
+SKYRL_CHUNK = 1024
+WALL_REPEATS = 5
+SAME_RTOL = 1e-4  # float32 round-off of a [T, V] reduction, with headroom
 _TRANSFORMER_PART = "jaxlean.bench._memory_transformer"
 
 
@@ -45,32 +48,48 @@ def full_logits_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> 
     return -jnp.mean(jnp.take_along_axis(logprobs, targets[:, None], axis=-1))
 
 
-def skyrl_chunked_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> jax.Array:
-    """Baseline (b), SkyRL tx's approach: ``lax.map`` over token chunks, each under
-    ``jax.checkpoint`` so its logits are recomputed rather than stored."""
+def _skyrl_chunked_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array,
+                        checkpoint: bool) -> jax.Array:
+    """SkyRL tx's chunked log-probs: ``lax.map`` over token chunks of ``SKYRL_CHUNK``."""
     tokens, width = hidden.shape
 
-    @jax.checkpoint
     def chunk_logprobs(args):
         h, t = args
         logprobs = jax.nn.log_softmax((h @ head).astype(jnp.float32), axis=-1)
         return jnp.take_along_axis(logprobs, t[:, None], axis=-1)[:, 0]
 
-    chunks = (hidden.reshape(tokens // SEED_CHUNK, SEED_CHUNK, width),
-              targets.reshape(tokens // SEED_CHUNK, SEED_CHUNK))
-    return -jnp.mean(jax.lax.map(chunk_logprobs, chunks))
+    chunk = min(SKYRL_CHUNK, tokens)
+    chunks = (hidden.reshape(tokens // chunk, chunk, width),
+              targets.reshape(tokens // chunk, chunk))
+    body = jax.checkpoint(chunk_logprobs) if checkpoint else chunk_logprobs
+    return -jnp.mean(jax.lax.map(body, chunks))
+
+
+def skyrl_default_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> jax.Array:
+    """Baseline (b), SkyRL tx's default: the chunks' logits are stored for the backward pass."""
+    return _skyrl_chunked_loss(hidden, head, targets, checkpoint=False)
+
+
+def skyrl_checkpointed_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array
+                            ) -> jax.Array:
+    """Baseline (c), SkyRL tx with each chunk under ``jax.checkpoint`` (recomputed)."""
+    return _skyrl_chunked_loss(hidden, head, targets, checkpoint=True)
 
 
 def jaxlean_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> jax.Array:
-    """(c) :func:`jaxlean.loss.chunked.cross_entropy` with its default settings."""
+    """(d) :func:`jaxlean.loss.chunked.cross_entropy` with its default settings."""
     return cross_entropy(hidden, head, targets)
 
 
 METHODS: dict[str, Callable] = {
     "full logits": full_logits_loss,
-    "SkyRL tx: lax.map + checkpoint": skyrl_chunked_loss,
+    "SkyRL tx: lax.map": skyrl_default_loss,
+    "SkyRL tx: lax.map + checkpoint": skyrl_checkpointed_loss,
     "jaxlean": jaxlean_loss,
 }
+
+
+BASELINES = [name for name in METHODS if name != "jaxlean"]
 
 
 def _loss_and_grad(loss: Callable) -> Callable:
@@ -98,7 +117,7 @@ def _record_memory(result: BenchResult, size, dtype, measured) -> None:
     tokens, width, vocab = size
     case = f"loss+grad T={tokens} H={width} V={vocab} {jnp.dtype(dtype).name}"
     ours = measured["jaxlean"][0]
-    for name in ("full logits", "SkyRL tx: lax.map + checkpoint"):
+    for name in BASELINES:
         result.compare(case, "temp bytes", "bytes", measured[name][0], ours,
                        variant="jaxlean (defaults)", baseline_name=name)
     seconds = ", ".join(f"{name} {s:.1f} s" for name, (_, s) in measured.items())
@@ -134,6 +153,20 @@ def _memory_part(ctx: BenchContext, result: BenchResult) -> None:
         "tokens T", "XLA temp GiB", series, logx=True, logy=True))
 
 
+def _same_result(case: str, name: str, reference: tuple, other: tuple) -> str:
+    """The loss+grad differences of ``other`` from full logits, in words; raises if they
+    are beyond float32 round-off, since then the sides do not compute the same thing."""
+    (loss_a, grads_a), (loss_b, grads_b) = reference, other
+    loss_error = abs(float(loss_a - loss_b))
+    errors = [float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(a)) + 1e-30))
+              for a, b in zip(grads_a, grads_b, strict=True)]
+    text = (f"{case}: |loss difference| {loss_error:.2e}, max |grad difference| / max |grad| "
+            f"hidden {errors[0]:.2e}, head {errors[1]:.2e} ({name} vs full logits).")
+    if loss_error > SAME_RTOL * abs(float(loss_a)) or max(errors) > SAME_RTOL:
+        raise AssertionError(f"{text} These differ beyond round-off: no timing is reported.")
+    return text
+
+
 def _wall_part(ctx: BenchContext, result: BenchResult) -> None:
     tokens, width, vocab = QUICK_WALL_SIZE if ctx.quick else WALL_SIZE
     keys = jax.random.split(jax.random.key(0), 3)
@@ -141,27 +174,24 @@ def _wall_part(ctx: BenchContext, result: BenchResult) -> None:
     head = jax.random.normal(keys[1], (width, vocab), jnp.float32) / np.sqrt(width)
     targets = jax.random.randint(keys[2], (tokens,), 0, vocab)
     compiled, values = {}, {}
-    for name in ("full logits", "jaxlean"):
+    for name, loss in METHODS.items():
         ctx.step(f"compile loss+grad, {name}, T={tokens}")
-        compiled[name] = aot_compile(_loss_and_grad(METHODS[name]), hidden, head, targets)
-        values[name] = compiled[name].executable(hidden, head, targets)
-    # Alternate the two in rounds and keep each one's best: the machine may be shared.
-    times = {name: float("inf") for name in compiled}
-    for round_ in range(WALL_ROUNDS):
-        for name, c in compiled.items():
-            ctx.step(f"wall time of loss+grad, {name}, T={tokens}, round {round_ + 1}")
-            seconds = wall_time(c.executable, hidden, head, targets, repeats=1, min_seconds=0)
-            times[name] = min(times[name], seconds)
+        compiled[name] = aot_compile(_loss_and_grad(loss), hidden, head, targets).executable
+        values[name] = compiled[name](hidden, head, targets)
     case = f"loss+grad T={tokens} H={width} V={vocab} f32"
-    result.compare(case, "wall time", "s", times["full logits"], times["jaxlean"],
-                   variant="jaxlean (defaults)", baseline_name="full logits")
+    for name in [*BASELINES[1:], "jaxlean"]:
+        result.notes.append(_same_result(case, name, values["full logits"], values[name]))
+    ctx.step(f"wall time of loss+grad, {len(METHODS)} sides alternating, T={tokens}")
+    timings = dict(zip(METHODS, time_alternating(
+        *((compiled[name], (hidden, head, targets)) for name in METHODS),
+        repeats=WALL_REPEATS, min_seconds=0), strict=True))
+    for name in BASELINES:
+        result.compare(case, "wall time", "s", timings[name], timings["jaxlean"],
+                       variant="jaxlean (defaults)", baseline_name=name)
     result.target(f"jaxlean / full-logits wall time of loss+grad ({case})",
-                  times["jaxlean"] / times["full logits"], 1.2)
-    (loss_a, grads_a), (loss_b, grads_b) = values["full logits"], values["jaxlean"]
-    errors = [float(jnp.max(jnp.abs(a - b))) for a, b in zip(grads_a, grads_b, strict=True)]
-    result.notes.append(
-        f"{case}: |loss difference| {abs(float(loss_a - loss_b)):.2e}, max |grad difference| "
-        f"hidden {errors[0]:.2e}, head {errors[1]:.2e} (jaxlean vs full logits).")
+                  timings["jaxlean"] / timings["full logits"], 1.2)
+    result.target(f"jaxlean / SkyRL tx default (lax.map) wall time of loss+grad ({case})",
+                  timings["jaxlean"] / timings["SkyRL tx: lax.map"], 1.0)
     if ctx.quick:
         result.notes.append(f"quick mode: wall time measured at T={tokens}, H={width}, "
                             f"V={vocab}, not the full size T={WALL_SIZE[0]}, H={WALL_SIZE[1]}, "
@@ -264,24 +294,19 @@ def _heads_wall_part(ctx: BenchContext, result: BenchResult) -> None:
             ctx.step(f"compile {objective} loss+grad, {name}, T={size[0]}")
             compiled[name] = aot_compile(_loss_and_grad(fn), *args)
             values[name] = compiled[name].executable(*args)
-        times = {name: float("inf") for name in compiled}
-        for round_ in range(WALL_ROUNDS):
-            for name, c in compiled.items():
-                ctx.step(f"wall time of {objective} loss+grad, {name}, round {round_ + 1}")
-                seconds = wall_time(c.executable, *args, repeats=1, min_seconds=0)
-                times[name] = min(times[name], seconds)
         shape = f"student H={size[1]}, teacher H={size[2]}" if objective == "JSD" \
             else f"H={size[1]}"
         case = f"{objective} loss+grad T={size[0]} {shape} V={size[3]} f32"
+        result.notes.append(_same_result(case, "jaxlean", values["full logits"],
+                                         values["jaxlean"]))
+        ctx.step(f"wall time of {objective} loss+grad, both sides alternating")
+        times = dict(zip(compiled, time_alternating(
+            *((c.executable, args) for c in compiled.values()),
+            repeats=WALL_REPEATS, min_seconds=0), strict=True))
         result.compare(case, "wall time", "s", times["full logits"], times["jaxlean"],
                        variant="jaxlean (defaults)", baseline_name="full logits")
         result.target(f"jaxlean / full-logits wall time ({case})",
                       times["jaxlean"] / times["full logits"], 1.2)
-        (loss_a, grads_a), (loss_b, grads_b) = values["full logits"], values["jaxlean"]
-        errors = [float(jnp.max(jnp.abs(a - b))) for a, b in zip(grads_a, grads_b, strict=True)]
-        result.notes.append(f"{case}: |loss difference| {abs(float(loss_a - loss_b)):.2e}, "
-                            f"max |grad difference| hidden {errors[0]:.2e}, head "
-                            f"{errors[1]:.2e} (jaxlean vs full logits).")
     result.notes.append(
         "matmul count of JSD/KL loss+grad: jaxlean recomputes logits in three passes "
         "(logsumexps, divergence, gradient), so 5 student and 3 teacher [T, H] x [H, V] "
