@@ -1,4 +1,4 @@
-"""Benchmark ``compile``: the whole fit() training function of a PMM chain, vs depth (seed 000).
+"""Benchmark ``compile``: the whole fit() training function of a PMM chain, vs depth.
 
 The model is pyPMM's benchmark chain (:func:`jaxlean.models.pmm.pmm_chain`:
 16 of pyPMM's ``AffineObservablePMM``, 25,424 complex entries), which pyPMM
