@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check jaxlean tests examples
 
 test: lint
-	$(BIN)/python -m pytest -q -n auto --dist loadfile
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --durations=10
 
 bench: $(STAMP)
 	$(BIN)/jaxlean bench --out bench-results

@@ -6,6 +6,11 @@ For each number of steps, forward and gradient time and XLA temp memory of
 CPU voltage solver, plain and with its own ``checkpoint_lengths``, when it is
 installed. Memory comes from ``memory_analysis`` of the compiled executables, so
 it is reported even where a run would not fit (then it is not timed).
+
+Before jaxley is timed, both simulators run the same cell (jaxlean's defaults
+given to jaxley: initial voltage, gates at rest) through a stimulated spike and
+their voltages at the soma and the farthest tip must agree within
+``SAME_TOLERANCE_MV``; otherwise no comparison is reported.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlean.bench._measure import aot_compile, wall_times
+from jaxlean.bench._measure import SidesDisagreeError, aot_compile, wall_times
 from jaxlean.bench._registry import BenchContext, BenchResult
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 
@@ -24,6 +29,8 @@ DT, COMPARTMENTS_PER_BRANCH = 0.025, 10
 TRAINABLE = {"g_na": "HH_gNa", "g_k": "HH_gK", "g_leak": "HH_gLeak"}
 TIME_LIMIT_BYTES = 8 << 30   # compiled runs whose temp memory exceeds this are not executed
 TIME_LIMIT_STEP_COMPARTMENTS = 2e8  # nor runs longer than this (compartments x steps)
+SAME_STEPS = 400  # 10 ms: the stimulated spike and its spread to the tips
+SAME_TOLERANCE_MV = 0.1  # float32 round-off through a spike is ~0.01 mV
 
 
 def branch_parents(n_branches: int, seed: int = 0) -> np.ndarray:
@@ -40,8 +47,8 @@ def _jaxlean_cell(branches: np.ndarray) -> Cell:
 
 
 def _ours(cell: Cell, steps: int, checkpoint):
-    t_max = DT * steps
-    stimulus = Stimulus(0, step_current(0.5, 0.5, 3.0, DT, t_max))
+    amplitude, start, duration, t_max = _stimulus_args(steps)
+    stimulus = Stimulus(0, step_current(amplitude, start, duration, DT, t_max))
     base = cell.params()
 
     def loss(trainable):
@@ -52,7 +59,13 @@ def _ours(cell: Cell, steps: int, checkpoint):
     return loss, {name: base[name] for name in TRAINABLE}
 
 
-def _jaxley(branches: np.ndarray, steps: int, checkpoint: bool):
+def _stimulus_args(steps: int) -> tuple[float, float, float, float]:
+    """Amplitude (nA), start and duration (ms) of the somatic current step, and t_max."""
+    return 0.5, 0.5, 3.0, DT * steps
+
+
+def _jaxley_cell(branches: np.ndarray, v_init: float, steps: int):
+    """jaxley's cell with jaxlean's geometry, defaults and stimulus; soma recorded."""
     import jaxley as jx
     from jaxley.channels import HH
 
@@ -62,9 +75,18 @@ def _jaxley(branches: np.ndarray, steps: int, checkpoint: bool):
     cell.set("radius", 1.0)
     cell.set("axial_resistivity", 100.0)
     cell.insert(HH())
-    t_max = DT * steps
-    cell.branch(0).comp(0).stimulate(jx.step_current(0.5, 3.0, 0.5, DT, t_max))
+    cell.set("v", v_init)
+    cell.init_states()
+    amplitude, start, duration, t_max = _stimulus_args(steps)
+    cell.branch(0).comp(0).stimulate(jx.step_current(start, duration, amplitude, DT, t_max))
     cell.branch(0).comp(0).record(verbose=False)
+    return cell
+
+
+def _jaxley(branches: np.ndarray, v_init: float, steps: int, checkpoint: bool):
+    import jaxley as jx
+
+    cell = _jaxley_cell(branches, v_init, steps)
     for name in TRAINABLE.values():
         cell.make_trainable(name, verbose=False)
     start = cell.get_parameters()
@@ -72,11 +94,38 @@ def _jaxley(branches: np.ndarray, steps: int, checkpoint: bool):
     lengths = [-(-(steps + 1) // inner), inner] if checkpoint else None
 
     def loss(params):
-        return jnp.mean(jx.integrate(cell, params=params, delta_t=DT, t_max=t_max,
+        return jnp.mean(jx.integrate(cell, params=params, delta_t=DT, t_max=DT * steps,
                                      voltage_solver="jaxley.dhs.cpu",
                                      checkpoint_lengths=lengths))
 
     return loss, start
+
+
+def check_same_model(cell: Cell, branches: np.ndarray) -> str:
+    """Voltage difference of jaxley and jaxlean on the same cell, in words.
+
+    Raises:
+      SidesDisagreeError: the traces at the soma or the farthest tip differ by more
+        than ``SAME_TOLERANCE_MV``, so the simulators do not run the same model.
+    """
+    import jaxley as jx
+
+    tip = int(cell.tips[np.argmax(cell.path_distance[cell.tips])])
+    amplitude, start, duration, t_max = _stimulus_args(SAME_STEPS)
+    ours = simulate(cell, cell.params(), [Stimulus(0, step_current(amplitude, start, duration,
+                                                                   DT, t_max))],
+                    DT, t_max, record=[0, tip])["v"]
+    peer = _jaxley_cell(branches, float(cell.params()["v_init"]), SAME_STEPS)
+    peer.branch(tip // COMPARTMENTS_PER_BRANCH).comp(tip % COMPARTMENTS_PER_BRANCH).record(
+        verbose=False)
+    theirs = jx.integrate(peer, delta_t=DT, t_max=t_max, voltage_solver="jaxley.dhs.cpu")
+    difference = np.abs(np.asarray(ours).T - np.asarray(theirs)[:, 1:]).max(axis=1)
+    text = (f"same model: over {SAME_STEPS} steps (a spike), jaxley and jaxlean voltages differ "
+            f"by at most {difference[0]:.1e} mV at the soma and {difference[1]:.1e} mV at the "
+            f"farthest tip (compartment {tip}); tolerance {SAME_TOLERANCE_MV} mV.")
+    if not difference.max() <= SAME_TOLERANCE_MV:
+        raise SidesDisagreeError(f"cable: {text} They disagree: no jaxley comparison is reported.")
+    return text
 
 
 def _measure(loss, start, steps: int, n: int) -> dict[str, float]:
@@ -98,6 +147,7 @@ def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int,
     """Plain vs checkpointed ``simulate`` (and jaxley when importable) for each run length."""
     branches = branch_parents(n_compartments // COMPARTMENTS_PER_BRANCH)
     cell = _jaxlean_cell(branches)
+    v_init = float(cell.params()["v_init"])
     ours = {}
     for steps in step_counts:
         for checkpoint in (None, "sqrt"):
@@ -106,11 +156,13 @@ def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int,
             ours[steps, checkpoint] = _measure(*_ours(cell, steps, checkpoint), steps, cell.n)
     peers = {}
     try:
+        ctx.step(f"cable: same-model check with jaxley, {SAME_STEPS} steps")
+        result.notes.append(check_same_model(cell, branches))
         for steps in step_counts:
             for checkpoint in (False, True):
                 ctx.step(f"cable: jaxley, {n_compartments} compartments, {steps} steps")
-                peers[steps, checkpoint] = _measure(*_jaxley(branches, steps, checkpoint), steps,
-                                                    cell.n)
+                peer = _jaxley(branches, v_init, steps, checkpoint)
+                peers[steps, checkpoint] = _measure(*peer, steps, cell.n)
     except ImportError:
         result.notes.append('jaxley is not installed (`pip install "jaxlean[peers]"`): '
                             "the cable comparison with jaxley was skipped.")

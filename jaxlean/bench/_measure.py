@@ -8,7 +8,8 @@ so a change in machine load hits all of them alike, and each side reports a
 Before each compile JAX's in-memory caches are cleared so a measurement never
 reuses an earlier trace or executable; ``jaxlean bench`` also turns the
 persistent cache off while it measures (except in the cache benchmark, which
-runs its own processes).
+runs its own processes). A comparison first checks that its sides compute the
+same thing and raises :class:`SidesDisagreeError` when they do not.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+
+
+class SidesDisagreeError(RuntimeError):
+    """Two sides of a comparison do not compute the same thing, so no speed-up is reported."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -43,11 +43,9 @@ import numpy as np
 from jax import lax
 from jax.flatten_util import ravel_pytree
 
+from jaxlean.bench._measure import SidesDisagreeError
+
 Layout = Literal["pypmm", "stacked"]
-
-
-class SidesDisagreeError(RuntimeError):
-    """Two sides of a comparison do not compute the same thing, so no speed-up is reported."""
 
 
 class ByHandOutput(NamedTuple):

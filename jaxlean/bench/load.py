@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jaxlean.bench._measure import Timing
+from jaxlean.bench._measure import SidesDisagreeError, Timing
 from jaxlean.bench._registry import BenchContext, BenchResult, register
 
 FULL_BYTES = 2**30
@@ -253,7 +253,7 @@ def transformers_available() -> bool:
 
 def _refuse(side: str, report: dict[str, Any]) -> None:
     if not report["equal"]:
-        raise RuntimeError(f"load benchmark: the {LABELS[side]} model differs from the "
+        raise SidesDisagreeError(f"load benchmark: the {LABELS[side]} model differs from the "
                            f"checkpoint at {report['difference']}; not reporting its numbers")
 
 

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlean.bench._measure import aot_compile, time_alternating
+from jaxlean.bench._measure import SidesDisagreeError, aot_compile, time_alternating
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 from jaxlean.loss.chunked import cross_entropy
 from jaxlean.loss.distill import distill_loss
@@ -163,7 +163,7 @@ def _same_result(case: str, name: str, reference: tuple, other: tuple) -> str:
     text = (f"{case}: |loss difference| {loss_error:.2e}, max |grad difference| / max |grad| "
             f"hidden {errors[0]:.2e}, head {errors[1]:.2e} ({name} vs full logits).")
     if loss_error > SAME_RTOL * abs(float(loss_a)) or max(errors) > SAME_RTOL:
-        raise AssertionError(f"{text} These differ beyond round-off: no timing is reported.")
+        raise SidesDisagreeError(f"{text} These differ beyond round-off: no timing is reported.")
     return text
 
 

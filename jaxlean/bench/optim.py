@@ -18,15 +18,12 @@ with its step time and the collectives in its compiled HLO.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 import sys
-from collections import deque
-from pathlib import Path
 from typing import Any
 
+from jaxlean.bench._child import finish, progress, run_child
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 
 DEVICES = 8
@@ -37,13 +34,8 @@ SIZES = {
     True: (dict(vocab_size=256, hidden_size=32, intermediate_size=64, num_heads=2,
                 num_kv_heads=1), (4, 8), 3),
 }
-_PROGRESS = "optim-progress: "
 _COLLECTIVES = ("all-gather", "all-to-all", "all-reduce", "reduce-scatter", "collective-permute")
 _VALUE_TOLERANCE = 1e-4
-
-
-def _progress(message: str) -> None:
-    print(_PROGRESS + message, file=sys.stderr, flush=True)
 
 
 def _label(path: tuple) -> str:
@@ -166,31 +158,10 @@ def measure_sharded(quick: bool) -> dict[str, Any]:
     config, depths, repeats = SIZES[quick]
     depth = depths[-1]
     mesh = make_mesh(1, DEVICES)
-    _progress(f"{DEVICES} devices, {depth} scanned layers: compile, check, time")
+    progress(f"{DEVICES} devices, {depth} scanned layers: compile, check, time")
     params = shard_model(_params(config, depth, "scanned"), mesh,
                          (*transformer_rules(), (r".*", P())))
     return {"config": config, "depth": depth, "rows": _measure_case(params, repeats)}
-
-
-def _measure_in_subprocess(ctx: BenchContext) -> dict[str, Any]:
-    """Run :func:`measure_sharded` with 8 forced CPU devices, relaying its progress."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={DEVICES}",
-           "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "jaxlean.bench.optim", *(["--quick"] if ctx.quick else [])]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    tail: deque[str] = deque(maxlen=40)
-    for line in proc.stderr:
-        if line.startswith(_PROGRESS):
-            ctx.step(line[len(_PROGRESS):].strip())
-        else:
-            tail.append(line)
-    lines = [line for line in proc.stdout.read().splitlines() if line.strip()]
-    if proc.wait() or not lines:
-        raise RuntimeError("optim benchmark child failed:\n" + "".join(tail)[-3000:])
-    return json.loads(lines[-1])
 
 
 def _one_device(ctx: BenchContext, result: BenchResult) -> None:
@@ -223,7 +194,7 @@ def _one_device(ctx: BenchContext, result: BenchResult) -> None:
 
 def _sharded(ctx: BenchContext, result: BenchResult) -> None:
     ctx.step(f"child process with {DEVICES} forced host devices")
-    measured = _measure_in_subprocess(ctx)
+    measured = run_child("jaxlean.bench.optim", DEVICES, ctx)
     rows = measured["rows"]
     base, ours = rows["per-leaf"], rows["packed"]
     case = f"{DEVICES} devices FSDP, {measured['depth']} scanned layers"
@@ -268,4 +239,4 @@ def run(ctx: BenchContext) -> BenchResult:
 
 
 if __name__ == "__main__":
-    print(json.dumps(measure_sharded("--quick" in sys.argv[1:])), flush=True)
+    finish(measure_sharded("--quick" in sys.argv[1:]))

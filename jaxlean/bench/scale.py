@@ -14,15 +14,12 @@ and the loss after one step, which must match the 1-device loss.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
-from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from jaxlean.bench._child import finish, progress, run_child
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 
 DEVICE_COUNTS = (1, 2, 4, 8)
@@ -34,13 +31,8 @@ SIZES = {
     True: (dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_layers=2,
                 num_heads=4, num_kv_heads=2), 8, 32, 3),
 }
-_PROGRESS = "scale-progress: "
 _BYTES_TOLERANCE = 0.10
 _LOSS_TOLERANCE = 1e-5
-
-
-def _progress(message: str) -> None:
-    print(_PROGRESS + message, file=sys.stderr, flush=True)
 
 
 def _device_bytes(tree: Any) -> int:
@@ -124,38 +116,15 @@ def measure_in_this_process(quick: bool) -> dict[str, Any]:
     for n in DEVICE_COUNTS:
         calls = []
         for name, (mesh, rules, tx) in _setups(n).items():
-            _progress(f"{n} devices, {name}: compile and check")
+            progress(f"{n} devices, {name}: compile and check")
             row, call = _measure_layout(model, data, mesh, rules, tx)
             rows.append({"devices": n, "layout": name, **row})
             calls.append((call, ()))
-        _progress(f"{n} devices: step time")
+        progress(f"{n} devices: step time")
         for row, seconds in zip(rows[-len(calls):], wall_times(*calls, repeats=repeats),
                                 strict=True):
             row["step_s"] = seconds
     return {"config": sizes, "batch": batch, "length": length, "rows": rows}
-
-
-def _measure_in_subprocess(ctx: BenchContext) -> dict[str, Any]:
-    """Run the child with 8 forced CPU devices, relaying its progress lines to ``ctx.step``."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count="
-                                      f"{max(DEVICE_COUNTS)}",
-           "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "jaxlean.bench.scale", *(["--quick"] if ctx.quick else [])]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    tail: deque[str] = deque(maxlen=40)
-    for line in proc.stderr:
-        if line.startswith(_PROGRESS):
-            ctx.step(line[len(_PROGRESS):].strip())
-        else:
-            tail.append(line)
-    out = proc.stdout.read()
-    lines = [line for line in out.splitlines() if line.strip()]
-    if proc.wait() or not lines:
-        raise RuntimeError("scale benchmark child failed:\n" + "".join(tail)[-3000:])
-    return json.loads(lines[-1])
 
 
 def _case(n: int) -> str:
@@ -206,7 +175,7 @@ def _report(result: BenchResult, measured: dict[str, Any]) -> None:
 def run(ctx: BenchContext) -> BenchResult:
     result = BenchResult("scale", "sharded training: data parallel vs FSDP + packed optimizer")
     ctx.step(f"child process with {max(DEVICE_COUNTS)} forced host devices")
-    measured = _measure_in_subprocess(ctx)
+    measured = run_child("jaxlean.bench.scale", max(DEVICE_COUNTS), ctx)
     sizes = ", ".join(f"{key}={value}" for key, value in measured["config"].items())
     result.notes.append(
         f"Transformer {sizes}; global batch {measured['batch']} x {measured['length']} tokens "
@@ -227,4 +196,4 @@ def run(ctx: BenchContext) -> BenchResult:
 
 
 if __name__ == "__main__":
-    print(json.dumps(measure_in_this_process("--quick" in sys.argv[1:])), flush=True)
+    finish(measure_in_this_process("--quick" in sys.argv[1:]))

@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.bench._pmm_by_hand import SidesDisagreeError, check_same_losses, make_by_hand_train_fn
+from jaxlean.bench._measure import SidesDisagreeError
+from jaxlean.bench._pmm_by_hand import check_same_losses, make_by_hand_train_fn
 from jaxlean.bench.compile import BATCH, LEARNING_RATE, WIDTH, _data, mse
 from jaxlean.models.pmm import complex_adam, pmm_chain
 from jaxlean.train.fit import make_train_fn
