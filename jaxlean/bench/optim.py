@@ -101,9 +101,11 @@ def _params(config: dict[str, Any], depth: int, layout: str) -> Any:
 def _grads(params: Any) -> Any:
     import jax
 
+    from jaxlean._random import normal
+
     leaves, treedef = jax.tree.flatten(params)
     keys = jax.random.split(jax.random.key(1), len(leaves))
-    return jax.tree.unflatten(treedef, [jax.random.normal(k, x.shape, x.dtype) * 1e-2
+    return jax.tree.unflatten(treedef, [normal(k, x.shape, x.dtype) * 1e-2
                                         for k, x in zip(keys, leaves, strict=True)])
 
 

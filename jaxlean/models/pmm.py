@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import optax
 from jax import Array
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.nn.graph import Graph, chain_edges
 from jaxlean.nn.remat import RematOption
@@ -86,7 +87,7 @@ def selected_indices(values: Array, num_eig: int, which: str) -> Array:
 def _complex_normal(key: Array, shape: tuple[int, ...], dtype: jnp.dtype) -> Array:
     """pyPMM's initialiser: ``N + i N'`` with ``N, N'`` complex standard normals."""
     key_re, key_im = jax.random.split(key)
-    return jax.random.normal(key_re, shape, dtype) + 1j * jax.random.normal(key_im, shape, dtype)
+    return normal(key_re, shape, dtype) + 1j * normal(key_im, shape, dtype)
 
 
 class AffineObservablePMM(eqx.Module):

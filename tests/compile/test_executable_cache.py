@@ -20,6 +20,7 @@ import pytest
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlean._random import normal
 from jaxlean.compile import _jax_private
 from jaxlean.compile.cache import cache_stats
 from jaxlean.compile.cached_step import cached_train_step
@@ -191,7 +192,7 @@ def _train(step, steps: int = 3) -> list[float]:
     model = eqx.nn.MLP(4, 1, 8, 2, key=jax.random.key(0))
     tx = optax.adam(1e-2)
     opt_state = tx.init(eqx.filter(model, eqx.is_array))
-    x = jax.random.normal(jax.random.key(1), (6, 4))
+    x = normal(jax.random.key(1), (6, 4))
     y = jnp.sum(x, axis=1, keepdims=True)
     losses = []
     for _ in range(steps):

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError, DataError, JaxleanError, StructureError
 from jaxlean.loss.chunked import cross_entropy, token_logprobs, token_stats
 
@@ -16,10 +17,10 @@ BATCH, T, H, V = 2, 13, 16, 300  # 26 tokens: ragged for every chunk size used b
 
 def _data(dtype=jnp.float32, seed=0):
     k = jax.random.split(jax.random.key(seed), 4)
-    hidden = jax.random.normal(k[0], (BATCH, T, H)).astype(dtype)
-    head = (jax.random.normal(k[1], (H, V)) * 0.5).astype(dtype)
+    hidden = normal(k[0], (BATCH, T, H)).astype(dtype)
+    head = (normal(k[1], (H, V)) * 0.5).astype(dtype)
     targets = jax.random.randint(k[2], (BATCH, T), 0, V)
-    weights = jax.random.normal(k[3], (2, BATCH, T))  # cotangents for the two outputs
+    weights = normal(k[3], (2, BATCH, T))  # cotangents for the two outputs
     return hidden, head, targets, weights
 
 
@@ -58,7 +59,7 @@ CHUNKINGS = [
 @pytest.mark.parametrize("chunking", CHUNKINGS, ids=str)
 def test_token_stats_match_full_logits(chunking, temperature):
     hidden, head, targets, w = _data()
-    w_top = jax.random.normal(jax.random.key(5), (BATCH, T, 3))
+    w_top = normal(jax.random.key(5), (BATCH, T, 3))
 
     def scalar(lp, ent, lse, top):
         return jnp.sum(lp * w[0]) + jnp.sum(ent * w[1]) + jnp.sum(lse) + jnp.sum(top * w_top)
@@ -170,9 +171,9 @@ class LoRAHead(eqx.Module):
 def _lora_head(dtype=jnp.float32):
     _, head, _, _ = _data(dtype)
     k = jax.random.split(jax.random.key(1), 3)
-    return LoRAHead(head, (jax.random.normal(k[0], (H, 4)) * 0.3).astype(dtype),
-                    (jax.random.normal(k[1], (4, V)) * 0.3).astype(dtype),
-                    jax.random.normal(k[2], (V,)).astype(dtype))
+    return LoRAHead(head, (normal(k[0], (H, 4)) * 0.3).astype(dtype),
+                    (normal(k[1], (4, V)) * 0.3).astype(dtype),
+                    normal(k[2], (V,)).astype(dtype))
 
 
 def test_equinox_module_head_gradients_reach_its_params():
@@ -291,7 +292,7 @@ def test_label_smoothing_matches_full_logits(head_kind):
 
 def test_cross_entropy_float_weights_and_empty_mask():
     hidden, head, targets, _ = _data()
-    weights = jnp.abs(jax.random.normal(jax.random.key(3), (BATCH, T)))
+    weights = jnp.abs(normal(jax.random.key(3), (BATCH, T)))
     nll = -_ref_matrix(hidden, head, targets)[0]
     _close(cross_entropy(hidden, head, targets, mask=weights),
            jnp.sum(nll * weights) / jnp.sum(weights), 1e-5)

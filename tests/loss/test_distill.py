@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss.chunked import VocabParallel
 from jaxlean.loss.distill import distill_loss
@@ -19,10 +20,10 @@ BATCH, T, HS, HT, V = 2, 13, 12, 20, 300  # 26 tokens: ragged for the chunk size
 
 def _data(dtype=jnp.float32):
     k = jax.random.split(jax.random.key(0), 5)
-    hs = jax.random.normal(k[0], (BATCH, T, HS)).astype(dtype)
-    ws = (jax.random.normal(k[1], (HS, V)) * 0.5).astype(dtype)
-    ht = jax.random.normal(k[2], (BATCH, T, HT)).astype(dtype)
-    wt = (jax.random.normal(k[3], (HT, V)) * 0.5).astype(dtype)
+    hs = normal(k[0], (BATCH, T, HS)).astype(dtype)
+    ws = (normal(k[1], (HS, V)) * 0.5).astype(dtype)
+    ht = normal(k[2], (BATCH, T, HT)).astype(dtype)
+    wt = (normal(k[3], (HT, V)) * 0.5).astype(dtype)
     mask = jax.random.bernoulli(k[4], 0.7, (BATCH, T))
     return hs, ws, ht, wt, mask
 
@@ -63,7 +64,7 @@ CHUNKINGS = [dict(), dict(chunk_size=5, vocab_chunk=64), dict(chunk_size=26, voc
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_matches_full_logits_with_teacher_gradients(case, chunking):
     hs, ws, ht, wt, _ = _data()
-    g = jax.random.normal(jax.random.key(9), (BATCH, T))
+    g = normal(jax.random.key(9), (BATCH, T))
     opts = dict(temperature=1.0) | case
     ref_opts = {k: v for k, v in opts.items() if k != "divergence"}
 
@@ -194,14 +195,15 @@ def test_one_device_mesh_matches_unsharded():
 
 SHARDED_SCRIPT = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
+    from jaxlean._random import normal
     from jax.sharding import NamedSharding, PartitionSpec as P
     from jaxlean.loss.chunked import VocabParallel
     from jaxlean.loss.distill import distill_loss
 
     N, HS, HT, V = 26, 12, 20, 320  # 13 tokens per data shard: ragged for chunk_size 5
     k = jax.random.split(jax.random.key(0), 5)
-    hs, ht = jax.random.normal(k[0], (N, HS)), jax.random.normal(k[1], (N, HT))
-    ws, wt = jax.random.normal(k[2], (HS, V)) * 0.5, jax.random.normal(k[3], (HT, V)) * 0.5
+    hs, ht = normal(k[0], (N, HS)), normal(k[1], (N, HT))
+    ws, wt = normal(k[2], (HS, V)) * 0.5, normal(k[3], (HT, V)) * 0.5
     mask = jax.random.bernoulli(k[4], 0.7, (N,))
     mesh = jax.make_mesh((2, 4), ("data", "model"))
     vp = VocabParallel(mesh, "model", "data")

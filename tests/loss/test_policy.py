@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss.policy import kl_estimate, policy_gradient_loss
 
@@ -17,14 +18,14 @@ B, T, H, V = 3, 9, 16, 200
 
 def _data():
     k = jax.random.split(jax.random.key(0), 7)
-    hidden = jax.random.normal(k[0], (B, T, H))
-    head = jax.random.normal(k[1], (H, V)) * 0.5
+    hidden = normal(k[0], (B, T, H))
+    head = normal(k[1], (H, V)) * 0.5
     tokens = jax.random.randint(k[2], (B, T), 0, V)
     logp = jnp.take_along_axis(jax.nn.log_softmax(hidden @ head / 0.9), tokens[..., None],
                                -1)[..., 0]
-    old = logp + 0.3 * jax.random.normal(k[3], (B, T))  # ratios well inside and outside the clip
-    ref = logp + 0.2 * jax.random.normal(k[4], (B, T))
-    advantages = jax.random.normal(k[5], (B,))
+    old = logp + 0.3 * normal(k[3], (B, T))  # ratios well inside and outside the clip
+    ref = logp + 0.2 * normal(k[4], (B, T))
+    advantages = normal(k[5], (B,))
     mask = jax.random.bernoulli(k[6], 0.7, (B, T)).at[:, 0].set(True)
     return hidden, head, tokens, old, ref, advantages, mask
 
@@ -89,7 +90,7 @@ def test_matches_full_logits(case):
 def test_kl_estimators_against_exact_kl():
     """k1 and k3 are unbiased: their means over samples of pi approach KL(pi || ref)."""
     k = jax.random.split(jax.random.key(1), 3)
-    logits, ref_logits = jax.random.normal(k[0], (50,)), jax.random.normal(k[1], (50,)) * 0.5
+    logits, ref_logits = normal(k[0], (50,)), normal(k[1], (50,)) * 0.5
     logp, ref_logp = jax.nn.log_softmax(logits), jax.nn.log_softmax(ref_logits)
     exact = jnp.sum(jnp.exp(logp) * (logp - ref_logp))
     samples = jax.random.categorical(k[2], logits, shape=(200_000,))
@@ -117,17 +118,18 @@ def test_errors_name_the_problem():
 
 SHARDED_SCRIPT = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
+    from jaxlean._random import normal
     from jax.sharding import NamedSharding, PartitionSpec as P
     from jaxlean.loss.chunked import VocabParallel
     from jaxlean.loss.policy import policy_gradient_loss
 
     B, T, H, V = 4, 7, 16, 256
     k = jax.random.split(jax.random.key(0), 6)
-    hidden, head = jax.random.normal(k[0], (B, T, H)), jax.random.normal(k[1], (H, V)) * 0.5
+    hidden, head = normal(k[0], (B, T, H)), normal(k[1], (H, V)) * 0.5
     tokens = jax.random.randint(k[2], (B, T), 0, V)
-    old = -5 + 0.3 * jax.random.normal(k[3], (B, T))
-    ref = -5 + 0.3 * jax.random.normal(k[4], (B, T))
-    adv = jax.random.normal(k[5], (B,))
+    old = -5 + 0.3 * normal(k[3], (B, T))
+    ref = -5 + 0.3 * normal(k[4], (B, T))
+    adv = normal(k[5], (B,))
     mesh = jax.make_mesh((2, 4), ("data", "model"))
     vp = VocabParallel(mesh, "model", "data")
 

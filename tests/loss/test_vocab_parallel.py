@@ -12,6 +12,7 @@ import jax
 import numpy as np
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs, token_stats
 
@@ -20,8 +21,8 @@ N, H, V = 26, 16, 64
 
 def _data():
     k = jax.random.split(jax.random.key(0), 3)
-    hidden = jax.random.normal(k[0], (N, H))
-    head = jax.random.normal(k[1], (H, V)) * 0.5
+    hidden = normal(k[0], (N, H))
+    head = normal(k[1], (H, V)) * 0.5
     return hidden, head, jax.random.randint(k[2], (N,), 0, V)
 
 
@@ -57,6 +58,7 @@ def test_errors_name_the_problem():
 SHARDED_SCRIPT = textwrap.dedent("""
     import re
     import jax, jax.numpy as jnp, numpy as np, pytest
+    from jaxlean._random import normal
     from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
     from jaxlean.errors import ConfigError
     from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_stats
@@ -87,12 +89,12 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
     def check(mesh, vp, hidden_shape, chunking, head_spec):
         k = jax.random.split(jax.random.key(1), 5)
-        hidden = jax.random.normal(k[0], hidden_shape)
-        head = jax.random.normal(k[1], (H, V)) * 0.5
+        hidden = normal(k[0], hidden_shape)
+        head = normal(k[1], (H, V)) * 0.5
         targets = jax.random.randint(k[2], hidden_shape[:-1], 0, V)
         mask = jax.random.bernoulli(k[3], 0.7, hidden_shape[:-1])
         targets = jnp.where(mask, targets, -100)  # masked ids are out of range everywhere
-        weights = jax.random.normal(k[4], (2, *hidden_shape[:-1]))
+        weights = normal(k[4], (2, *hidden_shape[:-1]))
 
         def ours(h, w):
             safe = jnp.where(mask, targets, 0)

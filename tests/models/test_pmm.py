@@ -9,6 +9,7 @@ import numpy as np
 import optax
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.models.pmm import (
     WHICH,
@@ -97,7 +98,7 @@ def _module(key=0, p=3, q=2, n=6, r=3, magnitude=1.0, dtype=jnp.complex64, **opt
 
 @pytest.mark.parametrize("k", [3, 4])
 def test_selected_indices_follow_pypmm_for_every_mode(k):
-    values = np.asarray(jax.random.normal(jax.random.key(k), (5, 9)))
+    values = np.asarray(normal(jax.random.key(k), (5, 9)))
     for which in WHICH:
         got = np.asarray(selected_indices(jnp.asarray(values), k, which))
         assert got.shape == (5, k)
@@ -111,7 +112,7 @@ def test_outputs_match_the_direct_transcription_of_pypmm(which):
     module = _module(key=len(which) + WHICH.index(which), which=which, smoothing=smoothing)
     assert module.which == which and module.ds.shape == (2, 1, 6, 6)
     assert jnp.iscomplexobj(module.ms) and module.ms.shape == (4, 6, 6)
-    x = jax.random.normal(jax.random.key(3), (5, 3))
+    x = normal(jax.random.key(3), (5, 3))
     z = jax.jit(lambda m, x: m(x))(module, x)
     assert z.shape == (5, 2) and z.dtype == jnp.float32
     expected = np.stack([_naive(module, np.asarray(row, np.float64)) for row in x])
@@ -124,7 +125,7 @@ def test_other_options_match_the_direct_transcription():
                     {"affine_bias_matrix": False, "centered": False, "bias_term": False,
                      "smoothing": 0.5, "num_secondaries": 3}):
         module = _module(key=9, **options)
-        x = jax.random.normal(jax.random.key(4), (4, 3))
+        x = normal(jax.random.key(4), (4, 3))
         expected = np.stack([_naive(module, np.asarray(row, np.float64)) for row in x])
         np.testing.assert_allclose(np.asarray(module(x)), expected, rtol=2e-4, atol=2e-4)
 
@@ -141,7 +142,7 @@ def test_defaults_follow_pypmm():
 def test_gradients_match_autodiff_of_the_naive_version_and_finite_differences():
     with jax.enable_x64(True):
         module = _module(key=5, p=2, n=5, r=2, dtype=jnp.complex128, which="SA", smoothing=0.3)
-        x = jax.random.normal(jax.random.key(6), (3, 2), jnp.float64)
+        x = normal(jax.random.key(6), (3, 2), jnp.float64)
         picks = [_select(np.linalg.eigvalsh(_matrix(module, np.asarray(s))), 2, "SA") for s in x]
         loss = jax.jit(lambda m, x: jnp.sum(jnp.sin(m(x))))
         grads = jax.jit(jax.grad(loss, argnums=(0, 1)))(module, x)
@@ -155,7 +156,7 @@ def test_gradients_match_autodiff_of_the_naive_version_and_finite_differences():
 
         leaves, treedef = jax.tree.flatten((module, x))
         keys = jax.random.split(jax.random.key(7), len(leaves))
-        direction = treedef.unflatten([jax.random.normal(k, leaf.shape, leaf.dtype)
+        direction = treedef.unflatten([normal(k, leaf.shape, leaf.dtype)
                                        for k, leaf in zip(keys, leaves, strict=True)])
         shifted = lambda eps: jax.tree.map(lambda p, d: p + eps * d, (module, x), direction)
         eps = 1e-6
@@ -184,8 +185,8 @@ def test_complex_adam_descends_where_plain_adam_climbs():
 
 
 def _regression_data(width=3, examples=128):
-    x = jax.random.normal(jax.random.key(2), (examples, width))
-    return x, 1.0 + 0.5 * jnp.tanh(x @ jax.random.normal(jax.random.key(3), (width, width)))
+    x = normal(jax.random.key(2), (examples, width))
+    return x, 1.0 + 0.5 * jnp.tanh(x @ normal(jax.random.key(3), (width, width)))
 
 
 def _mse(model, batch):
@@ -222,7 +223,7 @@ def test_chain_of_16_is_one_scan_of_seed_size_and_trains_with_fit():
 def test_chain_matches_a_loop_over_its_modules():
     graph = pmm_chain(4, 3, matrix_size=4, num_eig=2, init_magnitude=0.5,
                       key=jax.random.key(0))
-    x = jax.random.normal(jax.random.key(1), (5, 3))
+    x = normal(jax.random.key(1), (5, 3))
 
     @jax.jit
     def unrolled(graph, x):

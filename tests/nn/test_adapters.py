@@ -7,6 +7,7 @@ import numpy as np
 from flax import nnx
 
 from jaxlean import scan_layers, stack
+from jaxlean._random import normal
 
 
 class Block(eqx.Module):
@@ -25,7 +26,7 @@ def test_equinox_filter_vmap_stack_matches_loop_and_stack():
     keys = jax.random.split(jax.random.key(0), 5)
     vmapped = eqx.filter_vmap(Block)(keys)
     stacked = stack([Block(k) for k in keys])
-    x = jax.random.normal(jax.random.key(1), (6,))
+    x = normal(jax.random.key(1), (6,))
 
     def run(blocks, x):
         return scan_layers(lambda block, h, _: (block(h), None), blocks, x, remat="full")[0]

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import GraphError
 from jaxlean.nn.graph import FnNode, Graph, chain_edges
 
@@ -17,8 +18,8 @@ class Dense(eqx.Module):
     bias: jax.Array
 
     def __init__(self, d_in: int, d_out: int, key: jax.Array):
-        self.weight = jax.random.normal(key, (d_in, d_out)) / d_in**0.5
-        self.bias = jax.random.normal(jax.random.fold_in(key, 1), (d_out,)) * 0.1
+        self.weight = normal(key, (d_in, d_out)) / d_in**0.5
+        self.bias = normal(jax.random.fold_in(key, 1), (d_out,)) * 0.1
 
     def __call__(self, x):
         return jnp.tanh(x @ self.weight + self.bias)
@@ -53,7 +54,7 @@ def test_chain_runs_as_one_scan_and_matches_a_loop():
     assert graph.plan.steps[0].chain == 0
     assert graph.chains[0].weight.shape == (5, 3, 3)
     assert graph.modules == {}
-    x = jax.random.normal(jax.random.key(9), (4, 3))
+    x = normal(jax.random.key(9), (4, 3))
     expected = x
     for layer in layers:
         expected = layer(expected)
@@ -80,7 +81,7 @@ def test_head_chain_branch_tail_scans_the_chain():
     (chain,) = [s for s in steps if s.chain is not None]
     assert chain.nodes == tuple(f"block{i}" for i in range(12))
     assert graph.chains[0].weight.shape == (12, 4, 4)
-    x = jax.random.normal(jax.random.key(3), (5, 2))
+    x = normal(jax.random.key(3), (5, 2))
     hidden = nodes["head"](x)
     out = hidden
     for i in range(12):
@@ -94,7 +95,7 @@ def test_scanned_plan_matches_node_by_node_values_and_gradients(remat):
     _, scanned = _head_chain_branch_tail(remat=remat)
     _, looped = _head_chain_branch_tail(scan=False, remat=remat)
     assert looped.plan.num_chains == 0 and len(looped.plan.steps) == 15
-    x = jax.random.normal(jax.random.key(4), (5, 2))
+    x = normal(jax.random.key(4), (5, 2))
 
     def loss(graph, x):
         return jnp.sum(jnp.sin(graph(x)))

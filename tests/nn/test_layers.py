@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 from jaxlean import ConfigError, StructureError, scan_layers, stack, unstack
+from jaxlean._random import normal
 from jaxlean.nn.layers import auto_block_size
 
 
 def make_layers(depth, width=5, seed=0):
     keys = jax.random.split(jax.random.key(seed), depth)
     return [
-        {"w": jax.random.normal(k, (width, width)) / np.sqrt(width),
-         "b": 0.1 * jax.random.normal(jax.random.fold_in(k, 1), (width,)),
+        {"w": normal(k, (width, width)) / np.sqrt(width),
+         "b": 0.1 * normal(jax.random.fold_in(k, 1), (width,)),
          "act": jnp.tanh}
         for k in keys
     ]
@@ -55,8 +56,8 @@ CASES = (
 @pytest.mark.parametrize(("remat", "nested"), CASES)
 def test_scan_layers_matches_unrolled_loop(remat, nested):
     layers = make_layers(7)
-    h0 = jax.random.normal(jax.random.key(1), (3, 5))
-    xs = jax.random.normal(jax.random.key(2), (7, 3, 5))
+    h0 = normal(jax.random.key(1), (3, 5))
+    xs = normal(jax.random.key(2), (7, 3, 5))
 
     def scanned(stacked, h):
         return scan_layers(layer_fn, stacked, h, xs, remat=remat, nested=nested)

@@ -10,6 +10,7 @@ import pytest
 
 from jaxlean import ConfigError, GraphError, Sequential, StructureError
 from jaxlean._pytree import first_difference
+from jaxlean._random import normal
 from jaxlean.nn._runs import Run, chain_runs
 from jaxlean.nn.graph import Graph, chain_edges
 from jaxlean.nn.layers import stack, take_layers
@@ -23,7 +24,7 @@ class Mix(eqx.Module):
     weight: jax.Array
 
     def __init__(self, key: jax.Array, width: int = 4):
-        self.weight = jax.random.normal(key, (width, width)) / width**0.5
+        self.weight = normal(key, (width, width)) / width**0.5
 
     def __call__(self, x):
         return jnp.tanh(sum(jax.tree.leaves(x)) @ self.weight)
@@ -63,9 +64,9 @@ EXPECTED_RUNS = {
 
 def _input(name):
     if name == "first-changes-shape":
-        return (jax.random.normal(KEYS[14], (2, 4)), jax.random.normal(KEYS[15], (2, 4)))
+        return (normal(KEYS[14], (2, 4)), normal(KEYS[15], (2, 4)))
     width = 3 if name in ("first-last-differ", "period-2") else 4
-    return jax.random.normal(KEYS[13], (width,))
+    return normal(KEYS[13], (width,))
 
 
 def loop(layers, x):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jaxlean import Sequential
+from jaxlean._random import normal
 from jaxlean.nn._runs import Run, plan_runs
 
 
@@ -44,7 +45,7 @@ KEYS = jax.random.split(jax.random.key(0), 12)
 def test_plans_and_values(layers, runs):
     model = Sequential(layers, remat="full")
     assert list(model.runs) == runs
-    x = jax.random.normal(KEYS[11], (layers[0].in_features if hasattr(layers[0], "in_features")
+    x = normal(KEYS[11], (layers[0].in_features if hasattr(layers[0], "in_features")
                                      else 4,))
     np.testing.assert_allclose(eqx.filter_jit(model)(x), loop(layers, x), rtol=1e-5, atol=1e-6)
     grads = eqx.filter_grad(lambda m: jnp.sum(m(x) ** 2))(model)

@@ -12,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import CheckpointError
 from jaxlean.train.checkpoint import Checkpointer
 from jaxlean.train.packed import packed
@@ -37,7 +38,7 @@ def _run(state: dict, steps: int, history: list[float]) -> dict:
     model, opt_state, key = state["model"], state["opt_state"], state["data_key"]
     for _ in range(steps):
         key, sub = jax.random.split(key)
-        x = jax.random.normal(sub, (8, 4))
+        x = normal(sub, (8, 4))
         y = jnp.sin(x).sum(axis=1, keepdims=True)
         model, opt_state, loss = step_fn(model, opt_state, x, y)
         history.append(float(loss))

@@ -6,21 +6,22 @@ import numpy as np
 import optax
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError, DataError, NonFiniteError, StructureError
 from jaxlean.train.fit import fit, make_train_fn
 
 
 def regression_data(key, n=24, features=3):
     kx, kw, kn = jax.random.split(key, 3)
-    x = jax.random.normal(kx, (n, features))
-    w = jax.random.normal(kw, (features,))
-    return {"x": x, "y": jnp.tanh(x @ w) + 0.05 * jax.random.normal(kn, (n,))}, w
+    x = normal(kx, (n, features))
+    w = normal(kw, (features,))
+    return {"x": x, "y": jnp.tanh(x @ w) + 0.05 * normal(kn, (n,))}, w
 
 
 def mlp_params(key, features=3, hidden=8):
     k1, k2 = jax.random.split(key)
-    return {"l1": {"w": jax.random.normal(k1, (features, hidden)) / 2, "b": jnp.zeros(hidden)},
-            "l2": {"w": jax.random.normal(k2, (hidden,)) / 3, "b": jnp.zeros((), jnp.bfloat16)}}
+    return {"l1": {"w": normal(k1, (features, hidden)) / 2, "b": jnp.zeros(hidden)},
+            "l2": {"w": normal(k2, (hidden,)) / 3, "b": jnp.zeros((), jnp.bfloat16)}}
 
 
 def mlp_loss(params, batch):

@@ -15,6 +15,7 @@ import numpy as np
 import optax
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import CheckpointError, ConfigError, NonFiniteError
 from jaxlean.train.checkpoint import Checkpointer
 from jaxlean.train.fit import fit
@@ -22,14 +23,14 @@ from jaxlean.train.packed import packed
 
 
 def _data(n=40, features=3, seed=0):
-    x = jax.random.normal(jax.random.key(seed), (n, features))
+    x = normal(jax.random.key(seed), (n, features))
     return {"x": x, "y": jnp.sin(x).sum(1)}
 
 
 def _params(hidden=8):
     k1, k2 = jax.random.split(jax.random.key(1))
-    return {"l1": {"w": jax.random.normal(k1, (3, hidden)) / 2, "b": jnp.zeros(hidden)},
-            "l2": {"w": jax.random.normal(k2, (hidden,)) / 3, "act": jnp.tanh}}
+    return {"l1": {"w": normal(k1, (3, hidden)) / 2, "b": jnp.zeros(hidden)},
+            "l2": {"w": normal(k2, (hidden,)) / 3, "act": jnp.tanh}}
 
 
 def _loss(params, batch):

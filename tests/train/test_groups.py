@@ -8,6 +8,7 @@ import numpy as np
 import optax
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.train.muon import muon
 from jaxlean.train.packed import packed
@@ -36,7 +37,7 @@ def run_steps(tx, params, grads_seq):
 
 
 def grads_for(params, key, n=4):
-    return [jax.tree.map(lambda x, k=k: jax.random.normal(k, x.shape).astype(x.dtype) * 3, params)
+    return [jax.tree.map(lambda x, k=k: normal(k, x.shape).astype(x.dtype) * 3, params)
             for k in jax.random.split(key, n)]
 
 
@@ -121,6 +122,7 @@ def test_errors_name_the_path_and_say_what_to_do():
 SHARDED_SCRIPT = textwrap.dedent("""
     import re
     import jax, jax.numpy as jnp, numpy as np, optax
+    from jaxlean._random import normal
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     from jaxlean.train.packed import packed
 
@@ -128,11 +130,11 @@ SHARDED_SCRIPT = textwrap.dedent("""
     put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
     keys = jax.random.split(jax.random.key(0), 5)
     params = {
-        "a": put(jax.random.normal(keys[0], (8, 4)), P("x", None)),
-        "b": put(jax.random.normal(keys[1], (16,)), P("x")),
-        "c": put(jax.random.normal(keys[2], (3,)), P()),
-        "d": put(jax.random.normal(keys[3], (4, 8)), P(None, ("x", "y"))),
-        "e": put(jax.random.normal(keys[4], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
+        "a": put(normal(keys[0], (8, 4)), P("x", None)),
+        "b": put(normal(keys[1], (16,)), P("x")),
+        "c": put(normal(keys[2], (3,)), P()),
+        "d": put(normal(keys[3], (4, 8)), P(None, ("x", "y"))),
+        "e": put(normal(keys[4], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
     }
     labels = {"a": "decay", "b": "plain", "c": "plain", "d": "decay", "e": "frozen"}
     loss = lambda p: sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in jax.tree.leaves(p))

@@ -8,6 +8,7 @@ import numpy as np
 import optax
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.train.muon import muon
 from jaxlean.train.packed import packed
 
@@ -19,7 +20,7 @@ def model_params(key):
     shapes = {"attn": (4, 8, 16), "mlp": (2, 8, 16), "proj": (16, 8), "heads": (2, 3, 8, 16),
               "up": (3, 16, 8), "bias": (16,), "scale": ()}
     keys = jax.random.split(key, len(shapes))
-    return {name: jax.random.normal(k, shape) for (name, shape), k in
+    return {name: normal(k, shape) for (name, shape), k in
             zip(shapes.items(), keys, strict=True)}
 
 
@@ -55,7 +56,7 @@ def test_batched_muon_matches_optax_muon_matrix_by_matrix():
     ours, theirs = params, per_matrix(params)
     update, ref_update = jax.jit(tx.update), jax.jit(reference.update)
     for k in jax.random.split(key_grads, 4):
-        grads = jax.tree.map(lambda x, k=k: jax.random.normal(k, x.shape), params)
+        grads = jax.tree.map(lambda x, k=k: normal(k, x.shape), params)
         updates, state = update(grads, state, ours)
         ours = optax.apply_updates(ours, updates)
         ref_updates, ref_state = ref_update(per_matrix(grads), ref_state, theirs)
@@ -67,7 +68,7 @@ def test_batched_muon_matches_optax_muon_matrix_by_matrix():
 def test_first_update_is_nearly_orthogonal():
     """From zero momentum, a square matrix's update is lr * U S' V^T with S' near 1."""
     params = {"w": jnp.zeros((3, 16, 16))}
-    grads = {"w": jax.random.normal(jax.random.key(1), (3, 16, 16))}
+    grads = {"w": normal(jax.random.key(1), (3, 16, 16))}
     tx = packed(muon(1.0))
     updates, _ = tx.update(grads, tx.init(params), params)
     singular = np.linalg.svd(np.asarray(-updates["w"]), compute_uv=False)
@@ -77,6 +78,7 @@ def test_first_update_is_nearly_orthogonal():
 SHARDED_SCRIPT = textwrap.dedent('''
     import re
     import jax, jax.numpy as jnp, numpy as np, optax
+    from jaxlean._random import normal
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     from jaxlean.train.muon import muon
     from jaxlean.train.packed import packed
@@ -85,11 +87,11 @@ SHARDED_SCRIPT = textwrap.dedent('''
     put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
     keys = jax.random.split(jax.random.key(0), 5)
     params = {  # FSDP: the stacks are split along a matrix axis, as partition rules do
-        "wq": put(jax.random.normal(keys[0], (8, 16, 16)), P(None, "fsdp", None)),
-        "w_up": put(jax.random.normal(keys[1], (4, 16, 32)), P(None, None, "fsdp")),
-        "w_down": put(jax.random.normal(keys[2], (4, 32, 16)), P(None, "fsdp", None)),
-        "norm": put(jax.random.normal(keys[3], (8, 16)), P(None, "fsdp")),
-        "bias": put(jax.random.normal(keys[4], (16,)), P("fsdp")),
+        "wq": put(normal(keys[0], (8, 16, 16)), P(None, "fsdp", None)),
+        "w_up": put(normal(keys[1], (4, 16, 32)), P(None, None, "fsdp")),
+        "w_down": put(normal(keys[2], (4, 32, 16)), P(None, "fsdp", None)),
+        "norm": put(normal(keys[3], (8, 16)), P(None, "fsdp")),
+        "bias": put(normal(keys[4], (16,)), P("fsdp")),
     }
     labels = {"wq": "muon", "w_up": "muon", "w_down": "muon", "norm": "adam", "bias": "adam"}
     loss = lambda p: sum(jnp.sum(jnp.sin(x)) for x in jax.tree.leaves(p))

@@ -9,6 +9,7 @@ import numpy as np
 import optax
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import StructureError
 from jaxlean.train.packed import Layout, packed
 
@@ -25,7 +26,7 @@ def random_params(key, dtypes=(jnp.float32, jnp.bfloat16)):
     """A nested pytree (dict, list, tuple) of random leaves of mixed shapes and dtypes."""
     shapes = [(3, 4), (5,), (), (2, 3, 2), (7,), (4, 1)]
     keys = jax.random.split(key, len(shapes))
-    leaves = [jax.random.normal(k, s, jnp.float32).astype(dtypes[i % len(dtypes)])
+    leaves = [normal(k, s, jnp.float32).astype(dtypes[i % len(dtypes)])
               for i, (k, s) in enumerate(zip(keys, shapes, strict=True))]
     return {"enc": {"w": leaves[0], "b": leaves[1]}, "scale": leaves[2],
             "blocks": [leaves[3], (leaves[4], leaves[5])]}
@@ -83,7 +84,7 @@ def test_packed_matches_plain_optax_step_by_step(name, trainable):
     key_params, key_grads = jax.random.split(jax.random.key(0))
     params = random_params(key_params)
     mask = trainable or jax.tree.map(lambda _: True, params)
-    grads_seq = [jax.tree.map(lambda x, k=k: jax.random.normal(k, x.shape).astype(x.dtype) * 3,
+    grads_seq = [jax.tree.map(lambda x, k=k: normal(k, x.shape).astype(x.dtype) * 3,
                               params)
                  for k in jax.random.split(key_grads, 4)]
     expected = reference_steps(TRANSFORMS[name](), params, grads_seq, mask)
@@ -201,6 +202,7 @@ def test_structure_errors_name_the_path():
 SHARDED_SCRIPT = textwrap.dedent("""
     import re
     import jax, jax.numpy as jnp, numpy as np, optax
+    from jaxlean._random import normal
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     from jaxlean.train.packed import packed
 
@@ -208,11 +210,11 @@ SHARDED_SCRIPT = textwrap.dedent("""
     put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
     keys = jax.random.split(jax.random.key(0), 5)
     params = {
-        "a": put(jax.random.normal(keys[0], (8, 4)), P("x", None)),
-        "b": put(jax.random.normal(keys[1], (16,)), P("x")),
-        "c": put(jax.random.normal(keys[2], (3,)), P()),
-        "d": put(jax.random.normal(keys[3], (4, 8)), P(None, ("x", "y"))),
-        "e": put(jax.random.normal(keys[4], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
+        "a": put(normal(keys[0], (8, 4)), P("x", None)),
+        "b": put(normal(keys[1], (16,)), P("x")),
+        "c": put(normal(keys[2], (3,)), P()),
+        "d": put(normal(keys[3], (4, 8)), P(None, ("x", "y"))),
+        "e": put(normal(keys[4], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
     }
     loss = lambda p: sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in jax.tree.leaves(p))
 

@@ -9,6 +9,7 @@ import numpy as np
 import optax
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError
 from jaxlean.train.packed import packed
 from jaxlean.train.step import make_train_step
@@ -19,7 +20,7 @@ def _mlp_loss(model, x, y):
 
 
 def _data():
-    x = jax.random.normal(jax.random.key(1), (16, 3))
+    x = normal(jax.random.key(1), (16, 3))
     return x, jnp.sin(x).sum(-1, keepdims=True)
 
 

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError
 
 
@@ -146,7 +147,7 @@ def add_lora(
         else:
             lead, (fan_in, fan_out) = node.weight.shape[:-2], node.weight.shape[-2:]
             dtype = node.weight.dtype
-        a = jax.random.normal(next(keys), (*lead, num_adapters, fan_in, rank), dtype)
+        a = normal(next(keys), (*lead, num_adapters, fan_in, rank), dtype)
         b = jnp.zeros((*lead, num_adapters, rank, fan_out), dtype)
         return Linear(node.weight, LoRA(a / jnp.sqrt(fan_in).astype(dtype), b, scale),
                       node.tied_shape)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxlean._random import normal
 from jaxlean.models.lm.heads import distill, policy_loss, token_stats
 from jaxlean.models.lm.lora import LoRA, add_lora
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
@@ -42,9 +43,9 @@ def batch():
     tokens = jax.random.randint(keys[0], (3, 9), 0, SIZES["vocab_size"])
     targets = jnp.roll(tokens, -1, axis=1)
     mask = jnp.ones(tokens.shape).at[:, :2].set(0).at[0, -3:].set(0)
-    old = -3.9 + 0.3 * jax.random.normal(keys[1], tokens.shape)
-    ref = -3.9 + 0.3 * jax.random.normal(keys[2], tokens.shape)
-    advantages = jax.random.normal(keys[3], (3,))
+    old = -3.9 + 0.3 * normal(keys[1], tokens.shape)
+    ref = -3.9 + 0.3 * normal(keys[2], tokens.shape)
+    advantages = normal(keys[3], (3,))
     return tokens, targets, mask, old, ref, advantages
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from jaxlean._random import normal
 from jaxlean.errors import ConfigError
 from jaxlean.models.lm.lora import add_lora
 from jaxlean.models.lm.peft import load_lora, merge_lora, save_lora
@@ -30,7 +31,7 @@ def trained():
     getters = [lambda m: m.layers.attn.q_proj.lora.b, lambda m: m.layers.attn.v_proj.lora.b,
                lambda m: m.layers.mlp.down_proj.lora.b, lambda m: m.lm_head.lora.b]
     keys = jax.random.split(jax.random.key(2), len(getters))
-    values = [0.3 * jax.random.normal(k, g(model).shape) for k, g in zip(keys, getters,
+    values = [0.3 * normal(k, g(model).shape) for k, g in zip(keys, getters,
                                                                           strict=True)]
     model = eqx.tree_at(lambda m: [g(m) for g in getters], model, values)
     return base, model
