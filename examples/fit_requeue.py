@@ -5,7 +5,7 @@
 requeue, a preempted VM), it finds the latest checkpoint and continues from it.
 
 Run without arguments, this script plays it: it starts the training in a
-child process, kills it (SIGKILL) once a checkpoint past epoch 10 is on disk,
+child process, kills it (SIGKILL) once a checkpoint past epoch 8 is on disk,
 starts the same command again, and checks the requeued run's losses and
 params against an uninterrupted run, bit for bit.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-EPOCHS = 40
+EPOCHS = 24
 
 
 def train(checkpoint: Path | None):
@@ -70,9 +70,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="jaxlean-fit-requeue-") as scratch:
         directory = Path(scratch) / "checkpoints"
         command = [sys.executable, __file__, "--checkpoint", str(directory)]
-        print("== run 1 (killed once epoch 10 is saved)", flush=True)
+        print("== run 1 (killed once epoch 8 is saved)", flush=True)
         child = subprocess.Popen(command)
-        while child.poll() is None and max(_epochs_saved(directory), default=0) < 10:
+        while child.poll() is None and max(_epochs_saved(directory), default=0) < 8:
             time.sleep(0.01)
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)

@@ -32,12 +32,16 @@ SCALAR_ONLY = ("celsius",)
 
 
 def defaults(cell: Cell, channels: str = "hh") -> Params:
-    """Default parameters of ``cell``: ``"hh"`` (Hodgkin-Huxley + leak) or ``"passive"``."""
+    """Default parameters of ``cell``: ``"hh"`` (Hodgkin-Huxley + leak) or ``"passive"``.
+
+    Scalars are strongly typed (the default float dtype), so a jitted loss of
+    these parameters is not compiled again once an update changes them.
+    """
     if channels not in ("hh", "passive"):
         raise ConfigError(f"channels must be 'hh' or 'passive'; got {channels!r}")
     values = {**PASSIVE, **(HH if channels == "hh" else {})}
     return {"length": jnp.asarray(cell.length), "radius": jnp.asarray(cell.radius),
-            **{name: jnp.asarray(value) for name, (value, _) in values.items()}}
+            **{name: jnp.asarray(value, dtype=float) for name, (value, _) in values.items()}}
 
 
 def has_channels(params: Params) -> bool:
