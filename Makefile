@@ -15,7 +15,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/jaxlean bench --quick
+	$(BIN)/jaxlean bench --quick compile memory solver
 
 lint: $(STAMP)
 	$(BIN)/ruff check jaxlean tests examples

@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("bench", help="run benchmarks: baseline and jaxlean side by side")
     bench.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
-    bench.add_argument("--quick", action="store_true", help="small sizes: under 3 minutes on CPU")
+    bench.add_argument("--quick", action="store_true",
+                       help="small sizes: about a minute per benchmark on CPU")
     bench.add_argument("--out", metavar="DIR", help="write results.json, results.md and plots")
     bench.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     bench.add_argument("--strict", action="store_true", help="exit 1 if any target is missed")

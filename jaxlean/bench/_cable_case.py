@@ -78,7 +78,8 @@ def _jaxley_cell(branches: np.ndarray, v_init: float, steps: int):
     cell.set("v", v_init)
     cell.init_states()
     amplitude, start, duration, t_max = _stimulus_args(steps)
-    cell.branch(0).comp(0).stimulate(jx.step_current(start, duration, amplitude, DT, t_max))
+    cell.branch(0).comp(0).stimulate(jx.step_current(start, duration, amplitude, DT, t_max),
+                                     verbose=False)
     cell.branch(0).comp(0).record(verbose=False)
     return cell
 
