@@ -254,7 +254,8 @@ def transformers_available() -> bool:
 def _refuse(side: str, report: dict[str, Any]) -> None:
     if not report["equal"]:
         raise SidesDisagreeError(f"load benchmark: the {LABELS[side]} model differs from the "
-                           f"checkpoint at {report['difference']}; not reporting its numbers")
+                                 f"checkpoint at {report['difference']}; not reporting its "
+                                 "numbers")
 
 
 def measure(size_bytes: int, repeats: int,
