@@ -5,19 +5,35 @@ compiles for 0.7-2.5 s on XLA:CPU (measured with jax 0.10), against 0.2 s for
 a flat draw of the same size; every new shape compiles again. A flat draw
 reshaped gives exactly the same values, so building a model (LoRA adapters,
 stacked PMMs) pays the fast compile and stays reproducible.
+:func:`normal_blocks` goes further: several shapes from one draw, one compile.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from jax import Array
 
-__all__ = ["normal"]
+__all__ = ["normal", "normal_blocks"]
 
 
 def normal(key: Array, shape: tuple[int, ...], dtype: Any = float) -> Array:
     """``jax.random.normal(key, shape, dtype)``, the same values, drawn flat and reshaped."""
     return jax.random.normal(key, (math.prod(shape),), dtype).reshape(shape)
+
+
+def normal_blocks(key: Array, shapes: list[tuple[int, ...]], dtype: Any = float) -> list[Array]:
+    """Standard-normal arrays of the given shapes from ONE random draw.
+
+    One draw compiles one random kernel instead of one per shape, which keeps
+    building small models (tests, benchmarks) cheap.
+    """
+    sizes = [math.prod(shape) for shape in shapes]
+    flat = jax.random.normal(key, (sum(sizes),), dtype)
+    offsets = list(itertools.accumulate(sizes))[:-1]
+    return [block.reshape(shape)
+            for block, shape in zip(jnp.split(flat, offsets), shapes, strict=True)]

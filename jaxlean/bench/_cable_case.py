@@ -24,6 +24,7 @@ import numpy as np
 from jaxlean.bench._measure import SidesDisagreeError, aot_compile, wall_times
 from jaxlean.bench._registry import BenchContext, BenchResult
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron.params import PASSIVE
 
 DT, COMPARTMENTS_PER_BRANCH = 0.025, 10
 TRAINABLE = {"g_na": "HH_gNa", "g_k": "HH_gK", "g_leak": "HH_gLeak"}
@@ -47,12 +48,10 @@ def _jaxlean_cell(branches: np.ndarray) -> Cell:
 
 
 def _ours(cell: Cell, steps: int, checkpoint):
-    amplitude, start, duration, t_max = _stimulus_args(steps)
-    stimulus = Stimulus(0, step_current(amplitude, start, duration, DT, t_max))
     base = cell.params()
 
     def loss(trainable):
-        trace = simulate(cell, {**base, **trainable}, [stimulus], DT, t_max, record=0,
+        trace = simulate(cell, {**base, **trainable}, _stimulus(steps), DT, DT * steps, record=0,
                          checkpoint=checkpoint)
         return jnp.mean(trace["v"])
 
@@ -64,7 +63,13 @@ def _stimulus_args(steps: int) -> tuple[float, float, float, float]:
     return 0.5, 0.5, 3.0, DT * steps
 
 
-def _jaxley_cell(branches: np.ndarray, v_init: float, steps: int):
+def _stimulus(steps: int) -> list[Stimulus]:
+    """That current step as jaxlean's stimulus list."""
+    amplitude, start, duration, t_max = _stimulus_args(steps)
+    return [Stimulus(0, step_current(amplitude, start, duration, DT, t_max))]
+
+
+def _jaxley_cell(branches: np.ndarray, steps: int):
     """jaxley's cell with jaxlean's geometry, defaults and stimulus; soma recorded."""
     import jaxley as jx
     from jaxley.channels import HH
@@ -75,7 +80,7 @@ def _jaxley_cell(branches: np.ndarray, v_init: float, steps: int):
     cell.set("radius", 1.0)
     cell.set("axial_resistivity", 100.0)
     cell.insert(HH())
-    cell.set("v", v_init)
+    cell.set("v", PASSIVE["v_init"][0])
     cell.init_states()
     amplitude, start, duration, t_max = _stimulus_args(steps)
     cell.branch(0).comp(0).stimulate(jx.step_current(start, duration, amplitude, DT, t_max),
@@ -84,10 +89,10 @@ def _jaxley_cell(branches: np.ndarray, v_init: float, steps: int):
     return cell
 
 
-def _jaxley(branches: np.ndarray, v_init: float, steps: int, checkpoint: bool):
+def _jaxley(branches: np.ndarray, steps: int, checkpoint: bool):
     import jaxley as jx
 
-    cell = _jaxley_cell(branches, v_init, steps)
+    cell = _jaxley_cell(branches, steps)
     for name in TRAINABLE.values():
         cell.make_trainable(name, verbose=False)
     start = cell.get_parameters()
@@ -112,11 +117,9 @@ def check_same_model(cell: Cell, branches: np.ndarray) -> str:
     import jaxley as jx
 
     tip = int(cell.tips[np.argmax(cell.path_distance[cell.tips])])
-    amplitude, start, duration, t_max = _stimulus_args(SAME_STEPS)
-    ours = simulate(cell, cell.params(), [Stimulus(0, step_current(amplitude, start, duration,
-                                                                   DT, t_max))],
-                    DT, t_max, record=[0, tip])["v"]
-    peer = _jaxley_cell(branches, float(cell.params()["v_init"]), SAME_STEPS)
+    t_max = DT * SAME_STEPS
+    ours = simulate(cell, cell.params(), _stimulus(SAME_STEPS), DT, t_max, record=[0, tip])["v"]
+    peer = _jaxley_cell(branches, SAME_STEPS)
     peer.branch(tip // COMPARTMENTS_PER_BRANCH).comp(tip % COMPARTMENTS_PER_BRANCH).record(
         verbose=False)
     theirs = jx.integrate(peer, delta_t=DT, t_max=t_max, voltage_solver="jaxley.dhs.cpu")
@@ -148,7 +151,6 @@ def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int,
     """Plain vs checkpointed ``simulate`` (and jaxley when importable) for each run length."""
     branches = branch_parents(n_compartments // COMPARTMENTS_PER_BRANCH)
     cell = _jaxlean_cell(branches)
-    v_init = float(cell.params()["v_init"])
     ours = {}
     for steps in step_counts:
         for checkpoint in (None, "sqrt"):
@@ -162,7 +164,7 @@ def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int,
         for steps in step_counts:
             for checkpoint in (False, True):
                 ctx.step(f"cable: jaxley, {n_compartments} compartments, {steps} steps")
-                peer = _jaxley(branches, v_init, steps, checkpoint)
+                peer = _jaxley(branches, steps, checkpoint)
                 peers[steps, checkpoint] = _measure(*peer, steps, cell.n)
     except ImportError:
         result.notes.append('jaxley is not installed (`pip install "jaxlean[peers]"`): '

@@ -102,7 +102,8 @@ ONE_TRACE_AND_PACKED_STATE = textwrap.dedent("""
                                                               stargets).compile()
                 if name != "flatten" else None)
         counts[name] = (collectives(update), step and collectives(step))
-        print(name, "collectives in update / whole step:", *map(len, filter(None, counts[name])))
+        print(name, "collectives in update / whole step:", len(counts[name][0]),
+              step and len(counts[name][1]))
     assert counts["packed"][0] == [], counts["packed"][0]
     assert counts["packed"][1] == counts["plain"][1], "packing added collectives to the step"
     assert len(counts["flatten"][0]) > 0

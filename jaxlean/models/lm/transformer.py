@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from jaxlean._random import normal_blocks
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
 from jaxlean.models.lm.lora import Linear, LoRA
@@ -235,19 +236,6 @@ class DecoderLayer(eqx.Module):
         return h, kv
 
 
-def _normal_blocks(key: Array, shapes: list[tuple[int, ...]], dtype) -> list[Array]:
-    """Standard-normal arrays of the given shapes from ONE random draw.
-
-    One draw compiles one random kernel instead of one per shape, which keeps
-    building small models (tests, benchmarks) cheap.
-    """
-    sizes = [int(np.prod(shape)) for shape in shapes]
-    flat = jax.random.normal(key, (sum(sizes),), dtype)
-    splits = np.cumsum(sizes)[:-1].tolist()
-    return [block.reshape(shape) for block, shape in zip(jnp.split(flat, splits), shapes,
-                                                          strict=True)]
-
-
 def _init_layers(config: TransformerConfig, weights: list[Array], dtype) -> DecoderLayer:
     """Stacked layers from stacked ``[layers, in, out]`` normal weights (scaled by 1/sqrt(in))."""
     c = config
@@ -324,7 +312,7 @@ class Transformer(eqx.Module):
                         (hidden, inner), (hidden, inner), (inner, hidden)]
         shapes = [(c.vocab_size, hidden), (hidden, c.vocab_size)]
         shapes += [(c.num_layers, *shape) for shape in layer_shapes]
-        embed, head, *layer_weights = _normal_blocks(key, shapes, dtype)
+        embed, head, *layer_weights = normal_blocks(key, shapes, dtype)
         self.config = c
         self.embed = embed
         self.layers = _init_layers(c, layer_weights, dtype)
