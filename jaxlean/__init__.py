@@ -2,101 +2,81 @@
 
 Runs of identical layers are traced once (``scan_layers``, ``Sequential``) with
 per-layer rematerialisation; see ``README.md`` for each capability.
+
+The names below are imported on first use (PEP 562), so ``import jaxlean``
+costs nothing beyond Python, and ``from jaxlean import fit`` imports what
+``fit`` needs, not the checkpoint, Hugging Face or benchmark code.
 """
 
-from jaxlean.compile.cache import (
-    CacheStats,
-    FunctionCacheStats,
-    cache_stats,
-    enable_compilation_cache,
-)
-from jaxlean.compile.cached_step import cached_train_step
-from jaxlean.compile.executable_cache import ExecutableCache, cached_jit
-from jaxlean.compile.report import CompileReport, compile_report
-from jaxlean.errors import (
-    CacheError,
-    CheckpointError,
-    ConfigError,
-    DataError,
-    GraphError,
-    JaxleanError,
-    MorphologyError,
-    NonFiniteError,
-    StructureError,
-    TreeError,
-)
-from jaxlean.linalg import Tree, tree_solve, tridiagonal_solve
-from jaxlean.loss.chunked import (
-    TokenStats,
-    VocabParallel,
-    cross_entropy,
-    token_logprobs,
-    token_stats,
-)
-from jaxlean.loss.distill import distill_loss
-from jaxlean.loss.policy import PolicyLoss, kl_estimate, policy_gradient_loss
-from jaxlean.nn.graph import FnNode, Graph, chain_edges
-from jaxlean.nn.layers import scan_layers, stack, unstack
-from jaxlean.nn.remat import resolve_policy
-from jaxlean.nn.sequential import Sequential
-from jaxlean.train.checkpoint import Checkpointer
-from jaxlean.train.fit import History, TrainOutput, fit, make_train_fn
-from jaxlean.train.muon import MatrixTransformation, matrix_transform, muon
-from jaxlean.train.packed import Layout, packed
-from jaxlean.train.step import TrainStep, make_train_step
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CacheError",
-    "CacheStats",
-    "CheckpointError",
-    "Checkpointer",
-    "CompileReport",
-    "ConfigError",
-    "DataError",
-    "ExecutableCache",
-    "FnNode",
-    "FunctionCacheStats",
-    "Graph",
-    "GraphError",
-    "History",
-    "JaxleanError",
-    "Layout",
-    "MatrixTransformation",
-    "MorphologyError",
-    "NonFiniteError",
-    "PolicyLoss",
-    "Sequential",
-    "StructureError",
-    "TokenStats",
-    "TrainOutput",
-    "TrainStep",
-    "Tree",
-    "TreeError",
-    "VocabParallel",
-    "cache_stats",
-    "cached_jit",
-    "cached_train_step",
-    "chain_edges",
-    "compile_report",
-    "cross_entropy",
-    "distill_loss",
-    "enable_compilation_cache",
-    "fit",
-    "kl_estimate",
-    "make_train_fn",
-    "make_train_step",
-    "matrix_transform",
-    "muon",
-    "packed",
-    "policy_gradient_loss",
-    "resolve_policy",
-    "scan_layers",
-    "stack",
-    "token_logprobs",
-    "token_stats",
-    "tree_solve",
-    "tridiagonal_solve",
-    "unstack",
-]
+# Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "CacheStats": "jaxlean.compile.cache",
+    "FunctionCacheStats": "jaxlean.compile.cache",
+    "cache_stats": "jaxlean.compile.cache",
+    "enable_compilation_cache": "jaxlean.compile.cache",
+    "CompileReport": "jaxlean.compile.report",
+    "compile_report": "jaxlean.compile.report",
+    "CacheError": "jaxlean.errors",
+    "CheckpointError": "jaxlean.errors",
+    "ConfigError": "jaxlean.errors",
+    "DataError": "jaxlean.errors",
+    "GraphError": "jaxlean.errors",
+    "JaxleanError": "jaxlean.errors",
+    "MorphologyError": "jaxlean.errors",
+    "NonFiniteError": "jaxlean.errors",
+    "StructureError": "jaxlean.errors",
+    "TreeError": "jaxlean.errors",
+    "Tree": "jaxlean.linalg",
+    "tree_solve": "jaxlean.linalg",
+    "tridiagonal_solve": "jaxlean.linalg",
+    "TokenStats": "jaxlean.loss.chunked",
+    "VocabParallel": "jaxlean.loss.chunked",
+    "cross_entropy": "jaxlean.loss.chunked",
+    "token_logprobs": "jaxlean.loss.chunked",
+    "token_stats": "jaxlean.loss.chunked",
+    "distill_loss": "jaxlean.loss.distill",
+    "PolicyLoss": "jaxlean.loss.policy",
+    "kl_estimate": "jaxlean.loss.policy",
+    "policy_gradient_loss": "jaxlean.loss.policy",
+    "FnNode": "jaxlean.nn.graph",
+    "Graph": "jaxlean.nn.graph",
+    "chain_edges": "jaxlean.nn.graph",
+    "scan_layers": "jaxlean.nn.layers",
+    "stack": "jaxlean.nn.layers",
+    "unstack": "jaxlean.nn.layers",
+    "resolve_policy": "jaxlean.nn.remat",
+    "Sequential": "jaxlean.nn.sequential",
+    "Checkpointer": "jaxlean.train.checkpoint",
+    "History": "jaxlean.train.fit",
+    "TrainOutput": "jaxlean.train.fit",
+    "fit": "jaxlean.train.fit",
+    "make_train_fn": "jaxlean.train.fit",
+    "MatrixTransformation": "jaxlean.train.muon",
+    "matrix_transform": "jaxlean.train.muon",
+    "muon": "jaxlean.train.muon",
+    "Layout": "jaxlean.train.packed",
+    "packed": "jaxlean.train.packed",
+    "TrainStep": "jaxlean.train.step",
+    "make_train_step": "jaxlean.train.step",
+}
+
+__all__ = sorted(_EXPORTS)
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jaxlean' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -9,9 +9,6 @@
 - ``stats``: trace, hit and miss accounting from ``jax.monitoring`` events;
 - ``report``: :func:`compile_report`, one function's compile stage by stage;
 - ``check``: explain the misses of a command run twice (``jaxlean cache check``);
-- ``executable_cache``: :func:`cached_jit`, serialized executables a restarted
-  process loads without tracing; ``fingerprint``: its key for a Python function;
-  ``cached_step``: the same for a :func:`jaxlean.train.step.make_train_step` step;
 - ``cli``: ``jaxlean cache info|clear|prune|check``;
 - ``_jax_private``: every JAX internal the above uses, checked at import.
 """

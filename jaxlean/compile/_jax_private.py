@@ -32,7 +32,6 @@ __all__ = [
     "CacheInterface",
     "Internal",
     "get",
-    "initialize_cpu_kernels",
     "problems",
     "process_index",
     "refresh",
@@ -78,9 +77,6 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("jax._src.cache_key._hash_accelerator_config",
              "make multi-process CPU cache keys process-invariant",
              params=("hash_obj", "accelerators"), optional=True),
-    Internal("jax._src.lax.linalg.initialize_lapack",
-             "register the CPU LAPACK kernels an executable loaded without tracing calls",
-             params=(), optional=True),
 )
 
 _MISSING = object()
@@ -217,17 +213,6 @@ def replace_accelerator_hash(make: Callable[[Callable], Callable]) -> bool:
         return False
     module = importlib.import_module("jax._src.cache_key")
     module._hash_accelerator_config = _found[path] = make(module._hash_accelerator_config)
-    return True
-
-
-def initialize_cpu_kernels() -> bool:
-    """Register the CPU LAPACK kernels (done lazily by JAX when it lowers a linear-algebra
-    op; an executable deserialized without lowering calls them too). ``False`` when
-    this JAX has no such hook: loading a CPU executable is then unsafe."""
-    path = "jax._src.lax.linalg.initialize_lapack"
-    if path in _problems:
-        return False
-    _found[path]()
     return True
 
 

@@ -61,11 +61,9 @@ class FunctionCacheStats:
 class CacheStats(FunctionCacheStats):
     """Process totals plus ``functions``: the same counts per compiled function name.
 
-    ``traces`` counts the functions traced for ``jax.jit`` (a warm start from the
-    executable cache traces none), ``compiles`` every backend compile (cache or
-    not), ``compile_s`` the
-    seconds they took (loading from the cache included), ``saved_s`` the compile
-    seconds the cache saved.
+    ``traces`` counts the functions traced for ``jax.jit``, ``compiles`` every
+    backend compile (cache or not), ``compile_s`` the seconds they took (loading
+    from the cache included), ``saved_s`` the compile seconds the cache saved.
     """
 
     functions: dict[str, FunctionCacheStats] = dataclasses.field(default_factory=dict)

@@ -21,12 +21,14 @@ JSON ``metadata`` dict (loss history, configuration) travels with each step.
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+from jax.sharding import SingleDeviceSharding
 
 from jaxlean.errors import CheckpointError
 
@@ -37,16 +39,28 @@ _VALUES = (bool, int, float, str)
 
 
 def _is_key(leaf: Any) -> bool:
-    return isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+    return (isinstance(leaf, jax.Array | jax.ShapeDtypeStruct)
+            and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key))
+
+
+def _key_description(key: Any) -> dict:
+    """Shape and dtype of a key's data and its implementation, for a key or its shape."""
+    impl: list[str] = []
+
+    def data(key: jax.Array) -> jax.Array:
+        impl.append(str(jax.random.key_impl(key)))
+        return jax.random.key_data(key)
+
+    shape = jax.eval_shape(data, key)
+    return {"kind": "key", "shape": list(shape.shape), "dtype": str(shape.dtype),
+            "impl": impl[0]}
 
 
 def _describe(leaf: Any) -> dict:
     """What the checkpoint records about one leaf (its value, for a Python value)."""
     if _is_key(leaf):
-        data = jax.random.key_data(leaf)
-        return {"kind": "key", "shape": list(data.shape), "dtype": str(data.dtype),
-                "impl": str(jax.random.key_impl(leaf))}
-    if isinstance(leaf, jax.Array | np.ndarray | np.generic):
+        return _key_description(leaf)
+    if isinstance(leaf, jax.Array | jax.ShapeDtypeStruct | np.ndarray | np.generic):
         return {"kind": "array", "shape": list(np.shape(leaf)), "dtype": str(leaf.dtype)}
     if isinstance(leaf, _VALUES):
         return {"kind": "value", "type": type(leaf).__name__, "value": leaf}
@@ -78,11 +92,14 @@ def _first_difference(saved: list[dict], expected: list[dict]) -> str | None:
 
 
 def _abstract(leaf: Any) -> jax.ShapeDtypeStruct:
-    """Shape, dtype and placement to restore one stored array into."""
-    sharding = leaf.sharding if isinstance(leaf, jax.Array) else None
+    """Shape, dtype and placement to restore one stored array into: the template
+    leaf's sharding, or the first local device for a shape without one."""
+    sharding = leaf.sharding if isinstance(leaf, jax.Array | jax.ShapeDtypeStruct) else None
+    if sharding is None and isinstance(leaf, jax.ShapeDtypeStruct):
+        sharding = SingleDeviceSharding(jax.local_devices()[0])
     if _is_key(leaf):
-        data = jax.random.key_data(leaf)
-        return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=data.sharding)
+        data = jax.eval_shape(jax.random.key_data, leaf)
+        return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=sharding)
     return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype, sharding=sharding)
 
 
@@ -154,7 +171,8 @@ class Checkpointer:
 
         Args:
             like: a state of the same structure (e.g. the freshly initialised
-                one); its non-array leaves and array shardings are used.
+                one, or its shapes from ``jax.eval_shape``); its non-array leaves
+                and array shardings are used.
             step: which checkpoint; ``None`` for the latest.
 
         Raises:
@@ -189,6 +207,20 @@ class Checkpointer:
             else:
                 out.append(leaf)
         return jax.tree_util.tree_unflatten(treedef, out)
+
+    def restore_in_background(self, like: Any, step: int | None = None) -> Future:
+        """Start :meth:`restore` in a background thread; ``.result()`` is the state.
+
+        Reading a checkpoint and compiling the step that uses it are independent:
+        the compile needs only the state's shapes and placements. A restarted job
+        starts the read, compiles meanwhile (``TrainStep.compile`` on ``like``,
+        which may be shapes only: ``jax.eval_shape`` of the initial state), then
+        takes the result. Errors of :meth:`restore` are raised by ``.result()``.
+        """
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxlean-restore")
+        pending = pool.submit(self.restore, like, step)
+        pool.shutdown(wait=False)  # the thread ends when the read does
+        return pending
 
     def metadata(self, step: int | None = None) -> dict:
         """The ``metadata`` dict saved with ``step`` (default: the latest)."""

@@ -15,7 +15,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import optax
-from jax.sharding import NamedSharding
+from jax.sharding import NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxlean.errors import ConfigError
@@ -23,19 +23,36 @@ from jaxlean.errors import ConfigError
 __all__ = ["TrainStep", "make_train_step"]
 
 
+def _is_array_like(x: Any) -> bool:
+    """An array, or the shape of one (``jax.ShapeDtypeStruct``, e.g. from ``jax.eval_shape``)."""
+    return eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct)
+
+
 def _placements(tree: Any) -> Any:
     """The sharding of each array leaf; arrays not yet placed (``committed`` False,
-    e.g. an optimizer's step count) are replicated over the mesh the others use."""
+    e.g. an optimizer's step count, or a ``ShapeDtypeStruct`` without a sharding)
+    are replicated over the mesh the others use, or put on the first local device."""
     named = [x.sharding for x in jax.tree.leaves(tree)
-             if isinstance(x, jax.Array) and isinstance(x.sharding, NamedSharding)]
+             if _is_array_like(x) and isinstance(x.sharding, NamedSharding)]
     replicated = NamedSharding(named[0].mesh, P()) if named else None
 
     def placement(x: Any) -> Any:
+        if isinstance(x, jax.ShapeDtypeStruct):
+            if x.sharding is not None:
+                return x.sharding
+            return replicated or SingleDeviceSharding(jax.local_devices()[0])
         if not isinstance(x, jax.Array):
             return None
         return x.sharding if x.committed or replicated is None else replicated
 
     return jax.tree.map(placement, tree)
+
+
+def _place(x: Any, sharding: Any) -> Any:
+    """``x`` on ``sharding``: arrays are moved once, shapes are given the sharding."""
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding, weak_type=x.weak_type)
+    return x if sharding is None or x.committed else jax.device_put(x, sharding)
 
 
 class TrainStep:
@@ -60,11 +77,6 @@ class TrainStep:
         self._donate = (0, 1) if donate else ()
         self._jitted: dict[tuple, Callable] = {}
 
-    @property
-    def program(self) -> tuple:
-        """What defines the compiled step besides its inputs: loss, optimizer, options."""
-        return (self._loss_fn, self._tx, self._has_aux, bool(self._donate))
-
     def _step(self, arrays: Any, static: Any, opt_state: Any, batch: tuple,
               grad_shardings: Any) -> tuple:
         def loss_of_arrays(arrays):
@@ -79,7 +91,7 @@ class TrainStep:
     def prepare(self, model: Any, opt_state: Any) -> tuple[Callable, tuple]:
         """The jitted step for this model structure and placement, and its arguments
         (the model's arrays and the optimizer state, unplaced leaves placed)."""
-        arrays, static = eqx.partition(model, eqx.is_array)
+        arrays, static = eqx.partition(model, _is_array_like)
         shardings = _placements((arrays, opt_state))
         leaves, treedef = jax.tree.flatten(shardings)
         static_leaves, static_def = jax.tree.flatten(static)
@@ -98,8 +110,7 @@ class TrainStep:
 
             self._jitted[key] = jax.jit(step, donate_argnums=self._donate,
                                         out_shardings=(*shardings, None))
-        placed = jax.tree.map(lambda x, s: x if s is None or x.committed else jax.device_put(x, s),
-                              (arrays, opt_state), shardings)
+        placed = jax.tree.map(_place, (arrays, opt_state), shardings)
         return self._jitted[key], (*placed, static)
 
     def __call__(self, model: Any, opt_state: optax.OptState, *batch: Any) -> tuple:
@@ -110,9 +121,21 @@ class TrainStep:
         return eqx.combine(arrays, static), opt_state, value
 
     def lower(self, model: Any, opt_state: optax.OptState, *batch: Any) -> jax.stages.Lowered:
-        """The lowered step for these arguments (``.compile()``, ``.as_text()``)."""
+        """The lowered step for these arguments (``.compile()``, ``.as_text()``); any
+        argument may be given by its shape (``jax.ShapeDtypeStruct``, ``jax.eval_shape``)."""
         step, (arrays, opt_state, _) = self.prepare(model, opt_state)
         return step.lower(arrays, opt_state, *batch)
+
+    def compile(self, model: Any, opt_state: optax.OptState, *batch: Any) -> jax.stages.Compiled:
+        """Compile the step for arguments of these shapes and placements, ahead of the call.
+
+        The first call with arguments like these then runs at once (JAX's jit cache
+        holds the executable). The arguments may be shapes only (``jax.eval_shape`` of
+        the state), so a restarted job compiles, or loads from the persistent cache,
+        while its checkpoint is still being read
+        (:meth:`jaxlean.train.checkpoint.Checkpointer.restore_in_background`).
+        """
+        return self.lower(model, opt_state, *batch).compile()
 
 
 def make_train_step(loss_fn: Callable[..., Any], tx: optax.GradientTransformation, *,
