@@ -1,9 +1,10 @@
 """A training job that is killed mid-run and requeued: it resumes where it stopped.
 
 The requeue recipe (SLURM ``--requeue``, a preemptible VM, a crash): run the same
-command again. The job finds its latest checkpoint and continues from it; the
-persistent compilation cache and the executable cache let the restarted process
-skip tracing and compiling its step.
+command again. The job finds its latest checkpoint and continues from it. The
+restarted process reads the checkpoint in the background while it compiles its
+step from the state's shapes (``jax.eval_shape``: nothing is computed), and the
+persistent compilation cache turns that compile into a lookup.
 
 Run without arguments, this script plays both runs: it starts itself once with
 ``--die-at 12`` (the process kills itself after step 12, as a preemption would,
@@ -32,8 +33,7 @@ def train(workdir: Path, steps: int, die_at: int | None) -> None:
     import jax.numpy as jnp
     import optax
 
-    from jaxlean import enable_compilation_cache, packed
-    from jaxlean.compile.cached_step import cached_train_step
+    from jaxlean import cache_stats, enable_compilation_cache, packed
     from jaxlean.train.checkpoint import Checkpointer
     from jaxlean.train.step import make_train_step
 
@@ -43,13 +43,22 @@ def train(workdir: Path, steps: int, die_at: int | None) -> None:
     def loss(model, x, y):
         return jnp.mean((jax.vmap(model)(x) - y) ** 2)
 
-    model = eqx.nn.MLP(8, 1, 64, 3, key=jax.random.key(0))
-    state = {"model": model, "opt_state": tx.init(eqx.filter(model, eqx.is_array)),
-             "data_key": jax.random.key(1), "step": 0}
-    step = cached_train_step(make_train_step(loss, tx), workdir / "executables")
+    def initial_state() -> dict:
+        model = eqx.nn.MLP(8, 1, 64, 3, key=jax.random.key(0))
+        return {"model": model, "opt_state": tx.init(eqx.filter(model, eqx.is_array)),
+                "data_key": jax.random.key(1)}
+
+    step = make_train_step(loss, tx)
     with Checkpointer(workdir / "checkpoints", keep=2) as checkpoints:
-        if checkpoints.latest_step() is not None:
-            state = checkpoints.restore(state)
+        if checkpoints.latest_step() is None:
+            state = {**initial_state(), "step": 0}
+        else:
+            shapes = {**eqx.filter_eval_shape(initial_state), "step": 0}
+            pending = checkpoints.restore_in_background(shapes)
+            step.compile(shapes["model"], shapes["opt_state"],  # while the checkpoint is read
+                         jax.ShapeDtypeStruct((32, 8), jnp.float32),
+                         jax.ShapeDtypeStruct((32, 1), jnp.float32))
+            state = pending.result()
             print(f"resumed at step {state['step']} "
                   f"(restored {time.time() - START:.2f} s after process start)")
         model, opt_state, key = state["model"], state["opt_state"], state["data_key"]
@@ -59,7 +68,7 @@ def train(workdir: Path, steps: int, die_at: int | None) -> None:
             model, opt_state, value = step(model, opt_state, x, jnp.sin(x).sum(1, keepdims=True))
             if i == state["step"] + 1:
                 print(f"first step done {time.time() - START:.2f} s after process start "
-                      f"(executable cache: {step.cache.stats.hits} hits)")
+                      f"({cache_stats().summary()})")
             if i % 5 == 0:
                 checkpoints.save(i, {"model": model, "opt_state": opt_state, "data_key": key,
                                      "step": i})
