@@ -15,7 +15,7 @@ from pathlib import Path
 import jax
 
 from jaxlean.compile import _jax_private, health, multiprocess_key
-from jaxlean.compile.directory import default_cache_dir, list_entries, prune
+from jaxlean.compile.directory import default_cache_dir, prune
 from jaxlean.compile.file_cache import SafeFileCache
 from jaxlean.compile.stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
 from jaxlean.errors import CacheError
@@ -60,8 +60,7 @@ def _read_only(directory: Path, asked: bool) -> bool | None:
                       f"({reason}); running without a persistent cache", stacklevel=3)
         return None
     warnings.warn(f"jaxlean: the compilation cache at {directory} is read-only ({reason}): "
-                  f"its {len(list_entries(directory))} entries are used, new compiles are "
-                  "not stored", stacklevel=3)
+                  "its entries are used, new compiles are not stored", stacklevel=3)
     return True
 
 

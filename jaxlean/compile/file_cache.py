@@ -32,6 +32,7 @@ from pathlib import Path
 from jaxlean.compile import stats
 from jaxlean.compile._jax_private import CacheInterface
 from jaxlean.compile.directory import ENTRY_SUFFIX, prune
+from jaxlean.errors import CacheError
 
 
 def _read_umask() -> int:
@@ -114,9 +115,10 @@ class SafeFileCache(CacheInterface):
         if self.max_bytes is not None:
             try:
                 prune(self.path, self.max_bytes)
-            except OSError as err:
+            except (OSError, CacheError) as err:
                 self._warn_once("prune", f"cannot trim the compilation cache at {self.path} "
-                                f"to {self.max_bytes} bytes ({type(err).__name__}: {err})")
+                                f"to {self.max_bytes} bytes ({type(err).__name__}: {err}); "
+                                "it may grow past the limit")
 
     def _write(self, entry: Path, key: str, value: bytes) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
