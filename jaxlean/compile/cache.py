@@ -136,7 +136,12 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
         _install_store(None)
         return None
     if max_size_bytes is not None and not read_only and _jax_private.process_index() == 0:
-        prune(directory, max_size_bytes)
+        try:
+            prune(directory, max_size_bytes)
+        except (OSError, CacheError) as err:
+            warnings.warn(f"jaxlean: cannot trim the compilation cache at {directory} to "
+                          f"{max_size_bytes} bytes ({type(err).__name__}: {err}); it may "
+                          "stay above the limit", stacklevel=2)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_secs))
     jax.config.update("jax_persistent_cache_enable_xla_caches", xla_caches)
     _install_store(SafeFileCache(directory, max_size_bytes, read_only=read_only))

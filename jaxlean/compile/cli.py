@@ -18,6 +18,7 @@ import collections
 import datetime
 import functools
 import os
+import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -148,7 +149,10 @@ def _check(args: argparse.Namespace) -> int:
         runs = []
         for index in (1, 2):
             console.print(f"run {index}: {' '.join(command)}")
-            run = run_once(command, workdir, index, args.timeout)
+            try:
+                run = run_once(command, workdir, index, args.timeout)
+            except subprocess.TimeoutExpired:
+                return _error(f"run {index} took longer than --timeout {args.timeout:g} s")
             if run.returncode != 0:
                 tail = run.stderr.read_text(errors="replace").splitlines()
                 tail = [line for line in tail if not line.startswith("DEBUG:")][-15:]

@@ -107,7 +107,8 @@ def clear(directory: Path) -> tuple[int, int]:
     """Remove every cache entry and XLA sub-cache; returns ``(entries removed, bytes freed)``.
 
     Only files of the cache's own layout are touched, so pointing this at the
-    wrong directory cannot delete anything else.
+    wrong directory cannot delete anything else. A file that cannot be removed
+    raises (``OSError``) rather than being reported as removed.
     """
     entries = list_entries(directory)
     for entry in entries:
@@ -115,7 +116,7 @@ def clear(directory: Path) -> tuple[int, int]:
     for name in XLA_SUBCACHES:
         sub = directory / name
         if sub.is_dir():
-            shutil.rmtree(sub, ignore_errors=True)
+            shutil.rmtree(sub)
         elif sub.is_file():
             sub.unlink(missing_ok=True)
     return len(entries), sum(e.size for e in entries)

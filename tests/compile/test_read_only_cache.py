@@ -182,3 +182,15 @@ def test_unreadable_entry_is_a_miss_said_once(tmp_path):
         assert store.get("jit_a-1") is None
     assert len(caught) == 1
     assert list_entries(tmp_path)[0].key == "jit_a-1"
+
+
+def test_size_limit_that_cannot_be_enforced_warns(restore_jax_cache_config, tmp_path,
+                                                  monkeypatch):
+    (tmp_path / f"jit_a-1{ENTRY_SUFFIX}").write_bytes(b"x" * 100)
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    with pytest.warns(UserWarning, match="cannot trim the compilation cache"):
+        assert enable_compilation_cache(tmp_path, max_size_bytes=10) == tmp_path
