@@ -32,6 +32,7 @@ __all__ = [
     "CacheInterface",
     "Internal",
     "get",
+    "persistent_store",
     "problems",
     "process_index",
     "refresh",
@@ -188,6 +189,14 @@ def set_persistent_store(store: Any) -> None:
     with module._cache_initialized_mutex:
         module._cache = store
         module._cache_initialized = True
+
+
+def persistent_store() -> Any:
+    """The store JAX's persistent cache uses now (``None`` when none is set up or this
+    JAX keeps it elsewhere)."""
+    if "jax._src.compilation_cache._cache" in _problems:
+        return None
+    return importlib.import_module("jax._src.compilation_cache")._cache
 
 
 def process_index() -> int:

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import jax
 
-from jaxlean.compile import _jax_private, multiprocess_key
+from jaxlean.compile import _jax_private, health, multiprocess_key
 from jaxlean.compile.directory import default_cache_dir, prune
 from jaxlean.compile.file_cache import SafeFileCache
-from jaxlean.compile.health import unwritable_reason
 from jaxlean.compile.stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
 from jaxlean.errors import CacheError
 
@@ -40,10 +39,36 @@ def _print_summary() -> None:
     print(snapshot().summary(), file=sys.stderr)
 
 
+def _read_only(directory: Path, asked: bool) -> bool | None:
+    """Whether to use ``directory`` read-only (``None``: not at all), warning when not as asked.
+
+    Process 0 probes by writing a file (permissions, read-only mounts and quotas
+    all answer truthfully that way, also for root); the other processes never
+    write, so they use the directory as it is.
+    """
+    if asked or _jax_private.process_index() != 0:
+        if asked and not directory.is_dir():
+            warnings.warn(f"jaxlean: no compilation cache at {directory} to read; running "
+                          "without a persistent cache", stacklevel=3)
+            return None
+        return asked
+    reason = health.unwritable_reason(directory, create=True)
+    if reason is None:
+        return False
+    if not directory.is_dir():
+        warnings.warn(f"jaxlean: cannot create the compilation cache at {directory} "
+                      f"({reason}); running without a persistent cache", stacklevel=3)
+        return None
+    warnings.warn(f"jaxlean: the compilation cache at {directory} is read-only ({reason}): "
+                  "its entries are used, new compiles are not stored", stacklevel=3)
+    return True
+
+
 def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs: float = 1.0,
                              max_size_bytes: int | None = None,
                              xla_caches: str = "xla_gpu_per_fusion_autotune_cache_dir",
-                             summary_at_exit: bool = False) -> Path | None:
+                             summary_at_exit: bool = False,
+                             read_only: bool = False) -> Path | None:
     """Cache compiled executables on disk so the next run loads them instead of compiling.
 
     Call it once, early; after ``jax.distributed.initialize()`` in a multi-process
@@ -63,21 +88,32 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
 
     Entries are written atomically and an entry that cannot be loaded (truncated,
     corrupted) is recompiled and replaced instead of crashing (see
-    :mod:`jaxlean.compile.file_cache`). An unwritable directory warns and leaves the
-    program running without a persistent cache.
+    :mod:`jaxlean.compile.file_cache`).
+
+    A directory that exists but cannot be written (a shared cache on a read-only
+    filesystem, another user's directory) is used read-only: its entries are hit,
+    nothing is written, renamed or deleted, and one warning names the directory
+    and the reason. ``read_only=True`` asks for that without the probe or the
+    warning; asking for a directory that does not exist warns and runs without
+    a cache. A write that fails later (a full disk) warns once and turns the cache
+    read-only. A directory that does not exist and cannot be created warns and
+    leaves the program running without a persistent cache.
 
     Args:
         path: cache directory; default ``$JAXLEAN_CACHE_DIR``, else ``~/.cache/jaxlean/xla``.
         min_compile_secs: only compiles at least this long are written (small
             ones are cheaper to redo than to store).
         max_size_bytes: keep the directory under this size by deleting least
-            recently used entries (process 0, at start and after each write).
+            recently used entries (process 0, at start and after each write;
+            never in a read-only cache).
         xla_caches: JAX's ``jax_persistent_cache_enable_xla_caches``: XLA
             sub-caches kept next to the entries ("all", a comma list, or "none").
         summary_at_exit: print :meth:`CacheStats.summary` to stderr at exit.
+        read_only: use the entries already in ``path``, never write to it.
 
     Returns:
-        The directory in use, or ``None`` when the cache could not be enabled.
+        The directory in use (also when read-only), or ``None`` when no cache could
+        be enabled.
 
     Raises:
         CacheError: on invalid arguments, or when the installed JAX lacks an
@@ -95,17 +131,20 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
         problem = _jax_private.problems().get(multiprocess_key.INTERNAL, "")
         warnings.warn(f"jaxlean: {problem}; skipped: in multi-process CPU runs only "
                       "process 0 will find cache entries", stacklevel=2)
-    if _jax_private.process_index() == 0:
-        if reason := unwritable_reason(directory, create=True):
-            warnings.warn(f"jaxlean: cannot write the compilation cache at {directory} "
-                          f"({reason}); running without a persistent cache", stacklevel=2)
-            _install_store(None)
-            return None
-        if max_size_bytes is not None:
+    read_only = _read_only(directory, read_only)
+    if read_only is None:
+        _install_store(None)
+        return None
+    if max_size_bytes is not None and not read_only and _jax_private.process_index() == 0:
+        try:
             prune(directory, max_size_bytes)
+        except (OSError, CacheError) as err:
+            warnings.warn(f"jaxlean: cannot trim the compilation cache at {directory} to "
+                          f"{max_size_bytes} bytes ({type(err).__name__}: {err}); it may "
+                          "stay above the limit", stacklevel=2)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_secs))
     jax.config.update("jax_persistent_cache_enable_xla_caches", xla_caches)
-    _install_store(SafeFileCache(directory, max_size_bytes))
+    _install_store(SafeFileCache(directory, max_size_bytes, read_only=read_only))
     global _summary_registered
     if summary_at_exit and not _summary_registered:
         atexit.register(_print_summary)

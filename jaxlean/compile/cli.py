@@ -5,6 +5,10 @@
 checks its health (:mod:`jaxlean.compile.health`); ``check`` runs a command
 twice in fresh processes and says, per compiled function, whether the second run
 hit the cache and, for a miss, why the key changed.
+
+Every subcommand that prints ``error:`` exits non-zero: 1 when the cache has an
+error finding or a check found misses, 2 when the command could not do what was
+asked (bad arguments, files it cannot read or remove).
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
+import functools
 import os
+import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -37,6 +44,27 @@ def _directory(args: argparse.Namespace) -> Path:
 
 
 _STYLE = {"error": "bold red", "warning": "yellow", "note": "dim"}
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _error(message: str) -> int:
+    """Print ``error: message``; the exit status of a command that could not do what was asked."""
+    console.print(f"[bold red]error[/bold red]: {message}", highlight=False)
+    return 2
+
+
+def _guarded(handler: Handler) -> Handler:
+    """``handler`` with a cache error or an OS error (permissions, a file in the way)
+    reported as ``error:`` and exit status 2 instead of a traceback."""
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except (CacheError, OSError) as err:
+            return _error(str(err) if isinstance(err, CacheError) else
+                          f"{type(err).__name__}: {err}")
+    return run
 
 
 def _size_limit(args: argparse.Namespace) -> int | None:
@@ -71,11 +99,7 @@ def _health(args: argparse.Namespace, directory: Path) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     directory = _directory(args)
-    try:
-        _size_limit(args)
-    except CacheError as err:
-        console.print(f"[red]{err}[/red]")
-        return 2
+    _size_limit(args)  # a bad --max-size is an error before anything is printed
     entries = list_entries(directory)
     if not entries:
         console.print(f"{directory}: no cache entries")
@@ -104,11 +128,7 @@ def _clear(args: argparse.Namespace) -> int:
 
 def _prune(args: argparse.Namespace) -> int:
     directory = _directory(args)
-    try:
-        limit = parse_size(args.max_size)
-    except CacheError as err:
-        console.print(f"[red]{err}[/red]")
-        return 2
+    limit = parse_size(args.max_size)
     removed = prune(directory, limit)
     left = list_entries(directory)
     console.print(f"{directory}: removed {len(removed)} least recently used entries "
@@ -120,9 +140,8 @@ def _prune(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     command = [part for part in args.command if part != "--"] if args.command else []
     if not command:
-        console.print("[red]give the command to check after `--`, e.g. "
-                      "`jaxlean cache check -- python train.py`[/red]")
-        return 2
+        return _error("give the command to check after `--`, e.g. "
+                      "`jaxlean cache check -- python train.py`")
     with tempfile.TemporaryDirectory(prefix="jaxlean-cache-check-") as scratch:
         workdir = Path(args.keep) if args.keep else Path(scratch)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -130,13 +149,15 @@ def _check(args: argparse.Namespace) -> int:
         runs = []
         for index in (1, 2):
             console.print(f"run {index}: {' '.join(command)}")
-            run = run_once(command, workdir, index, args.timeout)
+            try:
+                run = run_once(command, workdir, index, args.timeout)
+            except subprocess.TimeoutExpired:
+                return _error(f"run {index} took longer than --timeout {args.timeout:g} s")
             if run.returncode != 0:
                 tail = run.stderr.read_text(errors="replace").splitlines()
                 tail = [line for line in tail if not line.startswith("DEBUG:")][-15:]
-                console.print(f"[red]run {index} exited with status {run.returncode}[/red]",
-                              *tail, sep="\n", markup=False)
-                return 2
+                console.print(*tail, sep="\n", markup=False)
+                return _error(f"run {index} exited with status {run.returncode}")
             runs.append(run)
         verdicts = compare(*runs)
         if not verdicts:
@@ -161,7 +182,11 @@ def _check(args: argparse.Namespace) -> int:
 
 def add_cache_parser(commands: argparse._SubParsersAction) -> None:
     """Add ``cache info|clear|prune|check`` to the ``jaxlean`` parser's subcommands."""
-    cache = commands.add_parser("cache", help="inspect, trim or check the compilation cache")
+    cache = commands.add_parser(
+        "cache", help="inspect, trim or check the compilation cache",
+        description="Every subcommand exits non-zero when it prints an error: 1 for a cache "
+                    "that does not work (info) or misses (check), 2 when it could not do "
+                    "what was asked.")
     actions = cache.add_subparsers(dest="cache_command", required=True)
     default = "default: $JAXLEAN_CACHE_DIR or ~/.cache/jaxlean/xla"
     info = actions.add_parser(
@@ -175,19 +200,19 @@ def add_cache_parser(commands: argparse._SubParsersAction) -> None:
                       help="read and decompress every entry to find damaged ones")
     info.add_argument("--repair", action="store_true",
                       help="remove orphaned, damaged and leftover files")
-    info.set_defaults(handler=_info)
+    info.set_defaults(handler=_guarded(_info))
     clear_ = actions.add_parser("clear", help="remove every cache entry")
     clear_.add_argument("path", nargs="?", help=f"cache directory ({default})")
-    clear_.set_defaults(handler=_clear)
+    clear_.set_defaults(handler=_guarded(_clear))
     prune_ = actions.add_parser("prune", help="remove least recently used entries")
     prune_.add_argument("path", nargs="?", help=f"cache directory ({default})")
     prune_.add_argument("--max-size", required=True, metavar="SIZE",
                         help="keep at most this much, e.g. 10GB or 500MiB")
-    prune_.set_defaults(handler=_prune)
+    prune_.set_defaults(handler=_guarded(_prune))
     check = actions.add_parser(
         "check", help="run a command twice; explain second-run misses",
         usage="jaxlean cache check [--keep DIR] [--timeout S] -- COMMAND ...")
     check.add_argument("--keep", metavar="DIR", help="keep the cache, logs and IR dumps in DIR")
     check.add_argument("--timeout", type=float, help="seconds allowed per run")
     check.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
-    check.set_defaults(handler=_check)
+    check.set_defaults(handler=_guarded(_check))

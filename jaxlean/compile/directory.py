@@ -68,11 +68,20 @@ def list_entries(directory: Path) -> list[CacheEntry]:
     """Every executable in the cache directory, least recently used first.
 
     Last use is the ``-atime`` file JAX's LRU writes when present, else the
-    entry's modification time (jaxlean's store refreshes it on every hit).
+    entry's modification time (jaxlean's store refreshes it on every hit). A
+    missing directory has no entries.
+
+    Raises:
+        CacheError: the path is not a directory, or it cannot be listed (listing
+            would otherwise look empty).
     """
     entries = []
-    if not directory.is_dir():
+    if not directory.exists():
         return entries
+    if not directory.is_dir():
+        raise CacheError(f"{directory} is not a directory, so it cannot be a compilation cache")
+    if not os.access(directory, os.R_OK | os.X_OK):
+        raise CacheError(f"cannot list the compilation cache at {directory} (permission denied)")
     for path in directory.glob(f"*{ENTRY_SUFFIX}"):
         key = path.name.removesuffix(ENTRY_SUFFIX)
         try:
@@ -98,7 +107,8 @@ def clear(directory: Path) -> tuple[int, int]:
     """Remove every cache entry and XLA sub-cache; returns ``(entries removed, bytes freed)``.
 
     Only files of the cache's own layout are touched, so pointing this at the
-    wrong directory cannot delete anything else.
+    wrong directory cannot delete anything else. A file that cannot be removed
+    raises (``OSError``) rather than being reported as removed.
     """
     entries = list_entries(directory)
     for entry in entries:
@@ -106,7 +116,7 @@ def clear(directory: Path) -> tuple[int, int]:
     for name in XLA_SUBCACHES:
         sub = directory / name
         if sub.is_dir():
-            shutil.rmtree(sub, ignore_errors=True)
+            shutil.rmtree(sub)
         elif sub.is_file():
             sub.unlink(missing_ok=True)
     return len(entries), sum(e.size for e in entries)

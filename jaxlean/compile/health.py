@@ -3,7 +3,8 @@
 A persistent cache fails quietly: JAX logs a warning and compiles as if there
 were no cache. The failures users meet, each reported here with its fix:
 
-- the directory cannot be written (a file in the way, no permission): nothing is stored;
+- the directory cannot be written (a file in the way, no permission): nothing is
+  stored; an existing directory with entries is still served read-only;
 - an entry without its ``-atime`` companion: with JAX's own size limit
   (``jax_compilation_cache_max_size``) every write first runs JAX's eviction,
   which reads every entry's ``-atime`` and fails on the first missing one, so
@@ -105,14 +106,21 @@ def check_directory(directory: Path, max_bytes: int | None = None,
         Findings, most severe first; empty when the cache is healthy.
     """
     findings = []
+    entries = list_entries(directory)
     if reason := unwritable_reason(directory):
-        findings.append(Finding(
-            "error", f"the directory cannot be written ({reason}): no entry is ever stored",
-            "point the cache elsewhere (JAXLEAN_CACHE_DIR or enable_compilation_cache(path)) "
-            "or fix the permissions"))
+        fix = ("point the cache elsewhere (JAXLEAN_CACHE_DIR or enable_compilation_cache(path)) "
+               "or fix the permissions")
+        if entries:
+            findings.append(Finding(
+                "warning", f"the directory cannot be written ({reason}): its {len(entries)} "
+                "entries are used read-only, new compiles are not stored",
+                f"{fix} if new programs should be cached"))
+        else:
+            findings.append(Finding(
+                "error", f"the directory cannot be written ({reason}) and holds no entries: "
+                "the cache stores and serves nothing", fix))
     if not directory.is_dir():
         return findings
-    entries = list_entries(directory)
     with_atime = [e for e in entries if e.path.with_name(e.key + ATIME_SUFFIX).exists()]
     if with_atime and len(with_atime) < len(entries):
         orphans = tuple(e.path for e in entries if e not in with_atime)

@@ -10,9 +10,12 @@ JAX reports:
 - ``/jax/compilation_cache/cache_hits``: ... and found a loadable executable;
 - ``/jax/compilation_cache/compile_time_saved_sec``: duration, the original compile
   time minus the time to load it (JAX stores whole seconds, so small compiles save "0 s");
-- ``/jax/compilation_cache/cache_misses``: despite its name, counted only when an
-  entry is *written* (process 0, compile above the threshold), so it is reported
-  here as ``writes``; misses are ``requests - hits``.
+- ``/jax/compilation_cache/cache_misses``: despite its name, fired when an entry
+  is handed to the store for writing (process 0, compile above the threshold);
+  misses are ``requests - hits``. It fires before the store writes, so a store
+  that may skip or fail a write (jaxlean's: read-only, full disk) reports its
+  writes itself (:func:`record_write`) and this event is ignored for it; for
+  other stores it is counted as a write.
 
 The cache events carry no function name; they fire on the thread that runs the
 compile, between the start and the end of its ``backend_compile_duration``, so
@@ -26,6 +29,8 @@ import dataclasses
 import threading
 
 import jax
+
+from jaxlean.compile import _jax_private
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -100,8 +105,13 @@ class _Recorder:
 
     def on_event(self, event: str, **kwargs) -> None:
         field = {REQUEST_EVENT: "requests", HIT_EVENT: "hits", WRITE_EVENT: "writes"}.get(event)
-        if field is None:
-            return
+        if field == "writes" and getattr(_jax_private.persistent_store(), "counts_writes", False):
+            return  # the store counts what it really wrote
+        if field is not None:
+            self.count(field)
+
+    def count(self, field: str) -> None:
+        """Add one to ``field`` in the totals and in the row of the function being compiled."""
         with self.lock:
             for row in self._rows():
                 setattr(row, field, getattr(row, field) + 1)
@@ -140,6 +150,11 @@ _RECORDER = _Recorder()
 def install_listeners() -> None:
     """Start counting (idempotent); events before the first call are not seen."""
     _RECORDER.install()
+
+
+def record_write() -> None:
+    """Count one entry written, for the function this thread is compiling (called by a store)."""
+    _RECORDER.count("writes")
 
 
 def snapshot(reset: bool = False) -> CacheStats:

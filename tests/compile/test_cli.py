@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import textwrap
 import time
@@ -169,6 +170,50 @@ def test_check_reports_changed_xla_flags(tmp_path, capsys, monkeypatch):
     assert code == 1
     assert "XLA flags" in _row(out, "jit_stable")
     assert "--xla_cpu_enable_fast_math=false" in out
+
+
+def _refuse_unlink(self, missing_ok=False):
+    raise PermissionError(13, "Permission denied", str(self))
+
+
+def _refuse_rmtree(path, ignore_errors=False):
+    if not ignore_errors:
+        raise PermissionError(13, "Permission denied", str(path))
+
+
+@pytest.mark.parametrize("case", ["info-file", "clear-file", "prune-file", "prune-size",
+                                  "info-size", "check-empty", "clear-read-only",
+                                  "repair-read-only", "info-unlistable", "clear-subcache",
+                                  "check-timeout", "check-no-such-program"])
+def test_every_error_exits_non_zero(tmp_path, capsys, monkeypatch, case):
+    """Whatever goes wrong, a subcommand that prints ``error:`` does not exit 0."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a cache")
+    cache = tmp_path / "cache"
+    _make_cache(cache, [("jit_a", 10, 1)])
+    (cache / f"jit_gone-{0:064x}-atime").write_bytes(b"\0" * 8)  # something to repair
+    if case.endswith("read-only"):
+        monkeypatch.setattr(Path, "unlink", _refuse_unlink)
+    if case == "info-unlistable":
+        monkeypatch.setattr(os, "access", lambda path, mode: False)
+    if case == "clear-subcache":  # an XLA sub-cache that cannot be removed
+        (cache / "xla_gpu_per_fusion_autotune_cache_dir").mkdir()
+        monkeypatch.setattr(shutil, "rmtree", _refuse_rmtree)
+    argv = {"info-file": ["info", str(a_file)], "clear-file": ["clear", str(a_file)],
+            "prune-file": ["prune", str(a_file), "--max-size", "1GB"],
+            "prune-size": ["prune", str(cache), "--max-size", "lots"],
+            "info-size": ["info", str(cache), "--max-size", "lots"], "check-empty": ["check"],
+            "clear-read-only": ["clear", str(cache)],
+            "repair-read-only": ["info", str(cache), "--repair"],
+            "info-unlistable": ["info", str(cache)], "clear-subcache": ["clear", str(cache)],
+            "check-timeout": ["check", "--timeout", "0.5", "--", sys.executable, "-c",
+                              "import time; time.sleep(30)"],
+            "check-no-such-program": ["check", "--", str(tmp_path / "no-such-program")]}[case]
+    code = main(["cache", *argv])
+    out = capsys.readouterr().out
+    assert "error: " in out and code != 0, out
+    assert "Traceback" not in out
+    assert a_file.read_text() == "not a cache"
 
 
 def test_check_without_a_command_is_an_error(capsys):

@@ -57,7 +57,19 @@ def test_unwritable_directory_is_an_error(tmp_path, capsys):
     (finding,) = check_directory(blocker / "cache")
     assert finding.severity == "error" and "cannot be written" in finding.problem
     assert main(["cache", "info", str(blocker / "cache")]) == 1
-    assert "no entry is ever stored" in capsys.readouterr().out
+    assert "the cache stores and serves nothing" in capsys.readouterr().out
+
+
+def test_read_only_directory_with_entries_is_a_warning(tmp_path, capsys, monkeypatch):
+    _entry(tmp_path, "jit_a", b"x" * 10, atime=False)
+    monkeypatch.setattr("jaxlean.compile.health.unwritable_reason",
+                        lambda directory, create=False: "EROFS (test)")
+    (finding,) = check_directory(tmp_path)
+    assert finding.severity == "warning" and "1 entries are used read-only" in finding.problem
+    assert main(["cache", "info", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: the directory cannot be written (EROFS (test))" in out
+    assert "error" not in out
 
 
 def test_entry_without_atime_stops_writes_under_jax_size_limit(tmp_path, capsys):
