@@ -1,5 +1,6 @@
 """The ``jaxlean`` command: ``jaxlean bench [NAME ...]`` runs benchmarks side by side;
-``jaxlean cache info|clear|prune|check`` looks after the persistent compilation cache."""
+``jaxlean cache info|clear|prune|check`` looks after the persistent compilation cache;
+``jaxlean --version``."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import traceback
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+import jaxlean
+from jaxlean._progress import Progress
 from jaxlean.compile.cli import add_cache_parser
 
 console = Console()
@@ -40,31 +42,22 @@ def _bench(args: argparse.Namespace) -> int:
     selected = [registry[name] for name in (args.names or registry)]
     command = "jaxlean " + shlex.join(sys.argv[1:])
     results, failures = [], []
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
-        overall = progress.add_task("benchmarks", total=len(selected))
-        for bench in selected:
-            task = progress.add_task(f"{bench.name}: starting", total=None)
-
-            def step(message: str, task=task, name=bench.name) -> None:
-                progress.update(task, description=f"{name}: {message}")
-
-            start = time.perf_counter()
-            try:
+    for index, bench in enumerate(selected, 1):
+        start = time.perf_counter()
+        try:
+            with Progress(f"bench {bench.name} [{index}/{len(selected)}]", stream=sys.stdout,
+                          transient=True) as progress:
+                step = lambda message, progress=progress: progress.update(description=message)
                 result = bench.measure(BenchContext(quick=args.quick, step=step))
-            except Exception as error:  # report it, keep the other benchmarks' results
-                progress.remove_task(task)
-                progress.advance(overall)
-                failures.append(bench.name)
-                progress.console.print(Text(f"{bench.name} failed: {error!r}", style="bold red"))
-                progress.console.print(Text(traceback.format_exc()[-3000:], style="dim"))
-                continue
-            progress.remove_task(task)
-            progress.advance(overall)
-            progress.console.print(rich_report(result))
-            progress.console.print(Text(f"  {bench.name} took "
-                                        f"{time.perf_counter() - start:.1f} s\n", style="dim"))
-            results.append(result)
+        except Exception as error:  # report it, keep the other benchmarks' results
+            failures.append(bench.name)
+            console.print(Text(f"{bench.name} failed: {error!r}", style="bold red"))
+            console.print(Text(traceback.format_exc()[-3000:], style="dim"))
+            continue
+        console.print(rich_report(result))
+        console.print(Text(f"  {bench.name} took {time.perf_counter() - start:.1f} s\n",
+                           style="dim"))
+        results.append(result)
     if args.out:
         for path in write_outputs(results, Path(args.out), command):
             console.print(Text(f"wrote {path}"))
@@ -92,6 +85,7 @@ def _summary(results: list, strict: bool) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxlean", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"jaxlean {jaxlean.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("bench", help="run benchmarks: baseline and jaxlean side by side")
     bench.add_argument("names", nargs="*", help="benchmarks to run (default: all)")

@@ -52,7 +52,7 @@ def _ours(cell: Cell, steps: int, checkpoint):
 
     def loss(trainable):
         trace = simulate(cell, {**base, **trainable}, _stimulus(steps), DT, DT * steps, record=0,
-                         checkpoint=checkpoint)
+                         checkpoint=checkpoint, progress=False)
         return jnp.mean(trace["v"])
 
     return loss, {name: base[name] for name in TRAINABLE}

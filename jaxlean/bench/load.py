@@ -128,7 +128,7 @@ def read_whole(directory: Path) -> Any:
 def _load_jaxlean(directory: Path) -> Any:
     from jaxlean.models.lm.hf import load_pretrained
 
-    return load_pretrained(directory)[0]
+    return load_pretrained(directory, progress=False)[0]
 
 
 def _block(model: Any) -> None:

@@ -404,7 +404,9 @@ def fit(
         val_data: optional pytree; ``loss_fn(params, val_data)`` after each epoch.
         patience: epochs without improvement before stopping, or None.
         log_every: steps between progress updates (default: ~50 per run).
-        progress: show a rich progress bar with the loss (and where a run resumed).
+        progress: report steps and loss, "compiling" until the loop runs, and where a
+            run resumed: a rich bar on a terminal, plain lines on stderr every
+            ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) otherwise; False: silent.
         trainable: pytree of bools or predicate on the key path; frozen leaves do not change.
         pack: carry packed buffers (default). ``False`` runs plain optax on the
             pytree; on XLA:CPU it can compile faster for models with many

@@ -30,6 +30,7 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
+from jaxlean._progress import Progress
 from jaxlean.errors import CheckpointError
 from jaxlean.models.lm.hf_config import (
     GenerationSettings,
@@ -99,6 +100,7 @@ class _Reader:
 
     def __init__(self, files: list[Path]):
         self.where: dict[str, Path] = {}
+        self.progress: Progress | None = None
         for file in files:
             with safe_open(file, framework="np") as handle:
                 for name in handle.keys():  # noqa: SIM118 - safe_open handles are not iterable
@@ -114,6 +116,8 @@ class _Reader:
             raise CheckpointError(f"checkpoint is missing tensor {name!r} (expected shape "
                                   f"{list(stored)})")
         self.unread.discard(name)
+        if self.progress is not None:
+            self.progress.update(len(self.where) - len(self.unread))
         with safe_open(self.where[name], framework="np") as handle:
             array = handle.get_tensor(name)
         if tuple(array.shape) != stored:
@@ -166,6 +170,7 @@ def load_safetensors(
     config: TransformerConfig,
     *,
     dtype: Any = None,
+    progress: bool = True,
 ) -> Transformer:
     """Load Hugging Face weights into a stacked :class:`Transformer`.
 
@@ -178,6 +183,9 @@ def load_safetensors(
         path: a ``.safetensors`` file, a directory of (sharded) files, or a list of files.
         config: the model sizes (see :func:`config_from_hf`).
         dtype: cast every tensor to this dtype (default: keep the file's dtype).
+        progress: report the tensors read when loading outlasts
+            ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (see :mod:`jaxlean._progress`);
+            False: silent.
 
     Returns:
         The model.
@@ -190,15 +198,17 @@ def load_safetensors(
     template = eqx.filter_eval_shape(lambda: Transformer(config, key=jax.random.key(0)))
     top, per_layer = _table(config)
     wheres, arrays = [], []
-    for name, where, transpose in top:
-        arrays.append(_read_into_one(reader, [name], where(template).shape, transpose, dtype,
-                                     stacked=False))
-        wheres.append(where)
-    for suffix, where, transpose in per_layer:
-        names = [_LAYER.format(i=i) + suffix for i in range(config.num_layers)]
-        arrays.append(_read_into_one(reader, names, where(template).shape[1:], transpose, dtype,
-                                     stacked=True))
-        wheres.append(where)
+    with Progress("load weights", len(reader.where), enabled=progress, unit="tensors",
+                  quiet=True, transient=True) as reader.progress:
+        for name, where, transpose in top:
+            arrays.append(_read_into_one(reader, [name], where(template).shape, transpose,
+                                         dtype, stacked=False))
+            wheres.append(where)
+        for suffix, where, transpose in per_layer:
+            names = [_LAYER.format(i=i) + suffix for i in range(config.num_layers)]
+            arrays.append(_read_into_one(reader, names, where(template).shape[1:], transpose,
+                                         dtype, stacked=True))
+            wheres.append(where)
     if config.tie_embeddings:
         reader.unread.discard("lm_head.weight")  # Hugging Face ignores it when tied
     if reader.unread:
@@ -276,7 +286,7 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
 
 
 def load_pretrained(
-    path: str | Path, *, dtype: Any = None
+    path: str | Path, *, dtype: Any = None, progress: bool = True
 ) -> tuple[Transformer, TransformerConfig, GenerationSettings]:
     """Load a Hugging Face model directory (or one ``.safetensors`` file beside its config).
 
@@ -284,6 +294,7 @@ def load_pretrained(
         path: the directory holding ``config.json`` and the safetensors file(s)
             (a ``model.safetensors.index.json`` names the shards), or one file.
         dtype: cast every tensor to this dtype (default: keep the file's dtype).
+        progress: report the tensors read when loading is long (see :func:`load_safetensors`).
 
     Returns:
         ``(model, config, generation settings)``.
@@ -302,5 +313,5 @@ def load_pretrained(
     if path.is_dir() and index.is_file():
         weight_map = read_json(index, index.name).get("weight_map", {})
         files = [directory / name for name in sorted(set(weight_map.values()))]
-    model = load_safetensors(files, config, dtype=dtype)
+    model = load_safetensors(files, config, dtype=dtype, progress=progress)
     return model, config, generation_settings(directory, hf)

@@ -5,11 +5,18 @@ pass. Cutting the steps into segments, each a ``jax.checkpoint``-ed inner scan,
 keeps only the state at each segment's start; the backward pass recomputes one
 segment at a time. Two levels of ``sqrt(T)`` steps keep about ``2 sqrt(T)``
 states for one extra forward pass; more levels keep fewer still.
+
+Long checkpointed runs report their progress: each outer segment calls the
+host (``jax.debug.callback``, once per segment, also when the backward pass
+recomputes it), and :class:`SegmentProgress` prints a plain line on stderr
+every ``$JAXLEAN_PROGRESS_INTERVAL`` seconds; a run shorter than that prints nothing.
 """
 
 from __future__ import annotations
 
 import math
+import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -17,6 +24,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxlean._progress import interval
 from jaxlean.errors import ConfigError
 
 Checkpoint = Literal["sqrt"] | Sequence[int] | None
@@ -44,6 +52,46 @@ def segment_lengths(checkpoint: Checkpoint, steps: int) -> tuple[int, ...]:
     return lengths
 
 
+class SegmentProgress:
+    """Host side of a checkpointed run's progress, fed the index of each outer segment.
+
+    Segments arrive in order 0..K-1 in the forward pass and K-1..0 when a
+    backward pass recomputes them; the direction names the pass. Lines are
+    printed only once a pass has run for an interval, so short runs stay quiet.
+    Lines are printed from the callback itself, not by a timer thread, so a run
+    stopped mid-way leaves nothing running; the interval is read when traced.
+    """
+
+    def __init__(self, label: str, segments: int, steps: int):
+        self.label, self.segments, self.steps = label, segments, steps
+        self.every = interval()
+        self.phase: str | None = None
+        self.start = self.last_line = 0.0
+        self.printed = False
+
+    def __call__(self, index: jax.Array) -> None:
+        i, last = int(index), self.segments - 1
+        now = time.perf_counter()
+        if self.phase is None or (self.phase == "forward ended" and i != last):
+            self.phase, self.start, self.last_line, self.printed = "forward", now, now, False
+        elif self.phase == "forward ended":
+            self.phase, self.start, self.last_line, self.printed = "backward", now, now, False
+        done = i + 1 if self.phase == "forward" else self.segments - i
+        if now - self.last_line >= self.every:
+            self._line(f"{self.phase} pass, {self._steps(done)}/{self.steps} steps", now)
+        if done == self.segments:
+            if self.printed:
+                self._line(f"{self.phase} pass done, {self.steps} steps", now)
+            self.phase = "forward ended" if self.phase == "forward" else None
+
+    def _steps(self, segments: int) -> int:
+        return min(self.steps, -(-self.steps * segments // self.segments))
+
+    def _line(self, text: str, now: float) -> None:
+        print(f"{self.label}: {text} ({now - self.start:.1f} s)", file=sys.stderr, flush=True)
+        self.last_line, self.printed = now, True
+
+
 def _nested(step: Callable, lengths: tuple[int, ...]) -> Callable:
     if len(lengths) == 1:
         return lambda carry, xs: lax.scan(step, carry, xs)
@@ -51,16 +99,30 @@ def _nested(step: Callable, lengths: tuple[int, ...]) -> Callable:
     return lambda carry, xs: lax.scan(segment, carry, xs)
 
 
-def scan_steps(step: Callable, carry, xs: jax.Array, checkpoint: Checkpoint):
+def scan_steps(step: Callable, carry, xs: jax.Array, checkpoint: Checkpoint,
+               progress: str | None = None):
     """``lax.scan(step, carry, xs)[1]`` with the backward memory set by ``checkpoint``.
 
     ``xs`` is padded with zeros up to the product of the segment lengths and the
-    outputs of the padding steps are dropped.
+    outputs of the padding steps are dropped. With a ``progress`` label and
+    more than one segment, long runs report under that label (see :class:`SegmentProgress`).
     """
     steps = xs.shape[0]
     lengths = segment_lengths(checkpoint, steps)
     total = math.prod(lengths)
     if total > steps:
         xs = jnp.concatenate([xs, jnp.zeros((total - steps, *xs.shape[1:]), xs.dtype)])
-    _, ys = _nested(step, lengths)(carry, xs.reshape(*lengths, *xs.shape[1:]))
+    xs = xs.reshape(*lengths, *xs.shape[1:])
+    if progress is None or len(lengths) == 1 or lengths[0] == 1:
+        _, ys = _nested(step, lengths)(carry, xs)
+    else:
+        report = SegmentProgress(progress, lengths[0], steps)
+        inner = _nested(step, lengths[1:])
+
+        def reported(carry, indexed):
+            jax.debug.callback(report, indexed[0])
+            return inner(carry, indexed[1])
+
+        segment = jax.checkpoint(reported, prevent_cse=False)
+        _, ys = lax.scan(segment, carry, (jnp.arange(lengths[0]), xs))
     return jax.tree.map(lambda y: y.reshape(total, *y.shape[len(lengths):])[:steps], ys)

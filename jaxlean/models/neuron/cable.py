@@ -127,7 +127,7 @@ def _stimuli(cell: Cell, stimuli: Sequence[Stimulus], steps: int):
 
 def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus], dt: float,
              t_max: float, record: int | Sequence[int] = (0,), states: Sequence[str] = ("v",),
-             checkpoint: Checkpoint = None) -> dict[str, jax.Array]:
+             checkpoint: Checkpoint = None, progress: bool = True) -> dict[str, jax.Array]:
     """Run the cell for ``t_max`` ms in steps of ``dt`` ms (``lax.scan``).
 
     Args:
@@ -146,6 +146,9 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         pass: O(sqrt(T)) states for about one extra forward pass. A sequence of
         lengths, outermost first, nests the segments (``(100, 100, 10)`` for
         100,000 steps keeps about 210 states); their product must reach T.
+      progress: with ``checkpoint``, a run whose forward or backward pass takes
+        longer than ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) prints
+        its progress on stderr, one host callback per outer segment; False: silent.
 
     Returns:
       ``{state: array (steps, len(record))}`` after each step, and ``"t"`` (ms).
@@ -193,5 +196,6 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
     step = jax.checkpoint(step, policy=_save_only_solves)
     v0 = jnp.concatenate([p["v_init"], p["v_init"][cell.junction_owner]])
     gates0 = channels.steady_state(p["v_init"]) if hh else {}
-    trace = scan_steps(step, (v0, gates0), currents, checkpoint)
+    trace = scan_steps(step, (v0, gates0), currents, checkpoint,
+                       "simulate" if progress else None)
     return {**trace, "t": (jnp.arange(steps) + 1) * dt}
