@@ -2,12 +2,14 @@
 
 - ``cache``: :func:`enable_compilation_cache` and :func:`cache_stats`, JAX's
   persistent compilation cache made safe for many processes and observable;
-- ``file_cache``: the store it installs (atomic writes, damaged entries replaced);
+- ``file_cache``: the store it installs (atomic writes, damaged entries replaced,
+  read-only directories served without writes);
 - ``directory``: the cache directory on disk (listing, clearing, pruning);
 - ``health``: what stops a cache directory from working (``jaxlean cache info``);
 - ``multiprocess_key``: cache keys that every process of a CPU run shares;
 - ``stats``: trace, hit and miss accounting from ``jax.monitoring`` events;
 - ``report``: :func:`compile_report`, one function's compile stage by stage;
+- ``program_cost``: flops and bytes of a compiled program, loops times their trip counts;
 - ``check``: explain the misses of a command run twice (``jaxlean cache check``);
 - ``cli``: ``jaxlean cache info|clear|prune|check``;
 - ``_jax_private``: every JAX internal the above uses, checked at import.

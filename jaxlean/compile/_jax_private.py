@@ -2,11 +2,12 @@
 
 JAX's persistent compilation cache has no public hooks for what jaxlean does
 (swap in a safer file store, reset the "cache initialised" state, make cache
-keys process-invariant on multi-process CPU runs), so jaxlean reaches into
-``jax._src``. Those names move between JAX releases, so they are all listed
-here, in :data:`INTERNALS`, with the shape jaxlean relies on (an attribute, a
-callable with given parameters, a class with given methods). Each is resolved
-and checked at import; nothing else in jaxlean imports ``jax._src``.
+keys process-invariant on multi-process CPU runs), and JAX runs XLA's cost
+analysis only on a whole program (``compile_report`` needs it per loop body), so
+jaxlean reaches into ``jax._src``. Those names move between JAX releases, so
+they are all listed here, in :data:`INTERNALS`, with the shape jaxlean relies on
+(an attribute, a callable with given parameters, a class with given methods).
+Each is resolved and checked at import; nothing else in jaxlean imports ``jax._src``.
 
 A missing or reshaped internal never breaks ``import jaxlean``. Using a feature
 that needs it raises :class:`jaxlean.errors.CacheError` naming the installed JAX
@@ -32,6 +33,8 @@ __all__ = [
     "CacheInterface",
     "Internal",
     "get",
+    "hlo_cost",
+    "optimized_hlo",
     "persistent_store",
     "problems",
     "process_index",
@@ -78,6 +81,12 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("jax._src.cache_key._hash_accelerator_config",
              "make multi-process CPU cache keys process-invariant",
              params=("hash_obj", "accelerators"), optional=True),
+    Internal("jax._src.lib.hlo.HloPrintOptions",
+             "print a compiled program without metadata to find its loops", optional=True),
+    Internal("jax._src.lib.hlo.hlo_module_from_text",
+             "read one loop body back as an HLO module to estimate its cost", optional=True),
+    Internal("jax._src.lib._jax.hlo_module_cost_analysis",
+             "estimate the cost of one loop body", optional=True),
 )
 
 _MISSING = object()
@@ -223,6 +232,26 @@ def replace_accelerator_hash(make: Callable[[Callable], Callable]) -> bool:
     module = importlib.import_module("jax._src.cache_key")
     module._hash_accelerator_config = _found[path] = make(module._hash_accelerator_config)
     return True
+
+
+def optimized_hlo(compiled: Any) -> list[str]:
+    """The optimized HLO modules of ``compiled`` (a ``jax.stages.Compiled``) as parsable
+    text without metadata (op names could hold any text); :class:`CacheError` when this
+    JAX lacks the printer."""
+    require("printing the optimized program", "jax._src.lib.hlo.HloPrintOptions")
+    options = _found["jax._src.lib.hlo.HloPrintOptions"]()
+    options.print_metadata = False
+    return [module.to_string(options) for module in compiled.runtime_executable().hlo_modules()]
+
+
+def hlo_cost(compiled: Any, text: str) -> dict[str, float]:
+    """XLA's cost analysis (the one ``compiled.cost_analysis()`` runs) of the HLO module
+    ``text`` on ``compiled``'s backend; :class:`CacheError` when this JAX lacks it."""
+    require("estimating a loop body's cost", "jax._src.lib.hlo.hlo_module_from_text",
+            "jax._src.lib._jax.hlo_module_cost_analysis")
+    module = _found["jax._src.lib.hlo.hlo_module_from_text"](text)
+    client = compiled.runtime_executable().client
+    return dict(_found["jax._src.lib._jax.hlo_module_cost_analysis"](client, module))
 
 
 def _cache_interface() -> type:

@@ -1,7 +1,9 @@
 """One function's compile, stage by stage: trace, lower, compile, memory, and the cache's answer.
 
 :func:`compile_report` times each stage ahead of time and says whether the
-persistent cache served the compile, so a slow start can be attributed.
+persistent cache served the compile, so a slow start can be attributed. Its
+flops and bytes accessed are XLA's estimate with every loop multiplied by its
+trip count (:mod:`jaxlean.compile.program_cost`), or "unknown" with the reason.
 """
 
 from __future__ import annotations
@@ -16,17 +18,25 @@ import jax
 from rich.table import Table
 
 from jaxlean._units import format_bytes
+from jaxlean.compile.program_cost import LoopCost, program_cost
 from jaxlean.compile.stats import install_listeners, snapshot
 
 __all__ = ["CompileReport", "compile_report"]
 
 _HLO_INSTRUCTION = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%[\w.\-]+[ \t]*=[ \t]", re.MULTILINE)
 _STABLEHLO_OP = re.compile(r'^[ \t]*(?:%[^=\n]*=[ \t]*)?"?(?:stablehlo|chlo|mhlo)\.', re.MULTILINE)
+_LOOP_ROWS = 8
 
 
 @dataclasses.dataclass(frozen=True)
 class CompileReport:
-    """Where one function's compile time and memory go; see :func:`compile_report`."""
+    """Where one function's compile time and memory go; see :func:`compile_report`.
+
+    ``flops`` and ``bytes_accessed`` count one call with every loop run its trip
+    count; they are ``None`` when that cannot be known, ``cost_unknown`` saying why
+    (a loop whose trip count XLA does not know, a backend without cost analysis).
+    ``loops`` gives each loop's trips and per-trip cost.
+    """
 
     name: str
     trace_s: float
@@ -35,6 +45,9 @@ class CompileReport:
     stablehlo_ops: int
     hlo_instructions: int
     flops: float | None
+    bytes_accessed: float | None
+    cost_unknown: str | None
+    loops: tuple[LoopCost, ...]
     argument_bytes: int | None
     output_bytes: int | None
     temp_bytes: int | None
@@ -57,13 +70,30 @@ class CompileReport:
             ("compile", f"{self.compile_s:.3f} s"), ("total", f"{self.total_s:.3f} s"),
             ("StableHLO ops (lowered)", str(self.stablehlo_ops)),
             ("HLO instructions (optimized)", str(self.hlo_instructions)),
-            ("flops", "n/a" if self.flops is None else f"{self.flops:.4g}"),
+            *self._cost_rows(),
             ("argument bytes", size(self.argument_bytes)),
             ("output bytes", size(self.output_bytes)),
             ("temp bytes", size(self.temp_bytes)),
             ("persistent cache", self.persistent_cache
              + (f" (saved {self.saved_s:.1f} s)" if self.persistent_cache == "hit" else "")),
         ]
+
+    def _cost_rows(self) -> list[tuple[str, str]]:
+        """Flops and bytes accessed (loops multiplied out) or "unknown" with the reason,
+        then each loop's trips and per-trip cost."""
+        if self.flops is None or self.bytes_accessed is None:
+            rows = [("flops", "unknown"), ("bytes accessed", "unknown"),
+                    ("  unknown because", str(self.cost_unknown))]
+        else:
+            rows = [("flops" + (" (loops x trips)" if self.loops else ""), f"{self.flops:.4g}"),
+                    ("bytes accessed", format_bytes(self.bytes_accessed))]
+        for loop in self.loops[:_LOOP_ROWS]:
+            per_trip = "?" if loop.flops_per_trip is None else f"{loop.flops_per_trip:.4g}"
+            trips = "unknown" if loop.trips is None else str(loop.trips)
+            rows.append((f"  loop {loop.name}", f"{trips} trips x {per_trip} flops"))
+        if len(self.loops) > _LOOP_ROWS:
+            rows.append(("  loops not shown", str(len(self.loops) - _LOOP_ROWS)))
+        return rows
 
     def __rich__(self) -> Table:
         table = Table(title=f"compile report: {self.name}", title_justify="left")
@@ -83,16 +113,6 @@ def _memory(compiled: Any) -> Any:
         return compiled.memory_analysis()
     except Exception:  # not every backend implements it
         return None
-
-
-def _flops(compiled: Any) -> float | None:
-    try:
-        cost = compiled.cost_analysis()
-    except Exception:  # not every backend implements it
-        return None
-    if isinstance(cost, list | tuple):
-        cost = cost[0] if cost else None
-    return float(cost["flops"]) if cost and "flops" in cost else None
 
 
 def _cache_outcome(compiles: int, requests: int, hits: int) -> str:
@@ -129,6 +149,7 @@ def compile_report(fn: Callable, *args: Any, **kwargs: Any) -> CompileReport:
     after = snapshot()
     requests, hits = after.requests - before.requests, after.hits - before.hits
     memory = _memory(compiled)
+    cost = program_cost(compiled)
     name = getattr(fn, "__name__", None) or type(fn).__name__
     return CompileReport(
         name=name,
@@ -137,7 +158,10 @@ def compile_report(fn: Callable, *args: Any, **kwargs: Any) -> CompileReport:
         compile_s=compiled_at - lowered_at,
         stablehlo_ops=len(_STABLEHLO_OP.findall(lowered.as_text())),
         hlo_instructions=len(_HLO_INSTRUCTION.findall(compiled.as_text() or "")),
-        flops=_flops(compiled),
+        flops=cost.flops,
+        bytes_accessed=cost.bytes_accessed,
+        cost_unknown=cost.unknown,
+        loops=cost.loops,
         argument_bytes=getattr(memory, "argument_size_in_bytes", None),
         output_bytes=getattr(memory, "output_size_in_bytes", None),
         temp_bytes=getattr(memory, "temp_size_in_bytes", None),
