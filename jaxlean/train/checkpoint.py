@@ -3,12 +3,13 @@
 A training state is any pytree: the model, the (packed) optimizer state, the
 step, a data-order PRNG key. :class:`Checkpointer` stores its arrays with
 orbax-checkpoint (each save is written to a temporary directory and renamed
-when complete, so a killed job leaves the previous checkpoint intact; saves
-run in the background; old steps are deleted beyond ``keep``). Python numbers
-and strings in the state are stored by value; other leaves (activation
-functions, static fields) are not stored, and come back from the template the
-state is restored into, so restoring needs a state of the same structure: the
-freshly initialised one a program builds anyway.
+when complete, so a killed job leaves the previous checkpoint intact, and the
+next :class:`Checkpointer` on the directory deletes what it left; saves run in
+the background; old steps are deleted beyond ``keep``). Python numbers and
+strings in the state are stored by value; other leaves (activation functions,
+static fields) are not stored, and come back from the template the state is
+restored into, so restoring needs a state of the same structure: the freshly
+initialised one a program builds anyway.
 
 Restoring compares the checkpoint with that template leaf by leaf and raises
 :class:`jaxlean.errors.CheckpointError` naming the first pytree path whose
@@ -21,6 +22,7 @@ JSON ``metadata`` dict (loss history, configuration) travels with each step.
 from __future__ import annotations
 
 import json
+import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,18 @@ def _abstract(leaf: Any) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype, sharding=sharding)
 
 
+def _remove_interrupted_saves(directory: Path) -> None:
+    """Delete what saves killed mid-write left: orbax writes step ``N`` as
+    ``N.orbax-checkpoint-tmp*`` and renames it once complete."""
+    if jax.process_index() != 0 or not directory.is_dir():
+        return
+    for path in directory.glob("*.orbax-checkpoint-tmp*"):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
 class Checkpointer:
     """Numbered checkpoints of a training state in one directory.
 
@@ -118,6 +132,7 @@ class Checkpointer:
         if keep is not None and keep < 1:
             raise CheckpointError(f"keep must be at least 1 (or None for all), got {keep}")
         self.directory = Path(directory).expanduser().absolute()
+        _remove_interrupted_saves(self.directory)
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                                enable_async_checkpointing=async_save)
         self._manager = ocp.CheckpointManager(self.directory, options=options,

@@ -35,7 +35,8 @@ import optax
 from jaxlean.errors import ConfigError, DataError, NonFiniteError
 from jaxlean.train._groups import Trainable
 from jaxlean.train._progress import ProgressBar
-from jaxlean.train._resume import check_same_run, describe_run
+from jaxlean.train._resume import (check_same_run, describe_run, resize_history,
+                                    resumable_epochs)
 from jaxlean.train.checkpoint import Checkpointer
 from jaxlean.train.packed import Layout
 
@@ -272,18 +273,24 @@ def _finished(carry: _Carry, epochs: int, patience: int | None) -> bool:
             or (patience is not None and int(carry.since_best) >= patience))
 
 
-def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict) -> _Carry:
-    """The latest checkpoint's carry, or ``carry`` when there is none.
+def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict, epochs: int) -> _Carry:
+    """The latest checkpoint's carry, histories resized to ``epochs``, or ``carry`` if none.
 
     Raises:
-        CheckpointError: the checkpoint belongs to another run (see :func:`check_same_run`)
-            or its leaves do not fit ``carry`` (names the pytree path).
+        CheckpointError: the checkpoint belongs to another run (see :func:`check_same_run`),
+            is past ``epochs``, or its leaves do not fit ``carry`` (names the pytree path).
     """
     step = checkpointer.latest_step()
     if step is None:
         return carry
-    check_same_run(checkpointer.metadata(step), run_info, f"{checkpointer.directory} step {step}")
-    return checkpointer.restore(carry, step)
+    where, directory = f"{checkpointer.directory} step {step}", str(checkpointer.directory)
+    saved = checkpointer.metadata(step)
+    check_same_run(saved, run_info, where, directory)
+    saved_epochs = resumable_epochs(saved, epochs, step, where, directory)
+    nan_hist = np.full((saved_epochs,), np.nan, np.float32)
+    restored = checkpointer.restore(carry._replace(train_hist=nan_hist, val_hist=nan_hist), step)
+    return restored._replace(train_hist=jnp.asarray(resize_history(restored.train_hist, epochs)),
+                             val_hist=jnp.asarray(resize_history(restored.val_hist, epochs)))
 
 
 def make_train_fn(
@@ -446,10 +453,10 @@ def fit(
     resumed_epoch = None
     try:
         if checkpointer is not None:
-            run_info = describe_run(data=data, val_data=val_data, epochs=epochs,
-                                    batch_size=batch_size, patience=patience, key=key,
-                                    pack=pack, layout=program.layout)
-            carry = _restore(checkpointer, carry, run_info)
+            run_info = describe_run(params=params, data=data, val_data=val_data, tx=tx,
+                                    epochs=epochs, batch_size=batch_size, patience=patience,
+                                    key=key, pack=pack, layout=program.layout)
+            carry = _restore(checkpointer, carry, run_info, epochs)
             resumed_epoch = None if checkpointer.latest_step() is None else int(carry.epoch)
         with bar:
             if resumed_epoch is not None:

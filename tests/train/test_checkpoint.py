@@ -117,6 +117,18 @@ def test_damaged_or_missing_checkpoint_raises(tmp_path):
         checkpoints.restore(_fresh())
 
 
+def test_an_interrupted_save_is_cleaned_at_the_next_start(tmp_path):
+    with Checkpointer(tmp_path) as checkpoints:
+        checkpoints.save(1, {"w": jnp.arange(3.0)})
+    interrupted = tmp_path / "2.orbax-checkpoint-tmp-1700000000"  # a save killed mid-write
+    (interrupted / "arrays").mkdir(parents=True)
+    with Checkpointer(tmp_path) as checkpoints:
+        assert not interrupted.exists()
+        assert checkpoints.all_steps() == [1]
+        np.testing.assert_array_equal(checkpoints.restore({"w": jnp.zeros(3)})["w"],
+                                      jnp.arange(3.0))
+
+
 def test_restored_arrays_take_the_template_placement(tmp_path):
     mesh = jax.sharding.Mesh(jax.devices()[:1], ("data",))
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
