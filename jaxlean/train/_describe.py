@@ -13,6 +13,9 @@ followed) and returns a flat ``{path: text}`` dict of JSON strings:
   value, larger ones by shape, dtype and a content hash;
 - anything else by its type only: its contents are not compared.
 
+A subtree equal to one described before (the same schedule or transformation
+reached through ``init`` and ``update``) is recorded as ``same as <path>``.
+
 :func:`array_text` is the fingerprint of one array: shape, dtype, content hash.
 """
 
@@ -67,7 +70,7 @@ def _code_hash(code: types.CodeType) -> str:
 
 
 def _factory(function: types.FunctionType) -> str:
-    """The name a closure is known by: ``scale_by_adam`` for ``scale_by_adam.<locals>.update_fn``."""
+    """What a closure is known by: ``scale_by_adam`` for ``scale_by_adam.<locals>.update_fn``."""
     return function.__qualname__.split(".<locals>")[0]
 
 
@@ -157,11 +160,38 @@ class _Walker:
                 self.walk(value, f"{path} > {factory}.{name}")
 
 
+def _collapse_repeats(flat: dict[str, str]) -> dict[str, str]:
+    """``flat`` with each repeat of an already described subtree as one ``same as`` entry.
+
+    Subtrees are compared by content (paths relative to their root), so the
+    result does not depend on whether two equal transformations are one object.
+    """
+    items = list(flat.items())
+    seen: dict[tuple, str] = {}
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(items):
+        path = items[i][0]
+        end = i + 1
+        while end < len(items) and items[end][0].startswith((f"{path} > ", f"{path}.",
+                                                              f"{path}[")):
+            end += 1
+        subtree = tuple((key[len(path):], text) for key, text in items[i:end])
+        if end - i > 2 and subtree in seen:
+            out[path] = f"same as {seen[subtree]}"
+            i = end
+            continue
+        seen.setdefault(subtree, path)
+        out[path] = items[i][1]
+        i += 1
+    return out
+
+
 def describe(value: Any, root: str) -> dict[str, str]:
     """The flat ``{path: text}`` description of ``value`` (see the module docstring)."""
     walker = _Walker()
     walker.walk(value, root)
-    return walker.out
+    return _collapse_repeats(walker.out)
 
 
 def setting_name(path: str) -> str:

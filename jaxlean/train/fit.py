@@ -35,8 +35,7 @@ import optax
 from jaxlean.errors import ConfigError, DataError, NonFiniteError
 from jaxlean.train._groups import Trainable
 from jaxlean.train._progress import ProgressBar
-from jaxlean.train._resume import (check_same_run, describe_run, resize_history,
-                                    resumable_epochs)
+from jaxlean.train._resume import check_same_run, describe_run, resize_history, resumable_epochs
 from jaxlean.train.checkpoint import Checkpointer
 from jaxlean.train.packed import Layout
 
