@@ -392,12 +392,19 @@ def fit(
     checkpoint there continues from it: running the same call again after the
     job was killed (a requeue) gives the params and :class:`History` of an
     uninterrupted run, bit for bit; a finished run returns its result at once.
-    The checkpoint records the run's options (data and val_data shapes,
-    ``batch_size``, ``epochs``, ``patience``, ``key``, ``pack``, the trained and
-    frozen leaves) and a call with other options raises instead of resuming.
-    A run that hits a non-finite loss is not saved past its last good
-    checkpoint, so a rerun raises the same error and a changed ``tx`` can go on
-    from there. Every run, checkpointed or not, executes the same compiled loop.
+    A larger ``epochs`` continues the run: the result is that of a run started
+    with the larger ``epochs`` (also after early stopping); a checkpoint already
+    past ``epochs`` is refused. The checkpoint records the run's identity:
+    ``tx`` (its transformations and settings, schedules included; values of
+    unknown types by type only), shape, dtype and a content hash of every
+    array of ``data`` and ``val_data``, ``batch_size``, ``key``, ``patience``,
+    ``pack``, the params' structure and trained and frozen leaves. A call that
+    differs in any of them raises instead of resuming, naming it and both
+    values (``loss_fn`` is not compared). A schedule built from ``epochs``
+    changes with it, so extending such a run is refused by name. A run that
+    hits a non-finite loss is not saved past its last good checkpoint, so a
+    rerun raises the same error. Every run, checkpointed or not, executes the
+    same compiled loop.
 
     Args:
         loss_fn: ``loss_fn(params, batch) -> scalar`` loss.
@@ -432,7 +439,8 @@ def fit(
         ConfigError: non-positive ``epochs``, ``batch_size``, ``patience``,
             ``log_every`` or ``checkpoint_every``.
         CheckpointError: the checkpoint was written by another run (names the
-            option or the pytree path that differs) or cannot be read.
+            option, optimizer setting or pytree path that differs), is past
+            ``epochs``, or cannot be read.
         NonFiniteError: the loss became NaN or infinite; names the step and epoch.
     """
     size = _data_size(data, "data")
