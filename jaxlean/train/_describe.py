@@ -4,14 +4,16 @@ An optax transformation is a pair of closures; what it computes is fixed by
 the functions and the values they close over. :func:`describe` walks that
 tree (closure cells, defaults and the plain-value globals a function reads,
 ``functools.partial``, bound methods, ``__wrapped__``, containers, named
-tuples and dataclasses, so nested transformations and schedules are
-followed) and returns a flat ``{path: text}`` dict of JSON strings:
+tuples, dataclasses and the attributes of other objects, so nested
+transformations and schedules are followed) and returns a flat
+``{path: text}`` dict of JSON strings:
 
 - a function by module, qualified name and a hash of its code and constants
   (an edited lambda, another optax or Python version read as different);
 - numbers, strings, bools and None by value; arrays up to 16 elements by
   value, larger ones by shape, dtype and a content hash;
-- anything else by its type only: its contents are not compared.
+- anything else (objects without attributes: modules, C extension types) by
+  its type only: its contents are not compared.
 
 A subtree equal to one described before (the same schedule or transformation
 reached through ``init`` and ``update``) is recorded as ``same as <path>``.
@@ -42,11 +44,16 @@ def content_hash(value: np.ndarray) -> str:
 
 
 def array_text(leaf: Any, *, by_value: bool = False) -> str:
-    """``dtype[shape] hash`` of one array (its values instead when ``by_value`` and small)."""
+    """``dtype[shape] hash`` of one array (its values instead when ``by_value`` and small).
+
+    An array spread over several processes is described by shape and dtype only.
+    """
     if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
         leaf = jax.random.key_data(leaf)
+    head = f"{np.dtype(leaf.dtype)}{list(np.shape(leaf))}"
+    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+        return f"{head} (spans processes: values not hashed)"
     value = np.asarray(leaf)
-    head = f"{value.dtype}{list(value.shape)}"
     if by_value and value.size <= _SMALL:
         return f"{head} {value.tolist()}"
     return f"{head} hash {content_hash(value)}"
@@ -134,6 +141,10 @@ class _Walker:
         elif callable(value) and hasattr(value, "__wrapped__"):
             self.out[path] = f"{type(value).__qualname__} of"
             self.walk(value.__wrapped__, f"{path}.__wrapped__")
+        elif hasattr(value, "__dict__") and not isinstance(value, types.ModuleType):
+            self.out[path] = f"{type(value).__module__}.{type(value).__qualname__}"
+            for name, item in vars(value).items():
+                self.walk(item, f"{path}.{name}")
         else:
             name = getattr(value, "__qualname__", None) if callable(value) else None
             self.out[path] = f"{type(value).__qualname__} {name}" if name else \

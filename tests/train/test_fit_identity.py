@@ -18,6 +18,7 @@ import pytest
 
 from jaxlean._random import normal
 from jaxlean.errors import CheckpointError
+from jaxlean.train._describe import describe
 from jaxlean.train.fit import fit
 
 EPOCHS = 6
@@ -148,3 +149,17 @@ def test_an_early_stopping_run_extended_stops_where_the_longer_run_does(tmp_path
     assert stopped[1].resumed_epoch == stopped_at
     np.testing.assert_array_equal(stopped[1].train_loss, longer[1].train_loss)
     np.testing.assert_array_equal(stopped[0]["w"], longer[0]["w"])
+
+
+def test_describe_sees_constants_of_code_and_attributes_of_objects():
+    class Warmup:
+        def __init__(self, steps):
+            self.steps = steps
+
+        def __call__(self, count):
+            return count / self.steps
+
+    first, second = (lambda count: 1e-2 * count), (lambda count: 1e-3 * count)
+    assert describe(first, "f") != describe(second, "f")
+    assert describe(Warmup(10), "s") == describe(Warmup(10), "s")
+    assert describe(Warmup(10), "s")["s.steps"] == "10" != describe(Warmup(20), "s")["s.steps"]
