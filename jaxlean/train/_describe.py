@@ -59,6 +59,15 @@ def array_text(leaf: Any, *, by_value: bool = False) -> str:
     return f"{head} hash {content_hash(value)}"
 
 
+def _const_text(const: Any) -> str:
+    """A constant's text, the same in every process (a frozenset's order follows string hashing)."""
+    if isinstance(const, frozenset):
+        return "frozenset" + repr(sorted(map(_const_text, const)))
+    if isinstance(const, tuple):
+        return "(" + ", ".join(map(_const_text, const)) + ")"
+    return repr(const)
+
+
 def _code_hash(code: types.CodeType) -> str:
     """Hash of a code object's bytecode, names and constants (nested code included)."""
     digest = hashlib.blake2b(digest_size=8)
@@ -70,7 +79,7 @@ def _code_hash(code: types.CodeType) -> str:
             if isinstance(const, types.CodeType):
                 feed(const)
             else:
-                digest.update(repr(const).encode())
+                digest.update(_const_text(const).encode())
 
     feed(code)
     return digest.hexdigest()
