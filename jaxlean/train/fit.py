@@ -272,8 +272,17 @@ def _finished(carry: _Carry, epochs: int, patience: int | None) -> bool:
             or (patience is not None and int(carry.since_best) >= patience))
 
 
-def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict, epochs: int) -> _Carry:
+def _as_restored(leaf: jax.Array) -> jax.ShapeDtypeStruct:
+    """The shape and placement a restored carry leaf has (restored arrays are committed)."""
+    return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=leaf.sharding)
+
+
+def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict, epochs: int,
+             while_reading: Callable[[_Carry], Any]) -> _Carry:
     """The latest checkpoint's carry, histories resized to ``epochs``, or ``carry`` if none.
+
+    The arrays are read in the background while ``while_reading`` runs on the
+    carry's shapes and placements (``fit`` compiles its loop for them meanwhile).
 
     Raises:
         CheckpointError: the checkpoint belongs to another run (see :func:`check_same_run`),
@@ -287,9 +296,14 @@ def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict, epochs: 
     check_same_run(saved, run_info, where, directory)
     saved_epochs = resumable_epochs(saved, epochs, step, where, directory)
     nan_hist = np.full((saved_epochs,), np.nan, np.float32)
-    restored = checkpointer.restore(carry._replace(train_hist=nan_hist, val_hist=nan_hist), step)
-    return restored._replace(train_hist=jnp.asarray(resize_history(restored.train_hist, epochs)),
-                             val_hist=jnp.asarray(resize_history(restored.val_hist, epochs)))
+    pending = checkpointer.restore_in_background(
+        carry._replace(train_hist=nan_hist, val_hist=nan_hist), step)
+    while_reading(jax.tree.map(_as_restored, carry))
+    restored = pending.result()
+    sharding = carry.train_hist.sharding  # as the restored arrays: committed
+    placed = lambda history: jax.device_put(resize_history(history, epochs), sharding)
+    return restored._replace(train_hist=placed(restored.train_hist),
+                             val_hist=placed(restored.val_hist))
 
 
 def make_train_fn(
@@ -458,14 +472,18 @@ def fit(
     checkpointer = checkpoint if isinstance(checkpoint, Checkpointer) or checkpoint is None \
         else Checkpointer(checkpoint)
     resumed_epoch = None
+
+    def compile_run(carry: Any) -> None:
+        run.lower(carry, jnp.int32(epochs), program.frozen, data, val_data, key).compile()
+
     try:
-        if checkpointer is not None:
-            run_info = describe_run(params=params, data=data, val_data=val_data, tx=tx,
-                                    epochs=epochs, batch_size=batch_size, patience=patience,
-                                    key=key, pack=pack, layout=program.layout)
-            carry = _restore(checkpointer, carry, run_info, epochs)
-            resumed_epoch = None if checkpointer.latest_step() is None else int(carry.epoch)
         with bar:
+            if checkpointer is not None:
+                run_info = describe_run(params=params, data=data, val_data=val_data, tx=tx,
+                                        epochs=epochs, batch_size=batch_size, patience=patience,
+                                        key=key, pack=pack, layout=program.layout)
+                carry = _restore(checkpointer, carry, run_info, epochs, compile_run)
+                resumed_epoch = None if checkpointer.latest_step() is None else int(carry.epoch)
             if resumed_epoch is not None:
                 bar.resume(resumed_epoch * steps_per_epoch,
                            f"resumed from {checkpointer.directory} at epoch {resumed_epoch}")

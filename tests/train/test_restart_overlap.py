@@ -1,4 +1,4 @@
-"""A restart compiles its step while the checkpoint is read: from shapes only, with the
+"""A restart compiles its step (or fit its loop) while the checkpoint is read, from shapes, with the
 same result as restoring first and compiling on the first call."""
 
 import equinox as eqx
@@ -11,6 +11,7 @@ import pytest
 from jaxlean.compile.cache import cache_stats
 from jaxlean.errors import CheckpointError
 from jaxlean.train.checkpoint import Checkpointer
+from jaxlean.train.fit import fit
 from jaxlean.train.packed import packed
 from jaxlean.train.step import make_train_step
 
@@ -68,3 +69,22 @@ def test_background_restore_raises_the_restore_error(saved):
         pending = checkpoints.restore_in_background(wrong)
         with pytest.raises(CheckpointError, match=r"\['extra'\] is not in the checkpoint"):
             pending.result()
+
+
+def test_resumed_fit_compiles_its_loop_once_while_reading(tmp_path):
+    cache_stats()  # start counting
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 3)).astype(np.float32)
+    data = (x, x @ np.ones((3, 1), np.float32))
+    loss = lambda params, batch: jnp.mean((batch[0] @ params["w"] - batch[1]) ** 2)
+    options = dict(batch_size=8, key=jax.random.key(0), progress=False,
+                   params={"w": jnp.zeros((3, 1))}, data=data, tx=optax.adam(0.1))
+    whole, whole_history = fit(loss, epochs=4, **options)
+    fit(loss, epochs=2, checkpoint=tmp_path, **options)
+    before = cache_stats().functions["jit(run)"]
+    resumed, history = fit(loss, epochs=4, checkpoint=tmp_path, **options)
+    after = cache_stats().functions["jit(run)"]
+    assert history.resumed_epoch == 2
+    assert (after.traces - before.traces, after.compiles - before.compiles) == (1, 1)
+    np.testing.assert_array_equal(resumed["w"], whole["w"])
+    np.testing.assert_array_equal(history.train_loss, whole_history.train_loss)
