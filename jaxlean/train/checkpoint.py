@@ -29,7 +29,6 @@ from typing import Any
 
 import jax
 import numpy as np
-import orbax.checkpoint as ocp
 from jax.sharding import SingleDeviceSharding
 
 from jaxlean.errors import CheckpointError
@@ -133,6 +132,8 @@ class Checkpointer:
             raise CheckpointError(f"keep must be at least 1 (or None for all), got {keep}")
         self.directory = Path(directory).expanduser().absolute()
         _remove_interrupted_saves(self.directory)
+        import orbax.checkpoint as ocp  # here, not at import: fit without checkpoints skips it
+
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                                enable_async_checkpointing=async_save)
         self._manager = ocp.CheckpointManager(self.directory, options=options,
@@ -140,6 +141,8 @@ class Checkpointer:
 
     def save(self, step: int, state: Any, metadata: dict | None = None) -> None:
         """Write ``state`` (and the JSON-serialisable ``metadata``) as checkpoint ``step``."""
+        import orbax.checkpoint as ocp
+
         leaves, _ = jax.tree_util.tree_flatten_with_path(state)
         records, arrays = [], {}
         for i, (path, leaf) in enumerate(leaves):
@@ -158,6 +161,8 @@ class Checkpointer:
             arrays=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)), force=True)
 
     def _meta(self, step: int) -> dict:
+        import orbax.checkpoint as ocp
+
         try:
             meta = self._manager.restore(step, args=ocp.args.Composite(
                 meta=ocp.args.JsonRestore()))["meta"]
@@ -194,6 +199,8 @@ class Checkpointer:
             CheckpointError: no such step, an unreadable checkpoint, or one whose
                 leaves differ from ``like`` (the message names the pytree path).
         """
+        import orbax.checkpoint as ocp
+
         step = self._step(step)
         meta = self._meta(step)
         leaves, treedef = jax.tree_util.tree_flatten_with_path(like)
