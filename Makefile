@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-latest lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,11 +20,38 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check jaxlean tests examples
 
+PYTEST := -m pytest -q -n auto --dist worksteal --durations=10
+
 test: lint
-	$(BIN)/python -m pytest -q -n auto --dist worksteal --durations=10
+	$(BIN)/python $(PYTEST)
+
+# The same suite on the newest Python >= 3.12 on this machine (scripts/newest_python.sh)
+# with the newest jax, jaxlib, optax, equinox and orbax-checkpoint pyproject.toml allows,
+# in a second environment; it is made again when that Python changes.
+LATEST_VENV := .venv-latest
+LATEST_BIN := $(LATEST_VENV)/bin
+LATEST_PACKAGES := jax jaxlib optax equinox orbax-checkpoint
+
+test-latest:
+	@python=$$(scripts/newest_python.sh) || exit $$?; \
+	version='import sys; print(sys.version)'; \
+	if [ "$$($(LATEST_BIN)/python -c "$$version" 2>/dev/null)" != "$$($$python -c "$$version")" ]; then \
+		echo "creating $(LATEST_VENV) with $$python"; \
+		rm -rf $(LATEST_VENV) && $$python -m venv $(LATEST_VENV); \
+	fi
+	$(LATEST_BIN)/python -m pip install --quiet --upgrade pip
+	$(LATEST_BIN)/python -m pip install --quiet --upgrade --upgrade-strategy eager \
+		-e ".[dev]" $(LATEST_PACKAGES)
+	@$(LATEST_BIN)/python -c 'import sys; from importlib.metadata import version; \
+		print("Python", sys.version.split()[0], *(f"{p} {version(p)}" for p in sys.argv[1:]), \
+		sep=", ")' $(LATEST_PACKAGES)
+	@$(LATEST_BIN)/python -m pip index versions jax 2>/dev/null | head -1 \
+		| sed 's/^/newest on the package index: /'
+	$(LATEST_BIN)/ruff check jaxlean tests examples
+	$(LATEST_BIN)/python $(PYTEST)
 
 bench: $(STAMP)
 	$(BIN)/jaxlean bench --out bench-results
 
 clean:
-	rm -rf $(VENV) bench-results .pytest_cache
+	rm -rf $(VENV) $(LATEST_VENV) bench-results .pytest_cache

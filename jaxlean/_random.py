@@ -2,9 +2,13 @@
 
 ``jax.random.normal(key, shape)`` with a 3- or 4-dimensional ``shape``
 compiles for 0.7-2.5 s on XLA:CPU (measured with jax 0.10), against 0.2 s for
-a flat draw of the same size; every new shape compiles again. A flat draw
-reshaped gives exactly the same values, so building a model (LoRA adapters,
-stacked PMMs) pays the fast compile and stays reproducible.
+a flat draw of the same size (2.7 s against 0.14 s for (4, 64, 64, 8) on jax
+0.12); every new shape compiles again. A flat draw reshaped is the same draw:
+the same random bits and uniforms, mapped through the same ``erf_inv``. XLA's
+``erf_inv`` may round one value one ulp differently in a kernel of another
+shape (jax 0.12, XLA:CPU), so the values equal ``jax.random.normal``'s to one
+ulp. Building a model (LoRA adapters, stacked PMMs) pays the fast compile and
+stays reproducible.
 :func:`normal_blocks` goes further: several shapes from one draw, one compile.
 """
 
@@ -22,7 +26,7 @@ __all__ = ["normal", "normal_blocks"]
 
 
 def normal(key: Array, shape: tuple[int, ...], dtype: Any = float) -> Array:
-    """``jax.random.normal(key, shape, dtype)``, the same values, drawn flat and reshaped."""
+    """``jax.random.normal(key, shape, dtype)``'s draw, drawn flat and reshaped (to one ulp)."""
     return jax.random.normal(key, (math.prod(shape),), dtype).reshape(shape)
 
 

@@ -161,7 +161,7 @@ def require(feature: str, *paths: str) -> None:
     if bad := [_problems[p] for p in paths if p in _problems]:
         raise CacheError(f"{feature} needs JAX internals this JAX does not have: "
                          + "; ".join(bad)
-                         + ". jaxlean supports jax 0.10; pin it, or upgrade jaxlean")
+                         + ". jaxlean is tested with jax 0.10 to 0.12; pin one, or upgrade jaxlean")
 
 
 def get(path: str) -> Any:
