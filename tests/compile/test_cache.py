@@ -29,9 +29,6 @@ from jaxlean.compile.report import compile_report
 from jaxlean.errors import CacheError
 
 REPO = Path(__file__).resolve().parents[2]
-_CONFIG_NAMES = ["jax_compilation_cache_dir", "jax_enable_compilation_cache",
-                 "jax_persistent_cache_min_compile_time_secs",
-                 "jax_persistent_cache_enable_xla_caches"]
 
 # A child process: enables the cache, runs a small chain of matmuls, prints JSON.
 _CHILD = textwrap.dedent("""
@@ -80,16 +77,6 @@ def _finish(proc: subprocess.Popen) -> tuple[dict, str]:
 
 def _run_child(tmp_path: Path, cache: Path) -> tuple[dict, str]:
     return _finish(_start_child(tmp_path, cache))
-
-
-@pytest.fixture
-def restore_jax_cache_config():
-    """Put JAX's cache configuration and state back as they were after the test."""
-    saved = {name: getattr(jax.config, name) for name in _CONFIG_NAMES}
-    yield
-    for name, value in saved.items():
-        jax.config.update(name, value)
-    _jax_private.reset_persistent_cache()
 
 
 def test_parse_size():

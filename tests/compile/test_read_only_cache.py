@@ -23,9 +23,6 @@ from jaxlean.compile.directory import ENTRY_SUFFIX, list_entries
 from jaxlean.compile.file_cache import SafeFileCache
 
 REPO = Path(__file__).resolve().parents[2]
-_CONFIG_NAMES = ["jax_compilation_cache_dir", "jax_enable_compilation_cache",
-                 "jax_persistent_cache_min_compile_time_secs",
-                 "jax_persistent_cache_enable_xla_caches"]
 # Root ignores permission bits; without these capabilities it obeys them like any user.
 _UNPRIVILEGED = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
 
@@ -90,16 +87,6 @@ def test_read_only_directory_is_served_and_never_written(tmp_path):
     assert warm["writes"] == 0
     (warning,) = warm["warnings"]
     assert str(cache) in warning and "read-only" in warning and "Permission denied" in warning
-
-
-@pytest.fixture
-def restore_jax_cache_config():
-    """Put JAX's cache configuration and state back as they were after the test."""
-    saved = {name: getattr(jax.config, name) for name in _CONFIG_NAMES}
-    yield
-    for name, value in saved.items():
-        jax.config.update(name, value)
-    _jax_private.reset_persistent_cache()
 
 
 @pytest.mark.parametrize("how", ["option", "probe"])
