@@ -8,11 +8,16 @@ Run without arguments, this script plays it: it starts the training in a
 child process, kills it (SIGKILL) once a checkpoint past epoch 8 is on disk,
 starts the same command again, and checks the requeued run's losses and
 params against an uninterrupted run, bit for bit.
+
+``JAXLEAN_EXAMPLE_SIZE=small`` (what the test suite sets) trains on fewer
+samples, a narrower MLP and fewer epochs, killed once epoch 4 is saved: the same
+kill, requeue and bit-for-bit check at the smallest size.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
@@ -22,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-EPOCHS = 24
+SMALL = os.environ.get("JAXLEAN_EXAMPLE_SIZE") == "small"
+# (samples, MLP width, epochs, epoch after whose checkpoint run 1 is killed)
+SAMPLES, WIDTH, EPOCHS, KILL_AFTER = (256, 16, 12, 4) if SMALL else (2048, 64, 24, 8)
 
 
 def train(checkpoint: Path | None):
@@ -34,9 +41,9 @@ def train(checkpoint: Path | None):
 
     from jaxlean import fit
 
-    x = jax.random.normal(jax.random.key(0), (2048, 8))
+    x = jax.random.normal(jax.random.key(0), (SAMPLES, 8))
     data = (x, jnp.sin(x).sum(1, keepdims=True))
-    model = eqx.nn.MLP(8, 1, 64, 2, key=jax.random.key(1))
+    model = eqx.nn.MLP(8, 1, WIDTH, 2, key=jax.random.key(1))
     mse = lambda m, batch: jnp.mean((jax.vmap(m)(batch[0]) - batch[1]) ** 2)
     return fit(mse, model, data, optax.adam(1e-3), epochs=EPOCHS, batch_size=64,
                key=jax.random.key(2), progress=False, checkpoint=checkpoint,
@@ -70,9 +77,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="jaxlean-fit-requeue-") as scratch:
         directory = Path(scratch) / "checkpoints"
         command = [sys.executable, __file__, "--checkpoint", str(directory)]
-        print("== run 1 (killed once epoch 8 is saved)", flush=True)
+        print(f"== run 1 (killed once epoch {KILL_AFTER} is saved)", flush=True)
         child = subprocess.Popen(command)
-        while child.poll() is None and max(_epochs_saved(directory), default=0) < 8:
+        while child.poll() is None and max(_epochs_saved(directory), default=0) < KILL_AFTER:
             time.sleep(0.01)
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)

@@ -3,13 +3,15 @@
 The device count is fixed when JAX starts, so the measuring runs in one child
 process (``python -m jaxlean.bench.scale [--quick]``) with 8 forced host
 devices; it prints one JSON line on stdout and progress lines on stderr. For
-each n it compiles ``make_train_step(loss)`` (config ``remat="full"``) on the first n devices
-for a fixed global batch in two layouts: data parallel (parameters replicated,
-plain per-leaf ``optax.adamw``) and FSDP (parameters split by
-:func:`jaxlean.models.lm.rules.transformer_rules`, ``packed(optax.adamw)``). It
-records exact per-device parameter + optimizer-state bytes, XLA's per-device
-argument, temp and total bytes of the (donating) step, the median step time
-and the loss after one step, which must match the 1-device loss.
+each n it compiles ``make_train_step(loss)`` (config ``remat="full"``) on the
+first n devices for a fixed global batch in two layouts: data parallel
+(parameters replicated, plain per-leaf ``optax.adamw``) and FSDP (parameters
+split by :func:`jaxlean.models.lm.rules.transformer_rules`,
+``packed(optax.adamw)``). It records exact per-device parameter +
+optimizer-state bytes, XLA's per-device argument, temp and total bytes of the
+(donating) step, the median step time and the loss after one step, which must
+match the 1-device loss. ``--quick`` checks the code path and the targets, not
+the speed: a tiny model on 1, 2 and 4 of 4 forced devices (6 compiles, not 8).
 """
 
 from __future__ import annotations
@@ -22,15 +24,22 @@ from typing import Any
 from jaxlean.bench._child import finish, progress, run_child
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 
-DEVICE_COUNTS = (1, 2, 4, 8)
 LAYOUTS = ("data parallel", "FSDP")
-# (config, global batch, tokens per sequence, timing repeats); sizes divisible by 8.
+# Per mode (quick or not): (config, global batch, tokens per sequence, device counts, timing
+# repeats, least seconds per timing sample); sizes divisible by the largest count. Quick mode
+# is the smallest model that still has a stacked layer axis and every weight split: it
+# checks the code path and the targets, not the speed.
 SIZES = {
     False: (dict(vocab_size=2048, hidden_size=256, intermediate_size=512, num_layers=4,
-                 num_heads=8, num_kv_heads=4), 16, 128, 5),
-    True: (dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_layers=2,
-                num_heads=4, num_kv_heads=2), 8, 32, 3),
+                 num_heads=8, num_kv_heads=4), 16, 128, (1, 2, 4, 8), 5, 0.2),
+    True: (dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_layers=2,
+                num_heads=4, num_kv_heads=2), 8, 8, (1, 2, 4), 3, 0.0),
 }
+
+
+def device_counts(quick: bool) -> tuple[int, ...]:
+    """The device counts measured in this mode."""
+    return SIZES[quick][3]
 _BYTES_TOLERANCE = 0.10
 _LOSS_TOLERANCE = 1e-5
 
@@ -96,7 +105,7 @@ def _measure_layout(model: Any, data: tuple, mesh: Any, rules: Any,
 
 
 def measure_in_this_process(quick: bool) -> dict[str, Any]:
-    """Compile, check and time both layouts on 1, 2, 4 and 8 devices; a JSON-ready dict."""
+    """Compile, check and time both layouts on each device count; a JSON-ready dict."""
     import jax
     import numpy as np
 
@@ -105,15 +114,15 @@ def measure_in_this_process(quick: bool) -> dict[str, Any]:
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
     jax.config.update("jax_enable_compilation_cache", False)
-    if jax.device_count() < max(DEVICE_COUNTS):
-        raise RuntimeError(f"needs {max(DEVICE_COUNTS)} devices, found {jax.device_count()}")
-    sizes, batch, length, repeats = SIZES[quick]
+    sizes, batch, length, counts, repeats, min_seconds = SIZES[quick]
+    if jax.device_count() < max(counts):
+        raise RuntimeError(f"needs {max(counts)} devices, found {jax.device_count()}")
     config = TransformerConfig(**sizes, remat="full")
     # Host copies: every layout places its own buffers, which its donating step may consume.
     model = jax.tree.map(np.asarray, Transformer(config, key=jax.random.key(0)))
     data = synthetic_batch(0, batch, length, config.vocab_size)
     rows = []
-    for n in DEVICE_COUNTS:
+    for n in counts:
         calls = []
         for name, (mesh, rules, tx) in _setups(n).items():
             progress(f"{n} devices, {name}: compile and check")
@@ -121,10 +130,11 @@ def measure_in_this_process(quick: bool) -> dict[str, Any]:
             rows.append({"devices": n, "layout": name, **row})
             calls.append((call, ()))
         progress(f"{n} devices: step time")
-        for row, seconds in zip(rows[-len(calls):], wall_times(*calls, repeats=repeats),
-                                strict=True):
-            row["step_s"] = seconds
-    return {"config": sizes, "batch": batch, "length": length, "rows": rows}
+        seconds = wall_times(*calls, repeats=repeats, min_seconds=min_seconds)
+        for row, step_s in zip(rows[-len(calls):], seconds, strict=True):
+            row["step_s"] = step_s
+    return {"config": sizes, "batch": batch, "length": length, "device_counts": counts,
+            "rows": rows}
 
 
 def _case(n: int) -> str:
@@ -138,14 +148,15 @@ def _report(result: BenchResult, measured: dict[str, Any]) -> None:
                ("temp bytes/device", "temp_bytes", "bytes"),
                ("total bytes/device", "total_bytes", "bytes"),
                ("step time", "step_s", "s"))
-    for n in DEVICE_COUNTS:
+    counts = measured["device_counts"]
+    for n in counts:
         base, ours = rows[n, "data parallel"], rows[n, "FSDP"]
         for metric, key, unit in metrics:
             result.compare(_case(n), metric, unit, base[key], ours[key],
                            variant="FSDP + packed", baseline_name="data parallel")
     one = rows[1, "FSDP"]
     ratios = {n: rows[n, "FSDP"]["state_bytes"] * n / one["state_bytes"]
-              for n in DEVICE_COUNTS[1:]}
+              for n in counts[1:]}
     for n, ratio in ratios.items():
         what = f"FSDP param+opt bytes/device x {n} / the same on 1 device ({_case(n)})"
         result.target(what, ratio, 1 + _BYTES_TOLERANCE, "<=")
@@ -156,14 +167,15 @@ def _report(result: BenchResult, measured: dict[str, Any]) -> None:
         + " (above 1 by the replicated norm weights, their optimizer state and the step count).")
     reference = one["loss_after_step"]
     worst = {layout: max(abs(rows[n, layout]["loss_after_step"] - reference) / abs(reference)
-                         for n in DEVICE_COUNTS[1:]) for layout in LAYOUTS}
-    result.target("FSDP loss after one step vs 1 device: max relative difference over 2, 4, "
-                  "8 devices", worst["FSDP"], _LOSS_TOLERANCE, "<=")
+                         for n in counts[1:]) for layout in LAYOUTS}
+    more = ", ".join(str(n) for n in counts[1:])
+    result.target("FSDP loss after one step vs 1 device: max relative difference over "
+                  f"{more} devices", worst["FSDP"], _LOSS_TOLERANCE, "<=")
     result.notes.append(
         f"Loss after one step (of the updated parameters) on 1 device: {reference:.7f}; max "
-        "relative difference on 2, 4, 8 devices: " + ", ".join(
+        f"relative difference on {more} devices: " + ", ".join(
             f"{layout} {value:.1e}" for layout, value in worst.items()) + ".")
-    xs = list(DEVICE_COUNTS)
+    xs = list(counts)
     result.plots.append(Plot(
         "state_bytes", "parameter + optimizer-state bytes per device", "devices",
         "MiB per device", {layout: (xs, [rows[n, layout]["state_bytes"] / 2**20 for n in xs])
@@ -174,8 +186,9 @@ def _report(result: BenchResult, measured: dict[str, Any]) -> None:
                    "8 devices")
 def run(ctx: BenchContext) -> BenchResult:
     result = BenchResult("scale", "sharded training: data parallel vs FSDP + packed optimizer")
-    ctx.step(f"child process with {max(DEVICE_COUNTS)} forced host devices")
-    measured = run_child("jaxlean.bench.scale", max(DEVICE_COUNTS), ctx)
+    devices = max(device_counts(ctx.quick))
+    ctx.step(f"child process with {devices} forced host devices")
+    measured = run_child("jaxlean.bench.scale", devices, ctx)
     sizes = ", ".join(f"{key}={value}" for key, value in measured["config"].items())
     result.notes.append(
         f"Transformer {sizes}; global batch {measured['batch']} x {measured['length']} tokens "
@@ -185,7 +198,7 @@ def run(ctx: BenchContext) -> BenchResult:
         "replicated, plain optax.adamw; FSDP: mesh fsdp=n, transformer_rules(), "
         "packed(optax.adamw).")
     result.notes.append(
-        f"The {max(DEVICE_COUNTS)} devices are forced host devices (XLA_FLAGS=--xla_force_host_"
+        f"The {devices} devices are forced host devices (XLA_FLAGS=--xla_force_host_"
         f"platform_device_count) sharing this machine's {os.cpu_count()} CPU cores, so step "
         "time cannot fall in proportion to n here: it measures the overhead of partitioning, "
         "not a speed-up. Per-device bytes are what XLA would allocate on each real device: "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,16 +84,21 @@ def dense_solve(parents, lower, diag, upper, b):
     return jnp.linalg.solve(dense(jnp.asarray(parents), lower, diag, upper), b[..., None])[..., 0]
 
 
+def _value_grad_jvp(solve, weights, args, tangents):
+    loss = lambda *a: jnp.sum(weights * jnp.tanh(solve(*a)))
+    return (solve(*args), jax.grad(loss, argnums=(0, 1, 2, 3))(*args),
+            jax.jvp(loss, args, tangents)[1])
+
+
 def value_grad_jvp(solve, weights, args, tangents):
     """Loss value, gradient w.r.t. all four inputs and a JVP, in one compiled call."""
+    return jax.jit(functools.partial(_value_grad_jvp, solve))(weights, args, tangents)
 
-    @jax.jit
-    def run(args, tangents):
-        loss = lambda *a: jnp.sum(weights * jnp.tanh(solve(*a)))
-        return (solve(*args), jax.grad(loss, argnums=(0, 1, 2, 3))(*args),
-                jax.jvp(loss, args, tangents)[1])
 
-    return run(args, tangents)
+@jax.jit
+def dense_value_grad_jvp(parents, weights, args, tangents):
+    """The same for the dense reference; ``parents`` is data, so it compiles once per size."""
+    return _value_grad_jvp(lambda *a: dense_solve(parents, *a), weights, args, tangents)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
@@ -118,8 +125,7 @@ def test_random_forests_values_and_gradients(schedule, parents, seed):
         weights = jnp.asarray(np.random.default_rng(seed + 1).normal(size=parents.size))
         ours = value_grad_jvp(lambda *a: tree_solve(tree, *a, schedule=schedule),
                               weights, args, tangents)
-        want = value_grad_jvp(lambda *a: dense_solve(jnp.asarray(parents), *a),
-                              weights, args, tangents)
+        want = dense_value_grad_jvp(jnp.asarray(parents), weights, args, tangents)
         for got, ref in zip(jax.tree.leaves(ours), jax.tree.leaves(want), strict=True):
             np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
 
@@ -131,7 +137,7 @@ def test_float32_gradients_match_dense(schedule):
     args = dominant_system(parents, 3, jnp.float32)
     weights = jnp.linspace(-1, 1, parents.size)
     ours = value_grad_jvp(lambda *a: tree_solve(tree, *a, schedule=schedule), weights, args, args)
-    want = value_grad_jvp(lambda *a: dense_solve(jnp.asarray(parents), *a), weights, args, args)
+    want = dense_value_grad_jvp(jnp.asarray(parents), weights, args, args)
     for got, ref in zip(jax.tree.leaves(ours), jax.tree.leaves(want), strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
 

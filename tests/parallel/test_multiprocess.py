@@ -1,8 +1,10 @@
-"""Two processes on localhost (4 CPU devices each) train like one process, and share a cache.
+"""Two processes on localhost (2 CPU devices each) train like one process, and share a cache.
 
 ``examples/train_lm.py`` is launched as 2 processes joined by
 ``jax.distributed`` (coordinator on 127.0.0.1) over a global ``data x fsdp``
-mesh of 8 devices; its losses must equal a single-device run's. With a
+mesh of 4 devices (both axes 2, so each process holds half of every sharded
+weight and half of the batch), with the smallest model that has a stacked layer
+axis; its losses must equal a single-device run's. With a
 compilation cache, only process 0 writes entries and on a second launch both
 processes load the train step from the cache.
 """
@@ -19,8 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "train_lm.py"
-ARGS = ["--steps", "4", "--layers", "2", "--hidden", "64", "--batch", "8", "--length", "32",
-        "--vocab", "256", "--vocab-parallel"]
+ARGS = ["--steps", "3", "--layers", "2", "--hidden", "32", "--batch", "8", "--length", "8",
+        "--vocab", "64", "--vocab-parallel"]
 
 
 def _free_port() -> int:
@@ -42,7 +44,7 @@ def _result(stdout: str) -> dict:
 def _launch_two(cache: Path) -> list[dict]:
     port = _free_port()
     procs = [subprocess.Popen(
-        [sys.executable, str(SCRIPT), *ARGS, "--devices", "4", "--data", "2", "--fsdp", "4",
+        [sys.executable, str(SCRIPT), *ARGS, "--devices", "2", "--data", "2", "--fsdp", "2",
          "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
          "--cache", str(cache)],
         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
@@ -70,7 +72,7 @@ def test_two_processes_train_like_one_device_and_only_process_0_writes_the_cache
     cache = tmp_path / "cache"
     first = _launch_two(cache)
     for result in first:
-        assert (result["processes"], result["devices"]) == (2, 8)
+        assert (result["processes"], result["devices"]) == (2, 4)
         np.testing.assert_allclose(result["losses"], want["losses"], rtol=1e-5)
     assert first[0]["cache"]["writes"] > 0
     assert first[1]["cache"]["writes"] == 0

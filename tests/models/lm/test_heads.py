@@ -102,16 +102,18 @@ def test_distill_forward_kl_and_student_gradient_equal_full_logits(models, batch
     student, teacher = models
     tokens, mask = batch[0], batch[2]
 
-    def reference(student):
+    # The teacher is an argument, not a closure: a closed-over teacher is a compile-time
+    # constant that XLA would fold (evaluate) while compiling.
+    def reference(student, teacher):
         logp_s = full_logprobs(student, tokens, ADAPTER_IDS)
         logp_t = jax.lax.stop_gradient(full_logprobs(teacher, tokens))
         per_token = jnp.sum(jnp.exp(logp_t) * (logp_t - logp_s), -1)
         return jnp.sum(per_token * mask) / jnp.sum(mask)
 
-    ours = lambda s: distill(s, teacher, tokens, adapter_ids=ADAPTER_IDS, mask=mask,
-                             divergence="forward_kl", chunk_size=8)
-    value, grads = eqx.filter_jit(eqx.filter_value_and_grad(ours))(student)
-    want, want_grads = eqx.filter_jit(eqx.filter_value_and_grad(reference))(student)
+    ours = lambda s, t: distill(s, t, tokens, adapter_ids=ADAPTER_IDS, mask=mask,
+                                divergence="forward_kl", chunk_size=8)
+    value, grads = eqx.filter_jit(eqx.filter_value_and_grad(ours))(student, teacher)
+    want, want_grads = eqx.filter_jit(eqx.filter_value_and_grad(reference))(student, teacher)
     np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)
     for got, expected in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)

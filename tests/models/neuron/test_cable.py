@@ -198,21 +198,36 @@ def test_one_step_matches_dense_backward_euler(parents, attach):
         assert float(np.ptp(expected - p["v_init"])) > 1e-3  # the step moves the voltage
 
 
-@pytest.mark.parametrize("checkpoint", ["sqrt", (3, 4, 5), (7, 9)])
-def test_time_checkpointing_gives_the_same_values_and_gradients(checkpoint):
-    with jax.enable_x64():
-        cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
+class _Checkpointing:
+    """A Y cell's loss with and without time checkpointing; the plain one is run once."""
+
+    def __init__(self):
+        self.cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
+        self.params = self.cell.params()
+        self.value_and_grad = jax.jit(jax.value_and_grad(self.loss, has_aux=True),
+                                      static_argnums=1)
+        self.plain = self.value_and_grad(self.params, None)
+
+    def loss(self, params, checkpoint):
         dt, t_max = 0.05, 3.0
         stimulus = Stimulus(0, step_current(0.5, 0.5, 2.0, dt, t_max))
+        v = simulate(self.cell, params, [stimulus], dt, t_max, record=(0, 6),
+                     checkpoint=checkpoint)["v"]
+        return jnp.mean(jnp.linspace(0.5, 1.5, v.shape[0])[:, None] * v), v
 
-        def loss(params, checkpoint):
-            v = simulate(cell, params, [stimulus], dt, t_max, record=(0, 6),
-                         checkpoint=checkpoint)["v"]
-            return jnp.mean(jnp.linspace(0.5, 1.5, v.shape[0])[:, None] * v), v
 
-        params = cell.params()
-        (_, v), grads = jax.value_and_grad(loss, has_aux=True)(params, None)
-        (_, v_checked), grads_checked = jax.value_and_grad(loss, has_aux=True)(params, checkpoint)
+@pytest.fixture(scope="module")
+def checkpointing():
+    with jax.enable_x64():
+        return _Checkpointing()
+
+
+@pytest.mark.parametrize("checkpoint", ["sqrt", (3, 4, 5), (7, 9)])
+def test_time_checkpointing_gives_the_same_values_and_gradients(checkpointing, checkpoint):
+    with jax.enable_x64():
+        (_, v), grads = checkpointing.plain
+        (_, v_checked), grads_checked = checkpointing.value_and_grad(checkpointing.params,
+                                                                     checkpoint)
         np.testing.assert_allclose(v_checked, v, rtol=1e-13)
         for name in grads:
             np.testing.assert_allclose(grads_checked[name], grads[name], rtol=1e-10, atol=1e-14,
