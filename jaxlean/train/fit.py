@@ -25,6 +25,7 @@ import dataclasses
 import math
 import os
 from collections.abc import Callable
+from concurrent import futures
 from typing import Any, NamedTuple
 
 import jax
@@ -272,8 +273,11 @@ def _finished(carry: _Carry, epochs: int, patience: int | None) -> bool:
             or (patience is not None and int(carry.since_best) >= patience))
 
 
-def _as_restored(leaf: jax.Array) -> jax.ShapeDtypeStruct:
-    """The shape and placement a restored carry leaf has (restored arrays are committed)."""
+def _as_restored(leaf: Any) -> Any:
+    """The shape and placement a restored carry array has (restored arrays are committed);
+    other leaves come back as they are."""
+    if not isinstance(leaf, jax.Array):
+        return leaf
     return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=leaf.sharding)
 
 
@@ -298,7 +302,10 @@ def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict, epochs: 
     nan_hist = np.full((saved_epochs,), np.nan, np.float32)
     pending = checkpointer.restore_in_background(
         carry._replace(train_hist=nan_hist, val_hist=nan_hist), step)
-    while_reading(jax.tree.map(_as_restored, carry))
+    try:
+        while_reading(jax.tree.map(_as_restored, carry))
+    finally:
+        futures.wait([pending])  # never leave a read running into the checkpointer's close
     restored = pending.result()
     sharding = carry.train_hist.sharding  # as the restored arrays: committed
     placed = lambda history: jax.device_put(resize_history(history, epochs), sharding)
