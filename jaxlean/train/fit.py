@@ -286,7 +286,8 @@ def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict, epochs: 
     """The latest checkpoint's carry, histories resized to ``epochs``, or ``carry`` if none.
 
     The arrays are read in the background while ``while_reading`` runs on the
-    carry's shapes and placements (``fit`` compiles its loop for them meanwhile).
+    carry's shapes and placements (``fit`` compiles its loop for them meanwhile),
+    unless the checkpoint is at the last epoch, where no loop is left to run.
 
     Raises:
         CheckpointError: the checkpoint belongs to another run (see :func:`check_same_run`),
@@ -303,7 +304,8 @@ def _restore(checkpointer: Checkpointer, carry: _Carry, run_info: dict, epochs: 
     pending = checkpointer.restore_in_background(
         carry._replace(train_hist=nan_hist, val_hist=nan_hist), step)
     try:
-        while_reading(jax.tree.map(_as_restored, carry))
+        if step < epochs:  # steps are epochs: a checkpoint at the last one has no loop left
+            while_reading(jax.tree.map(_as_restored, carry))
     finally:
         futures.wait([pending])  # never leave a read running into the checkpointer's close
     restored = pending.result()
