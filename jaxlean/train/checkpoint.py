@@ -92,12 +92,19 @@ def _first_difference(saved: list[dict], expected: list[dict]) -> str | None:
     return None
 
 
+def unplaced_sharding() -> SingleDeviceSharding:
+    """Where an array given by its shape alone is put: the first local device, as JAX
+    puts a new array. :class:`~jaxlean.train.step.TrainStep` compiles for the same
+    place, so a step compiled from shapes runs on a state restored from shapes."""
+    return SingleDeviceSharding(jax.local_devices()[0])
+
+
 def _abstract(leaf: Any) -> jax.ShapeDtypeStruct:
     """Shape, dtype and placement to restore one stored array into: the template
     leaf's sharding, or the first local device for a shape without one."""
     sharding = leaf.sharding if isinstance(leaf, jax.Array | jax.ShapeDtypeStruct) else None
     if sharding is None and isinstance(leaf, jax.ShapeDtypeStruct):
-        sharding = SingleDeviceSharding(jax.local_devices()[0])
+        sharding = unplaced_sharding()
     if _is_key(leaf):
         data = jax.eval_shape(jax.random.key_data, leaf)
         return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=sharding)

@@ -15,10 +15,11 @@ from typing import Any
 import equinox as eqx
 import jax
 import optax
-from jax.sharding import NamedSharding, SingleDeviceSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxlean.errors import ConfigError
+from jaxlean.train.checkpoint import unplaced_sharding
 
 __all__ = ["TrainStep", "make_train_step"]
 
@@ -40,7 +41,7 @@ def _placements(tree: Any) -> Any:
         if isinstance(x, jax.ShapeDtypeStruct):
             if x.sharding is not None:
                 return x.sharding
-            return replicated or SingleDeviceSharding(jax.local_devices()[0])
+            return replicated or unplaced_sharding()
         if not isinstance(x, jax.Array):
             return None
         return x.sharding if x.committed or replicated is None else replicated
