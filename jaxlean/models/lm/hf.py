@@ -27,7 +27,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from jaxlean._progress import Progress
@@ -37,6 +37,8 @@ from jaxlean.models.lm.hf_config import (
     config_from_hf,
     config_to_hf,
     generation_settings,
+    missing_path,
+    model_path,
     read_json,
 )
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
@@ -88,7 +90,18 @@ def _files(path: str | Path | Iterable[str | Path]) -> list[Path]:
         files = [Path(p) for p in path]
     if not files:
         raise CheckpointError(f"no .safetensors files in {path}")
+    for file in files:
+        if not file.is_file():
+            raise missing_path(file, "file")
     return files
+
+
+def _open(file: Path) -> Any:
+    """``safe_open(file)`` whose failure (a damaged or truncated file) names ``file``."""
+    try:
+        return safe_open(file, framework="np")
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{file} is not a readable safetensors file: {error}") from None
 
 
 class _Reader:
@@ -102,7 +115,7 @@ class _Reader:
         self.where: dict[str, Path] = {}
         self.progress: Progress | None = None
         for file in files:
-            with safe_open(file, framework="np") as handle:
+            with _open(file) as handle:
                 for name in handle.keys():  # noqa: SIM118 - safe_open handles are not iterable
                     if name in self.where:
                         raise CheckpointError(f"tensor {name!r} appears twice (again in {file})")
@@ -118,8 +131,12 @@ class _Reader:
         self.unread.discard(name)
         if self.progress is not None:
             self.progress.update(len(self.where) - len(self.unread))
-        with safe_open(self.where[name], framework="np") as handle:
-            array = handle.get_tensor(name)
+        with _open(self.where[name]) as handle:
+            try:
+                array = handle.get_tensor(name)
+            except (SafetensorError, OSError) as error:
+                raise CheckpointError(f"tensor {name!r} of {self.where[name]} cannot be read: "
+                                      f"{error}") from None
         if tuple(array.shape) != stored:
             raise CheckpointError(f"tensor {name!r} has shape {list(array.shape)}, "
                                   f"expected {list(stored)}")
@@ -304,7 +321,7 @@ def load_pretrained(
             (named: field, value, what is supported).
         CheckpointError: a missing, unexpected or mis-shaped tensor, or a missing file.
     """
-    path = Path(path)
+    path = model_path(path)
     directory = path if path.is_dir() else path.parent
     hf = read_json(directory)
     config = config_from_hf(hf)

@@ -11,6 +11,7 @@ checkpoint either loads to the same function Hugging Face computes, or not at al
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -40,16 +41,42 @@ def _refuse(field: str, value: Any, supported: Any) -> ConfigError:
                        f"(supported: {supported})")
 
 
-def read_json(path: str | Path, name: str = "config.json") -> dict:
-    """A JSON file, or ``name`` inside a directory; errors name the file."""
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def missing_path(path: Path, what: str = "directory") -> CheckpointError:
+    """The error for a path that does not exist; a hub-id-like path says hub ids are not fetched."""
+    message = f"no such {what} {str(path)!r}"
+    if not path.is_absolute() and _HUB_ID.fullmatch(path.as_posix()):
+        message += (f" (a Hugging Face hub id is not fetched: download it first, e.g. "
+                    f"`huggingface-cli download {path.as_posix()} --local-dir <dir>`, "
+                    f"and pass that directory)")
+    return CheckpointError(message)
+
+
+def model_path(path: str | Path) -> Path:
+    """``path`` checked as a model directory or one ``.safetensors`` file; errors name ``path``."""
     path = Path(path)
+    if not path.exists():
+        raise missing_path(path)
+    if path.is_file() and path.suffix != ".safetensors":
+        raise CheckpointError(f"{str(path)!r} is a file: pass the model directory that holds it "
+                              f"({str(path.parent)!r}), not {path.name}")
+    return path
+
+
+def read_json(path: str | Path, name: str = "config.json") -> dict:
+    """A JSON file, or ``name`` inside a directory; errors name the file or the missing path."""
+    path = Path(path)
+    if not path.exists():
+        raise missing_path(path, "directory" if path.suffix != ".json" else "file")
     if path.is_dir():
         path = path / name
     if not path.is_file():
-        raise CheckpointError(f"no {name} at {path}")
+        raise CheckpointError(f"no {name} in {str(path.parent)!r}")
     try:
         return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise CheckpointError(f"{path} is not valid JSON: {error}") from None
 
 

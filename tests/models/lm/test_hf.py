@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -10,7 +13,13 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from jaxlean.errors import CheckpointError, ConfigError
-from jaxlean.models.lm.hf import config_from_hf, load_safetensors, save_safetensors
+from jaxlean.models.lm.hf import (
+    config_from_hf,
+    load_pretrained,
+    load_safetensors,
+    save_pretrained,
+    save_safetensors,
+)
 from jaxlean.models.lm.hf_config import GenerationSettings, generation_settings
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
@@ -192,5 +201,43 @@ def test_generation_settings_and_missing_config(tmp_path):
     (tmp_path / "generation_config.json").write_text('{"eos_token_id": [7, 8], "bos_token_id": 1}')
     assert generation_settings(tmp_path, {"eos_token_id": 5}) == GenerationSettings((7, 8), None,
                                                                                     1)
-    with pytest.raises(CheckpointError, match=r"no config\.json at"):
+    with pytest.raises(CheckpointError, match=r"no such directory '.*nothing'"):
         config_from_hf(tmp_path / "nothing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match=r"no config\.json in '.*empty'"):
+        config_from_hf(tmp_path / "empty")
+
+
+@pytest.fixture(scope="module")
+def saved_llama(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("llama")
+    save_pretrained(Transformer(LLAMA, key=jax.random.key(4)), directory)
+    return directory
+
+
+def test_path_errors_name_the_path_the_user_gave(tmp_path, saved_llama, monkeypatch):
+    missing = tmp_path / "not-there" / "model"
+    with pytest.raises(CheckpointError, match=f"no such directory '{re.escape(str(missing))}'$"):
+        load_pretrained(missing)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointError, match=r"no such directory 'Qwen/Qwen3-0\.6B' \(a Hugging "
+                                              r"Face hub id is not fetched: .*huggingface-cli "
+                                              r"download Qwen/Qwen3-0\.6B"):
+        load_pretrained("Qwen/Qwen3-0.6B")
+    config = saved_llama / "config.json"
+    holder = re.escape(str(saved_llama))
+    with pytest.raises(CheckpointError, match=rf"'{re.escape(str(config))}' is a file: pass the "
+                                              rf"model directory that holds it \('{holder}'\)"):
+        load_pretrained(config)
+    assert load_pretrained(saved_llama / "model.safetensors")[1] == LLAMA  # one file is fine
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_damaged_safetensors_file_is_named(tmp_path, saved_llama, damage):
+    shutil.copytree(saved_llama, tmp_path / "model")
+    file = tmp_path / "model" / "model.safetensors"
+    data = file.read_bytes()
+    file.write_bytes(data[:-100] if damage == "truncated" else b"not a safetensors file" * 8)
+    with pytest.raises(CheckpointError, match=f"{re.escape(str(file))} is not a readable "
+                                              f"safetensors file"):
+        load_pretrained(tmp_path / "model")
