@@ -12,13 +12,17 @@ the model. A missing, unexpected or mis-shaped tensor raises
 
 :func:`load_pretrained` / :func:`save_pretrained` read and write a whole model
 directory (``config.json``, ``generation_config.json``, safetensors shards
-with ``model.safetensors.index.json``) that ``transformers`` loads as is.
-LoRA adapters are not part of the base checkpoint (see :mod:`jaxlean.models.lm.peft`).
+with ``model.safetensors.index.json``) that ``transformers`` loads as is, with
+the tokenizer and chat-template files of the source directory copied unchanged
+(``tokenizer_from=``). LoRA adapters are not part of the base checkpoint: saving a
+model that has them folds one in (``merge_adapter=``) or is refused (see
+:mod:`jaxlean.models.lm.peft` for PEFT's adapter files).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +35,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from jaxlean._progress import Progress
-from jaxlean.errors import CheckpointError
+from jaxlean.errors import CheckpointError, ConfigError
 from jaxlean.models.lm.hf_config import (
     GenerationSettings,
     config_from_hf,
@@ -41,6 +45,8 @@ from jaxlean.models.lm.hf_config import (
     model_path,
     read_json,
 )
+from jaxlean.models.lm.lora import Linear
+from jaxlean.models.lm.peft import merge_lora
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
 __all__ = ["config_from_hf", "config_to_hf", "load_pretrained", "load_safetensors",
@@ -249,8 +255,36 @@ def _hf_tensors(model: Transformer) -> Iterator[tuple[str, np.ndarray]]:
                    np.ascontiguousarray(array.T if transpose else array))
 
 
-def save_safetensors(model: Transformer, path: str | Path) -> None:
-    """Write the base weights of ``model`` with Hugging Face names (one file)."""
+def _adapted(model: Transformer) -> list[str]:
+    """Key paths of the projections of ``model`` that carry LoRA adapters."""
+    found = jax.tree_util.tree_flatten_with_path(
+        model, is_leaf=lambda n: isinstance(n, Linear))[0]
+    return [jax.tree_util.keystr(path) for path, node in found
+            if isinstance(node, Linear) and node.lora is not None]
+
+
+def _base_only(model: Transformer, merge_adapter: int | None, caller: str) -> Transformer:
+    """``model`` as a base model: adapter ``merge_adapter`` folded in, or refused by name."""
+    adapted = _adapted(model)
+    if merge_adapter is not None:
+        if not adapted:
+            raise ConfigError(f"{caller}: merge_adapter={merge_adapter} but the model has no "
+                              f"LoRA adapters")
+        return merge_lora(model, merge_adapter)
+    if adapted:
+        raise ConfigError(f"{caller}: the model has LoRA adapters on {adapted} and a Hugging "
+                          f"Face checkpoint holds base weights only: pass merge_adapter=<i> to "
+                          f"fold adapter i in, or save the adapter itself with save_lora")
+    return model
+
+
+def save_safetensors(model: Transformer, path: str | Path, *,
+                     merge_adapter: int | None = None) -> None:
+    """Write the base weights of ``model`` with Hugging Face names (one file).
+
+    A model with LoRA adapters is refused unless ``merge_adapter`` names the one to fold in.
+    """
+    model = _base_only(model, merge_adapter, "save_safetensors")
     save_file(dict(_hf_tensors(model)), str(path), metadata={"format": "pt"})
 
 
@@ -258,28 +292,84 @@ def _dtype_name(dtype: Any) -> str:
     return "bfloat16" if dtype == jnp.bfloat16 else str(np.dtype(dtype))
 
 
+# What tokenizers and chat templates read, as transformers and serving engines save them.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "added_tokens.json", "vocab.json", "merges.txt", "vocab.txt",
+                   "tokenizer.model", "spiece.model", "tekken.json", "chat_template.jinja",
+                   "chat_template.json")
+_TEMPLATES = "additional_chat_templates"
+
+
+def _copy_tokenizer(source: str | Path, directory: Path) -> Path | None:
+    """Copy the tokenizer and chat-template files of ``source`` unchanged into ``directory``.
+
+    Returns ``source``'s ``generation_config.json`` (or None), for the caller to write.
+    """
+    source = Path(source)
+    if not source.is_dir():
+        raise missing_path(source) if not source.exists() else CheckpointError(
+            f"tokenizer_from={str(source)!r} is a file: pass the directory that holds it")
+    names = [name for name in TOKENIZER_FILES if (source / name).is_file()]
+    if not names:
+        raise CheckpointError(f"tokenizer_from={str(source)!r} holds no tokenizer file "
+                              f"(looked for {list(TOKENIZER_FILES)})")
+    if source.resolve() != directory.resolve():
+        for name in names:
+            shutil.copyfile(source / name, directory / name)
+        if (source / _TEMPLATES).is_dir():
+            shutil.copytree(source / _TEMPLATES, directory / _TEMPLATES, dirs_exist_ok=True)
+    settings = source / "generation_config.json"
+    return settings if settings.is_file() else None
+
+
 def save_pretrained(model: Transformer, directory: str | Path, *,
                     max_shard_bytes: int = 5 * 2**30,
-                    generation: GenerationSettings | None = None) -> None:
+                    generation: GenerationSettings | None = None,
+                    tokenizer_from: str | Path | None = None,
+                    merge_adapter: int | None = None) -> None:
     """Write ``model`` as a Hugging Face model directory.
 
     ``config.json`` (see :func:`~jaxlean.models.lm.hf_config.config_to_hf`), the
     weights as ``model.safetensors``, or above ``max_shard_bytes`` as
-    ``model-0000i-of-0000n.safetensors`` shards with ``model.safetensors.index.json``,
-    and with ``generation`` its eos/pad/bos ids in ``generation_config.json``.
+    ``model-0000i-of-0000n.safetensors`` shards with ``model.safetensors.index.json``.
     ``transformers.AutoModelForCausalLM.from_pretrained(directory)`` loads it with
-    no missing or unexpected keys. LoRA adapters are not saved (merge them first,
-    or save them on their own; see :mod:`jaxlean.models.lm.peft`).
+    no missing or unexpected keys.
+
+    Args:
+        model: the model; one with LoRA adapters is refused (naming them) unless
+            ``merge_adapter`` says which adapter to fold in (see
+            :func:`~jaxlean.models.lm.peft.merge_lora`; :func:`~jaxlean.models.lm.peft.save_lora`
+            saves an adapter on its own).
+        directory: created if needed.
+        max_shard_bytes: the largest safetensors file.
+        generation: eos/pad/bos ids, written to ``generation_config.json`` and ``config.json``.
+        tokenizer_from: a model directory (the one the model was loaded from) whose
+            tokenizer and chat-template files (:data:`TOKENIZER_FILES`,
+            ``additional_chat_templates/``) are copied unchanged, so that
+            ``AutoTokenizer`` and serving engines open ``directory``; its
+            ``generation_config.json`` is copied too (with ``generation``'s ids, if
+            given), or built from the ids in its ``config.json``.
+        merge_adapter: the index of the LoRA adapter to fold into the saved weights.
     """
+    model = _base_only(model, merge_adapter, "save_pretrained")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    source = _copy_tokenizer(tokenizer_from, directory) if tokenizer_from is not None else None
+    if generation is None and source is None and tokenizer_from is not None and (
+            Path(tokenizer_from) / "config.json").is_file():  # ids from the source's config.json
+        found = generation_settings(None, read_json(tokenizer_from))
+        generation = found if found != GenerationSettings((), None, None) else None
+    target = directory / "generation_config.json"
     hf = config_to_hf(model.config)
     hf["torch_dtype"] = _dtype_name(model.embed.dtype)
     if generation is not None:
         ids = {"eos_token_id": list(generation.eos_ids) or None,
                "pad_token_id": generation.pad_id, "bos_token_id": generation.bos_id}
         hf.update(ids)
-        (directory / "generation_config.json").write_text(json.dumps(ids, indent=2) + "\n")
+        settings = read_json(source) if source is not None else {}
+        target.write_text(json.dumps({**settings, **ids}, indent=2) + "\n")
+    elif source is not None and source.resolve() != target.resolve():
+        shutil.copyfile(source, target)
     (directory / "config.json").write_text(json.dumps(hf, indent=2) + "\n")
     shards: list[dict[str, np.ndarray]] = [{}]
     size = 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -21,6 +23,8 @@ from jaxlean.models.lm.hf import (
     save_safetensors,
 )
 from jaxlean.models.lm.hf_config import GenerationSettings, generation_settings
+from jaxlean.models.lm.lora import add_lora
+from jaxlean.models.lm.peft import merge_lora
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
 QWEN = TransformerConfig(vocab_size=29, hidden_size=16, intermediate_size=24, num_layers=3,
@@ -209,9 +213,14 @@ def test_generation_settings_and_missing_config(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def saved_llama(tmp_path_factory):
+def llama():
+    return Transformer(LLAMA, key=jax.random.key(4))
+
+
+@pytest.fixture(scope="module")
+def saved_llama(tmp_path_factory, llama):
     directory = tmp_path_factory.mktemp("llama")
-    save_pretrained(Transformer(LLAMA, key=jax.random.key(4)), directory)
+    save_pretrained(llama, directory)
     return directory
 
 
@@ -241,3 +250,83 @@ def test_damaged_safetensors_file_is_named(tmp_path, saved_llama, damage):
     with pytest.raises(CheckpointError, match=f"{re.escape(str(file))} is not a readable "
                                               f"safetensors file"):
         load_pretrained(tmp_path / "model")
+
+
+@pytest.fixture(scope="module")
+def source_checkpoint(tmp_path_factory, saved_llama):
+    """A model directory as a hub download has it: tokenizer, chat templates, generation config."""
+    source = tmp_path_factory.mktemp("source")
+    shutil.copytree(saved_llama, source, dirs_exist_ok=True)
+    files = {"tokenizer.json": '{"model": {"type": "BPE"}}\n',
+             "tokenizer_config.json": '{"chat_template": "{{ messages }}", "eos_token": "<e>"}',
+             "special_tokens_map.json": '{"eos_token": "<e>"}', "vocab.json": '{"a": 0}',
+             "merges.txt": "#version: 0.2\na b\n", "chat_template.jinja": "{% for m in x %}",
+             "generation_config.json": '{"eos_token_id": [3, 4], "temperature": 0.6}'}
+    for name, text in files.items():
+        (source / name).write_text(text)
+    (source / "additional_chat_templates").mkdir()
+    (source / "additional_chat_templates" / "tool_use.jinja").write_text("{{ tools }}")
+    return source, files
+
+
+def test_save_pretrained_copies_tokenizer_and_chat_template_files_unchanged(
+        tmp_path, source_checkpoint, llama):
+    source, files = source_checkpoint
+    model = llama
+    save_pretrained(model, tmp_path / "out", tokenizer_from=source)
+    for name in files:
+        assert (tmp_path / "out" / name).read_bytes() == (source / name).read_bytes(), name
+    assert (tmp_path / "out" / "additional_chat_templates" / "tool_use.jinja").is_file()
+    # Settings given explicitly replace the source's ids and keep its other fields.
+    save_pretrained(model, tmp_path / "ids", tokenizer_from=source,
+                    generation=GenerationSettings((7,), 0, 1))
+    written = json.loads((tmp_path / "ids" / "generation_config.json").read_text())
+    assert written == {"eos_token_id": [7], "temperature": 0.6, "pad_token_id": 0,
+                       "bos_token_id": 1}
+    _, _, loaded = load_pretrained(tmp_path / "ids")
+    assert loaded == GenerationSettings((7,), 0, 1)
+
+
+def test_save_pretrained_builds_generation_config_from_the_source_config(tmp_path, llama,
+                                                                         saved_llama):
+    source = tmp_path / "source"
+    shutil.copytree(saved_llama, source)
+    (source / "tokenizer.json").write_text("{}")
+    hf = json.loads((source / "config.json").read_text())
+    (source / "config.json").write_text(json.dumps({**hf, "eos_token_id": 2,
+                                                    "bos_token_id": 1}))
+    save_pretrained(llama, tmp_path / "out", tokenizer_from=source)
+    written = json.loads((tmp_path / "out" / "generation_config.json").read_text())
+    assert written == {"eos_token_id": [2], "pad_token_id": None, "bos_token_id": 1}
+
+
+def test_tokenizer_source_without_tokenizer_files_is_named(tmp_path, llama, saved_llama):
+    model = llama
+    with pytest.raises(CheckpointError, match=rf"tokenizer_from='{re.escape(str(saved_llama))}' "
+                                              r"holds no tokenizer file"):
+        save_pretrained(model, tmp_path / "out", tokenizer_from=saved_llama)
+    with pytest.raises(CheckpointError, match=r"no such directory 'Qwen/Qwen3-0\.6B' .*hub id"):
+        save_pretrained(model, tmp_path / "out", tokenizer_from="Qwen/Qwen3-0.6B")
+
+
+def test_attached_adapters_are_merged_or_refused_by_name(tmp_path, llama):
+    base = llama
+    model = add_lora(base, rank=2, num_adapters=2, targets=["q_proj", "lm_head"],
+                     key=jax.random.key(5))
+    model = eqx.tree_at(lambda m: [m.layers.attn.q_proj.lora.b, m.lm_head.lora.b], model,
+                        [jnp.ones_like(model.layers.attn.q_proj.lora.b),
+                         jnp.ones_like(model.lm_head.lora.b)])
+    with pytest.raises(ConfigError, match=r"LoRA adapters on \['\.layers\.attn\.q_proj', "
+                                          r"'\.lm_head'\].*merge_adapter"):
+        save_pretrained(model, tmp_path / "refused")
+    assert not (tmp_path / "refused" / "model.safetensors").exists()
+    with pytest.raises(ConfigError, match="LoRA adapters on"):
+        save_safetensors(model, tmp_path / "model.safetensors")
+    with pytest.raises(ConfigError, match="merge_adapter=0 but the model has no LoRA adapters"):
+        save_pretrained(base, tmp_path / "none", merge_adapter=0)
+    save_pretrained(model, tmp_path / "merged", merge_adapter=1)
+    loaded, _, _ = load_pretrained(tmp_path / "merged")
+    merged = merge_lora(model, 1)  # computes adapter 1 (tested in test_peft)
+    assert not np.array_equal(merged.lm_head.weight, base.lm_head.weight)
+    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(merged), strict=True):
+        np.testing.assert_array_equal(got, want)
