@@ -5,7 +5,9 @@ For each supported family this saves, under ``tests/models/lm/fixtures/<name>/``
 (the same model in the 4.x layout: top-level ``rope_theta`` / ``rope_scaling``),
 ``model.safetensors``, and ``expected.npz`` with the inputs and Hugging Face's
 float32 logits, next-token log-probs and greedy tokens (``generate(do_sample=False)``
-on a left-padded batch). The tests compare jaxlean against these without torch.
+on a left-padded batch). Under ``composite/<name>/`` it saves tiny vision-language
+checkpoints (LLaVA, Mistral 3) with the logits they compute on text alone. The tests
+compare jaxlean against these without torch.
 
 Needs the ``hf-parity`` extra (torch, transformers)::
 
@@ -101,10 +103,55 @@ def write(name: str, config_class: str, options: dict, seed: int) -> None:
                         greedy=greedy.astype(np.int32))
 
 
+TEXT = dict(vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=4, rms_norm_eps=1e-6)
+VISION = dict(hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
+              image_size=8, patch_size=4)
+# Vision-language models whose language model jaxlean reads: (model class, config class,
+# text config class, vision config class and options, top-level options). mistral3 keeps
+# its default tying (top level True, text_config False: transformers 5 ties).
+COMPOSITES = {
+    "llava": ("LlavaForConditionalGeneration", "LlavaConfig", "LlamaConfig",
+              ("CLIPVisionConfig", {}), dict(image_token_index=63, tie_word_embeddings=False)),
+    "mistral3": ("Mistral3ForConditionalGeneration", "Mistral3Config", "MistralConfig",
+                 ("PixtralVisionConfig", dict(head_dim=4)), dict(image_token_index=63)),
+}
+
+
+def write_composite(name: str, seed: int) -> None:
+    """A tiny vision-language checkpoint and its logits on text alone (its language model)."""
+    model_class, config_class, text_class, (vision_class, vision), options = COMPOSITES[name]
+    torch.manual_seed(seed)
+    text = getattr(transformers, text_class)(**TEXT, sliding_window=None) \
+        if text_class == "MistralConfig" else getattr(transformers, text_class)(**TEXT)
+    config = getattr(transformers, config_class)(
+        text_config=text, vision_config=getattr(transformers, vision_class)(**VISION, **vision),
+        **options)
+    model = getattr(transformers, model_class)(config).eval()
+    with torch.no_grad():
+        for pname, param in model.named_parameters():
+            if pname.endswith("norm.weight"):
+                param.copy_(1 + 0.3 * torch.randn_like(param))
+    folder = OUT / "composite" / name
+    shutil.rmtree(folder, ignore_errors=True)
+    model.save_pretrained(folder)
+    (folder / "generation_config.json").unlink(missing_ok=True)
+    tokens = np.random.default_rng(seed).integers(1, 63, (2, 6))
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor(tokens)).logits.float().numpy()
+    np.savez_compressed(folder / "expected.npz", tokens=tokens.astype(np.int32),
+                        logits=logits.astype(np.float32))
+
+
 def main() -> None:
-    for seed, (name, (config_class, options)) in enumerate(FAMILIES.items()):
-        write(name, config_class, options, seed)
-        print("wrote", OUT / name, file=sys.stderr)
+    """Every fixture; ``composite`` as the argument writes the composite ones only."""
+    if sys.argv[1:] != ["composite"]:
+        for seed, (name, (config_class, options)) in enumerate(FAMILIES.items()):
+            write(name, config_class, options, seed)
+            print("wrote", OUT / name, file=sys.stderr)
+    for seed, name in enumerate(COMPOSITES):
+        write_composite(name, seed)
+        print("wrote", OUT / "composite" / name, file=sys.stderr)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}",
           file=sys.stderr)
 

@@ -110,26 +110,49 @@ def _open(file: Path) -> Any:
         raise CheckpointError(f"{file} is not a readable safetensors file: {error}") from None
 
 
+# Where a composite (vision-language) checkpoint keeps its language model's ``model.`` and
+# ``lm_head.`` tensors: transformers' saved layout, then its in-memory one.
+_TEXT_LAYOUTS = (("language_model.model.", "language_model.lm_head."),
+                 ("model.language_model.", "lm_head."))
+
+
 class _Reader:
     """Tensors of several safetensors files by name, read one at a time (never all at once).
 
     A file is opened (memory-mapped) only while one tensor is copied out of it,
     so the pages of what was already read do not stay mapped into the process.
+    With ``composite``, only the language model's tensors are read (see
+    ``_TEXT_LAYOUTS``); the vision tower and projector are not part of it.
     """
 
-    def __init__(self, files: list[Path]):
+    def __init__(self, files: list[Path], composite: bool = False):
         self.where: dict[str, Path] = {}
         self.progress: Progress | None = None
+        self.layout = ("model.", "lm_head.")
         for file in files:
             with _open(file) as handle:
                 for name in handle.keys():  # noqa: SIM118 - safe_open handles are not iterable
                     if name in self.where:
                         raise CheckpointError(f"tensor {name!r} appears twice (again in {file})")
                     self.where[name] = file
+        if composite:
+            layout = next((layout for layout in _TEXT_LAYOUTS
+                           if any(n.startswith(layout[0]) for n in self.where)), None)
+            if layout is None:
+                raise CheckpointError(f"no language-model tensors in {files[0].parent} (looked "
+                                      f"for names starting with {[m for m, _ in _TEXT_LAYOUTS]})")
+            self.layout = layout
+            self.where = {n: f for n, f in self.where.items() if n.startswith(layout)}
         self.unread = set(self.where)
+
+    def stored(self, name: str) -> str:
+        """The file's name for the causal-LM tensor ``name`` (``model.…`` or ``lm_head.…``)."""
+        model, head = self.layout
+        return model + name[6:] if name.startswith("model.") else head + name[8:]
 
     def take(self, name: str, expected: tuple, transpose: bool) -> np.ndarray:
         """Read ``name``, check its (Hugging Face) shape, return it in our layout."""
+        name = self.stored(name)
         stored = tuple(expected[::-1]) if transpose else tuple(expected)
         if name not in self.where:
             raise CheckpointError(f"checkpoint is missing tensor {name!r} (expected shape "
@@ -217,7 +240,11 @@ def load_safetensors(
         CheckpointError: naming a missing, unexpected or mis-shaped tensor, or a
             layer whose dtype differs from the others' when ``dtype`` is not given.
     """
-    reader = _Reader(_files(path))
+    return _load(_Reader(_files(path)), config, dtype, progress)
+
+
+def _load(reader: _Reader, config: TransformerConfig, dtype: Any, progress: bool) -> Transformer:
+    """The model of ``config`` filled from ``reader`` (see :func:`load_safetensors`)."""
     template = eqx.filter_eval_shape(lambda: Transformer(config, key=jax.random.key(0)))
     top, per_layer = _table(config)
     wheres, arrays = [], []
@@ -233,7 +260,7 @@ def load_safetensors(
                                          dtype, stacked=True))
             wheres.append(where)
     if config.tie_embeddings:
-        reader.unread.discard("lm_head.weight")  # Hugging Face ignores it when tied
+        reader.unread.discard(reader.stored("lm_head.weight"))  # Hugging Face ignores it
     if reader.unread:
         names = sorted(reader.unread)
         listing = ", ".join(repr(n) for n in names[:5]) + (" ..." if len(names) > 5 else "")
@@ -397,6 +424,11 @@ def load_pretrained(
 ) -> tuple[Transformer, TransformerConfig, GenerationSettings]:
     """Load a Hugging Face model directory (or one ``.safetensors`` file beside its config).
 
+    A composite (vision-language) model of
+    :data:`~jaxlean.models.lm.hf_config.COMPOSITE_TYPES` whose ``text_config`` is a
+    supported family loads as its language model alone (the vision tower and
+    projector are not read); any other composite is refused, naming its types.
+
     Args:
         path: the directory holding ``config.json`` and the safetensors file(s)
             (a ``model.safetensors.index.json`` names the shards), or one file.
@@ -420,5 +452,5 @@ def load_pretrained(
     if path.is_dir() and index.is_file():
         weight_map = read_json(index, index.name).get("weight_map", {})
         files = [directory / name for name in sorted(set(weight_map.values()))]
-    model = load_safetensors(files, config, dtype=dtype, progress=progress)
-    return model, config, generation_settings(directory, hf)
+    reader = _Reader(_files(files), composite="text_config" in hf)
+    return _load(reader, config, dtype, progress), config, generation_settings(directory, hf)

@@ -6,6 +6,8 @@ field that changes the math and is not implemented here (a ``model_type``,
 ``hidden_act``, rope type, window setting or bias this model lacks) raises
 :class:`ConfigError` naming the field, its value and what is supported: a
 checkpoint either loads to the same function Hugging Face computes, or not at all.
+A composite (vision-language) config is read for its language model where both
+types are supported (:func:`text_config`), and refused by name otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from jaxlean.models.lm.rope import ROPE_TYPES, rope_scaling
 from jaxlean.models.lm.transformer import TransformerConfig
 
 MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+# Vision-language models whose language model (``text_config``, one of MODEL_TYPES) is read:
+# their checkpoints keep it under ``language_model.`` (or ``model.language_model.``).
+COMPOSITE_TYPES = ("llava", "llava_next", "mistral3")
+# Fields whose transformers default differs from what their absence means here: stated or refused.
+_STATED = {"mistral": ("num_key_value_heads", "sliding_window"), "qwen2": ("num_key_value_heads",),
+           "qwen3": ("num_key_value_heads", "head_dim")}
 
 
 class GenerationSettings(NamedTuple):
@@ -80,17 +88,17 @@ def read_json(path: str | Path, name: str = "config.json") -> dict:
         raise CheckpointError(f"{path} is not valid JSON: {error}") from None
 
 
-def _rope(hf: dict) -> tuple[float, Any]:
+def _rope(hf: dict, where: str) -> tuple[float, Any]:
     """``(rope_theta, RopeScaling)`` from either layout."""
     params = hf.get("rope_parameters")
     if params is not None:  # transformers 5.x
         theta = params.get("rope_theta", hf.get("rope_theta", 10000.0))
         scaling = params
-        field = "rope_parameters.rope_type"
+        field = where + "rope_parameters.rope_type"
     else:  # transformers 4.x
         theta = hf.get("rope_theta", 10000.0)
         scaling = hf.get("rope_scaling") or {}
-        field = "rope_scaling.rope_type"
+        field = where + "rope_scaling.rope_type"
     kind = scaling.get("rope_type", scaling.get("type", "default"))
     if kind not in ROPE_TYPES:
         raise _refuse(field, kind, list(ROPE_TYPES))
@@ -99,19 +107,44 @@ def _rope(hf: dict) -> tuple[float, Any]:
     return float(theta), rope_scaling(kind, **{k: v for k, v in values.items() if v is not None})
 
 
-def _sliding_window(hf: dict, model_type: str) -> int | None:
+def _sliding_window(hf: dict, model_type: str, where: str) -> int | None:
     layer_types = hf.get("layer_types") or []
     if model_type == "mistral":
         window = hf.get("sliding_window")
         if any(t != layer_types[0] for t in layer_types):
-            raise _refuse("layer_types", layer_types, "one attention type for every layer")
+            raise _refuse(where + "layer_types", layer_types, "one attention type for every layer")
         return int(window) if window is not None else None
     if hf.get("use_sliding_window"):
-        raise _refuse("use_sliding_window", hf["use_sliding_window"], [False])
+        raise _refuse(where + "use_sliding_window", hf["use_sliding_window"], [False])
     other = sorted({t for t in layer_types if t != "full_attention"})
     if other:
-        raise _refuse("layer_types", other, ["full_attention"])
+        raise _refuse(where + "layer_types", other, ["full_attention"])
     return None
+
+
+def text_config(hf: dict) -> tuple[dict, str]:
+    """The config of the language model, and the prefix that names its fields in errors.
+
+    A plain causal LM is its own; a composite (vision-language) model of
+    :data:`COMPOSITE_TYPES` keeps it in ``text_config``, whose ``model_type`` must be
+    one of :data:`MODEL_TYPES`. Its embeddings are tied as transformers 5 ties them:
+    by the top-level ``tie_word_embeddings`` where present. Any other composite is
+    refused, naming both model types.
+    """
+    if "text_config" not in hf:
+        return hf, ""
+    outer, text = hf.get("model_type"), hf["text_config"]
+    family = text.get("model_type") if isinstance(text, dict) else None
+    if family not in MODEL_TYPES:
+        raise ConfigError(f"config.json: text_config.model_type={family!r} (the language model "
+                          f"of model_type={outer!r}) is not supported (supported: "
+                          f"{list(MODEL_TYPES)})")
+    if outer not in COMPOSITE_TYPES:
+        raise _refuse("model_type", outer, f"{list(MODEL_TYPES)}, or a composite model among "
+                                           f"{list(COMPOSITE_TYPES)} whose text_config is one")
+    if "tie_word_embeddings" in hf:
+        text = {**text, "tie_word_embeddings": hf["tie_word_embeddings"]}
+    return text, "text_config."
 
 
 def config_from_hf(hf_config: dict | str | Path) -> TransformerConfig:
@@ -122,20 +155,26 @@ def config_from_hf(hf_config: dict | str | Path) -> TransformerConfig:
         CheckpointError: a required size is missing, or the file is unreadable.
     """
     hf = hf_config if isinstance(hf_config, dict) else read_json(hf_config)
+    hf, where = text_config(hf)
     model_type = hf.get("model_type", "llama")
     if model_type not in MODEL_TYPES:
         raise _refuse("model_type", model_type, list(MODEL_TYPES))
     act = hf.get("hidden_act", hf.get("hidden_activation", "silu"))
     if act != "silu":
-        raise _refuse("hidden_act", act, ["silu"])
+        raise _refuse(where + "hidden_act", act, ["silu"])
     if hf.get("attention_bias") and model_type != "qwen2":
-        raise _refuse("attention_bias", hf["attention_bias"], [False])
+        raise _refuse(where + "attention_bias", hf["attention_bias"], [False])
     if hf.get("mlp_bias"):
-        raise _refuse("mlp_bias", hf["mlp_bias"], [False])
+        raise _refuse(where + "mlp_bias", hf["mlp_bias"], [False])
     if hf.get("attention_dropout"):
-        raise _refuse("attention_dropout", hf["attention_dropout"], [0.0])
-    theta, scaling = _rope(hf)
-    window = _sliding_window(hf, model_type)
+        raise _refuse(where + "attention_dropout", hf["attention_dropout"], [0.0])
+    theta, scaling = _rope(hf, where)
+    window = _sliding_window(hf, model_type, where)
+    unstated = [field for field in _STATED.get(model_type, ()) if field not in hf]
+    if unstated:
+        raise ConfigError(f"config.json: {where}{unstated[0]} is absent and transformers' "
+                          f"{model_type} default for it differs from what its absence means "
+                          f"here; state it in config.json")
     try:
         return TransformerConfig(
             vocab_size=hf["vocab_size"],
@@ -154,7 +193,7 @@ def config_from_hf(hf_config: dict | str | Path) -> TransformerConfig:
             tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
         )
     except KeyError as missing:
-        raise CheckpointError(f"config.json lacks the field {missing}") from None
+        raise CheckpointError(f"config.json lacks the field {where + missing.args[0]!r}") from None
 
 
 def config_to_hf(config: TransformerConfig) -> dict:
@@ -198,8 +237,12 @@ def _ids(value: Any) -> tuple[int, ...]:
 
 
 def generation_settings(directory: str | Path | None, hf: dict) -> GenerationSettings:
-    """Eos, pad and bos ids: ``generation_config.json`` where present, else ``config.json``."""
-    merged = dict(hf)
+    """Eos, pad and bos ids: ``generation_config.json`` where present, else ``config.json``.
+
+    A composite model's ids may sit in its ``text_config``; top-level ones take precedence.
+    """
+    text = hf.get("text_config")
+    merged = {**(text if isinstance(text, dict) else {}), **hf}
     if directory is not None and (Path(directory) / "generation_config.json").is_file():
         merged.update(read_json(directory, "generation_config.json"))
     pad, bos = merged.get("pad_token_id"), merged.get("bos_token_id")

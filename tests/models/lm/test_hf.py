@@ -330,3 +330,33 @@ def test_attached_adapters_are_merged_or_refused_by_name(tmp_path, llama):
     assert not np.array_equal(merged.lm_head.weight, base.lm_head.weight)
     for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(merged), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+TEXT = {**BASE, "num_key_value_heads": 2}
+
+
+@pytest.mark.parametrize("hf, named", [
+    ({"model_type": "gemma3", "text_config": {**TEXT, "model_type": "gemma3_text"}},
+     r"text_config\.model_type='gemma3_text' \(the language model of model_type='gemma3'\) "
+     r"is not supported \(supported: \['llama'"),
+    ({"model_type": "idefics3", "text_config": TEXT},
+     r"model_type='idefics3' is not supported .*composite model among \['llava', "),
+    ({"model_type": "llava", "text_config": {**TEXT, "hidden_act": "gelu"}},
+     r"text_config\.hidden_act='gelu'"),
+    ({"model_type": "mistral3", "text_config": {**TEXT, "model_type": "mistral"}},
+     r"text_config\.sliding_window is absent and transformers' mistral default"),
+    ({**BASE, "model_type": "qwen3", "head_dim": 8},
+     r"num_key_value_heads is absent and transformers' qwen3 default"),
+])
+def test_composite_and_unstated_configs_are_refused_by_name(hf, named):
+    with pytest.raises(ConfigError, match=named):
+        config_from_hf(hf)
+
+
+def test_composite_config_reads_its_text_model_and_its_ids():
+    hf = {"model_type": "llava", "tie_word_embeddings": True,
+          "text_config": {**TEXT, "tie_word_embeddings": False, "eos_token_id": 2}}
+    assert config_from_hf(hf) == config_from_hf({**TEXT, "tie_word_embeddings": True})
+    assert generation_settings(None, hf).eos_ids == (2,)
+    with pytest.raises(CheckpointError, match=r"lacks the field 'text_config\.vocab_size'"):
+        config_from_hf({"model_type": "llava", "text_config": {"model_type": "llama"}})

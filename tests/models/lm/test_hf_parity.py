@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
+from safetensors.numpy import load_file, save_file
 
+from jaxlean.errors import CheckpointError
 from jaxlean.models.lm.generate import generate
 from jaxlean.models.lm.hf import config_from_hf, load_pretrained, save_pretrained
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig, logprobs
@@ -112,3 +113,37 @@ def test_live_transformers_loads_what_we_save(tmp_path, config):
         want = hf(input_ids=torch.tensor(tokens)).logits.float().numpy()
     np.testing.assert_allclose(np.asarray(model.logits(jnp.asarray(tokens))), want, atol=1e-4,
                                rtol=1e-4)
+
+
+@pytest.mark.parametrize("name, tied", [("llava", False), ("mistral3", True)])
+def test_composite_checkpoint_loads_its_language_model(name, tied):
+    """A vision-language checkpoint loads as its text model: logits equal transformers' on text."""
+    folder = FIXTURES / "composite" / name
+    model, config, _ = load_pretrained(folder)
+    assert config.tie_embeddings == tied  # transformers 5 ties by the top-level field
+    want = np.load(folder / "expected.npz")
+    logits = jax.jit(lambda m, t: m.logits(t))(model, jnp.asarray(want["tokens"]))
+    np.testing.assert_allclose(np.asarray(logits), want["logits"], atol=1e-5, rtol=1e-5)
+
+
+def test_composite_in_memory_layout_and_stray_text_tensors(tmp_path):
+    """transformers' in-memory names (``model.language_model.``) load the same model; a
+    tensor under the language model that this config lacks is refused by name."""
+    source = FIXTURES / "composite" / "llava"
+    folder = tmp_path / "llava"
+    shutil.copytree(source, folder)
+    tensors = load_file(str(source / "model.safetensors"))
+    renamed = {name.replace("language_model.model.", "model.language_model.")
+                   .replace("language_model.lm_head.", "lm_head.")
+                   .replace("vision_tower.", "model.vision_tower."): value
+               for name, value in tensors.items()}
+    save_file(renamed, str(folder / "model.safetensors"))
+    want, _, _ = load_pretrained(source)
+    got, _, _ = load_pretrained(folder)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_array_equal(a, b)
+    save_file({**renamed, "model.language_model.layers.2.mlp.up_proj.weight": np.ones((24, 16),
+                                                                                    np.float32)},
+              str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"unexpected .*'model\.language_model\.layers\.2\."):
+        load_pretrained(folder)
