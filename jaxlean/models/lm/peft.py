@@ -68,6 +68,9 @@ def save_lora(model: Transformer, directory: str | Path, *, adapter: int = 0,
               base_model: str | None = None) -> None:
     """Write adapter ``adapter`` of ``model`` as a PEFT LoRA directory.
 
+    Projections whose rank or scale differs from the first adapted one's are
+    recorded in PEFT's ``rank_pattern`` / ``alpha_pattern``.
+
     Args:
         model: a transformer with adapters (:func:`~jaxlean.models.lm.lora.add_lora`).
         directory: created if needed; gets ``adapter_config.json`` and
@@ -79,14 +82,15 @@ def save_lora(model: Transformer, directory: str | Path, *, adapter: int = 0,
     if not modules:
         raise ConfigError("save_lora: the model has no LoRA adapters (see add_lora)")
     loras = [_MODULES[name][1](model).lora for name in modules]
-    ranks = {lora.a.shape[-1] for lora in loras}
-    scales = {lora.scale for lora in loras}
-    if len(ranks) != 1 or len(scales) != 1:
-        raise ConfigError(f"save_lora: PEFT's layout has one rank and alpha, got ranks "
-                          f"{sorted(ranks)} and scales {sorted(scales)}")
     if not 0 <= adapter < loras[0].num_adapters:
         raise ConfigError(f"adapter={adapter} is outside [0, {loras[0].num_adapters})")
-    rank, scale = ranks.pop(), scales.pop()
+    rank, scale = loras[0].a.shape[-1], loras[0].scale
+    # Projections whose rank or scale differs from the first's: PEFT's per-module patterns.
+    rank_pattern = {name: lora.a.shape[-1] for name, lora in zip(modules, loras, strict=True)
+                    if lora.a.shape[-1] != rank}
+    alpha_pattern = {name: lora.scale * lora.a.shape[-1]
+                     for name, lora in zip(modules, loras, strict=True)
+                     if lora.scale * lora.a.shape[-1] != scale * rank}
     tensors: dict[str, np.ndarray] = {}
     for name, lora in zip(modules, loras, strict=True):
         a = np.asarray(lora.a[..., adapter, :, :])
@@ -100,7 +104,8 @@ def save_lora(model: Transformer, directory: str | Path, *, adapter: int = 0,
     config = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": rank,
               "lora_alpha": scale * rank, "target_modules": modules, "lora_dropout": 0.0,
               "bias": "none", "fan_in_fan_out": False, "use_rslora": False,
-              "use_dora": False, "inference_mode": True, "base_model_name_or_path": base_model}
+              "use_dora": False, "inference_mode": True, "base_model_name_or_path": base_model,
+              "rank_pattern": rank_pattern, "alpha_pattern": alpha_pattern}
     (directory / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
     save_file(tensors, str(directory / "adapter_model.safetensors"), metadata={"format": "pt"})
 

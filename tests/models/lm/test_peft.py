@@ -165,3 +165,15 @@ def test_live_peft_loads_the_adapter(tmp_path, trained):
         want = hf(input_ids=torch.tensor(tokens)).logits.float().numpy()
     got = model.logits(jnp.asarray(tokens), adapter_ids=jnp.array([1, 1]))
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+
+
+def test_per_projection_ranks_and_scales_round_trip(tmp_path, peft_base):
+    loaded = load_lora(peft_base, PEFT_FIXTURES / "patterns")
+    save_lora(loaded, tmp_path)
+    config = json.loads((tmp_path / "adapter_config.json").read_text())
+    assert (config["rank_pattern"], config["alpha_pattern"]) == ({"v_proj": 4, "down_proj": 3},
+                                                                 {"down_proj": 9.0})
+    again = load_lora(peft_base, tmp_path)
+    assert jax.tree.structure(again) == jax.tree.structure(loaded)
+    for got, want in zip(jax.tree.leaves(again), jax.tree.leaves(loaded), strict=True):
+        np.testing.assert_array_equal(got, want)
