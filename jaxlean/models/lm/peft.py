@@ -239,7 +239,8 @@ def _with_head_base(model: Transformer, stored: np.ndarray) -> Transformer:
     if head.weight is not None:
         return eqx.tree_at(lambda m: m.lm_head.weight, model,
                            jnp.asarray(stored.T, head.weight.dtype))
-    if not np.array_equal(stored, np.asarray(model.embed, stored.dtype)):
+    if not np.array_equal(np.asarray(jnp.asarray(stored, model.embed.dtype)),
+                          np.asarray(model.embed)):  # compared in the dtype the model holds
         raise CheckpointError(f"adapter tensor {_HEAD_BASE!r} differs from the tied embedding; "
                               f"PEFT ignores it for a tied head, so this adapter was trained on "
                               f"another head and is refused")

@@ -146,6 +146,8 @@ def test_head_base_weight_of_a_tied_head_must_equal_the_embedding(tmp_path):
               str(tmp_path / "adapter_model.safetensors"))
     with pytest.raises(CheckpointError, match="differs from the tied embedding"):
         load_lora(tied_base, tmp_path)
+    with pytest.raises(CheckpointError, match=r"no such directory '.*not-saved'"):
+        load_lora(tied_base, tmp_path / "not-saved")
 
 
 def test_live_peft_loads_the_adapter(tmp_path, trained):
