@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxlean.errors import ConfigError, StructureError
@@ -145,10 +146,10 @@ def _checked_coeffs(ns_coeffs: Any, ns_steps: int) -> Any:
             raise ConfigError(f"muon: ns_coeffs={ns_coeffs!r} is not a preset; the presets are "
                               f"{sorted(_NS_PRESETS)}, or give the coefficients")
         ns_coeffs = _NS_PRESETS[ns_coeffs]
-    shape = jnp.shape(jnp.asarray(ns_coeffs))
+    shape = np.shape(np.asarray(ns_coeffs, dtype=float))
     if len(shape) not in (1, 2) or shape[-1] != 3:
         raise ConfigError(f"muon: ns_coeffs must have shape (3,) or (n, 3), got {shape}")
-    if not isinstance(ns_steps, int) or ns_steps < 1:
+    if isinstance(ns_steps, bool) or not isinstance(ns_steps, int | np.integer) or ns_steps < 1:
         raise ConfigError(f"muon: ns_steps must be a positive int, got {ns_steps!r}")
     if len(shape) == 2 and shape[0] > ns_steps:
         raise ConfigError(f"muon: {shape[0]} rows of ns_coeffs but ns_steps={ns_steps}; "
