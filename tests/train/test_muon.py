@@ -135,6 +135,15 @@ def test_batched_muon_in_packed_matches_optax_muon_matrix_by_matrix():
         np.testing.assert_allclose(got[name], value, rtol=1e-6, atol=1e-7, err_msg=name)
 
 
+@pytest.mark.parametrize("mask", [lambda p: jax.tree.map(lambda x: True, p),
+                                  {"w": True, "b": False}], ids=["function", "tree"])
+def test_weight_decay_mask_inside_packed_is_refused(mask):
+    """Inside packed the mask would see buffers, not the params: refused, groups advised."""
+    params = {"w": jnp.ones((2, 4, 4)), "b": jnp.ones(4)}
+    with pytest.raises(ConfigError, match="labels="):
+        packed(muon(LR, weight_decay=WD, weight_decay_mask=mask)).init(params)
+
+
 def test_first_update_is_nearly_orthogonal():
     """From zero momentum, a square matrix's update is lr * U S' V^T with S' near 1."""
     params = {"w": jnp.zeros((3, 16, 16))}
