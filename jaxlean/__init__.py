@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "TrainOutput": "jaxlean.train.fit",
     "fit": "jaxlean.train.fit",
     "make_train_fn": "jaxlean.train.fit",
+    "MatrixState": "jaxlean.train.muon",
     "MatrixTransformation": "jaxlean.train.muon",
     "matrix_transform": "jaxlean.train.muon",
     "muon": "jaxlean.train.muon",

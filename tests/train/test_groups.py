@@ -10,7 +10,7 @@ import pytest
 
 from jaxlean._random import normal
 from jaxlean.errors import ConfigError, StructureError
-from jaxlean.train.muon import muon
+from jaxlean.train.muon import matrix_transform, muon
 from jaxlean.train.packed import packed
 
 from .test_packed import assert_trees_close, random_params
@@ -104,7 +104,7 @@ def test_errors_name_the_path_and_say_what_to_do():
     with pytest.raises(StructureError, match=r"labels\['a'\] is 'nope', which names no group"):
         packed({"x": optax.adam(1e-3)}, labels={"a": "nope", "b": "x"}).init(params)
     with pytest.raises(StructureError, match=r"params\['a'\] has shape \(2,\).*fallback"):
-        packed(muon(0.02)).init(params)
+        packed(matrix_transform(optax.sgd(0.1))).init(params)
     with pytest.raises(StructureError, match=r"params\['b'\]\['c'\] has no entry in `labels`"):
         packed({"x": optax.adam(1e-3)}, labels={"a": "x", "b": {"d": "x"}}).init(params)
     with pytest.raises(ConfigError, match="no labels="):

@@ -1,4 +1,4 @@
-"""Muon inside packed: same-shape matrices batched into one buffer, against per-matrix optax."""
+"""Muon against optax.contrib.muon: defaults, options, stacks batched, inside packed."""
 
 import textwrap
 
@@ -9,19 +9,82 @@ import optax
 import pytest
 
 from jaxlean._random import normal
-from jaxlean.train.muon import muon
+from jaxlean.errors import ConfigError, StructureError
+from jaxlean.train.muon import matrix_transform, muon
 from jaxlean.train.packed import packed
 
 LR, WD, ADAM_LR, ADAM_WD = 0.02, 0.1, 1e-3, 0.01
 
 
-def model_params(key):
-    """Stacked layers and modules whose matrices share shapes, plus non-matrix leaves."""
-    shapes = {"attn": (4, 8, 16), "mlp": (2, 8, 16), "proj": (16, 8), "heads": (2, 3, 8, 16),
-              "up": (3, 16, 8), "bias": (16,), "scale": ()}
-    keys = jax.random.split(key, len(shapes))
-    return {name: normal(k, shape) for (name, shape), k in
+def mixed_params(dtype):
+    """A wide and a tall matrix, a vector and a scalar (what optax's muon routes)."""
+    shapes = {"wide": (4, 8), "tall": (8, 4), "bias": (8,), "scale": ()}
+    keys = jax.random.split(jax.random.key(0), len(shapes))
+    return {name: normal(k, shape, dtype) for (name, shape), k in
             zip(shapes.items(), keys, strict=True)}
+
+
+def train(runs, steps):
+    """Each ``(transformation, params)`` of ``runs`` trained ``steps`` steps, all in one jit.
+
+    The gradients, of a loss that changes each step, are elementwise in the params
+    (a tree split into its matrices gets the same ones).
+    """
+
+    def one(tx, params, scales):
+        def step(carry, scale):
+            params, state = carry
+            loss = lambda p: sum(jnp.sum(jnp.sin(x * scale) * x) for x in jax.tree.leaves(p))
+            updates, state = tx.update(jax.grad(loss)(params), state, params)
+            return (optax.apply_updates(params, updates), state), None
+
+        return jax.lax.scan(step, (params, tx.init(params)), scales)[0][0]
+
+    txs = [tx for tx, _ in runs]
+    run = jax.jit(lambda trees, scales: [one(tx, p, scales) for tx, p in
+                                         zip(txs, trees, strict=True)])
+    return run([p for _, p in runs], jnp.linspace(1.0, 3.0, steps))
+
+
+def assert_same_params(got, want, dtype):
+    for name in want:
+        if dtype == jnp.bfloat16:  # within one bf16 ulp of the parameter
+            ulps = np.abs(np.asarray(got[name]).view(np.int16).astype(np.int32)
+                          - np.asarray(want[name]).view(np.int16).astype(np.int32))
+            assert ulps.max(initial=0) <= 1, (name, ulps.max())
+        else:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["f32", "bf16"])
+def test_default_muon_is_optax_muon_after_50_steps(dtype):
+    """Matrices by Muon, the vector and the scalar by optax's built-in AdamW fallback."""
+    params = mixed_params(dtype)
+    got, want = train([(muon(LR), params), (optax.contrib.muon(LR), params)], 50)
+    assert_same_params(got, want, dtype)
+
+
+OPTIONS = {
+    "adaptive-rms-heavy-ball": dict(adaptive=True, consistent_rms=0.2, nesterov=False, beta=0.9),
+    "decay-mask-fn-adam": dict(weight_decay=WD, weight_decay_mask=lambda p: {
+        name: name == "tall" for name in p}, adam_b1=0.8, adam_b2=0.99, adam_eps_root=1e-9,
+        adam_weight_decay=ADAM_WD, adam_learning_rate=ADAM_LR, eps=1e-6),
+    "aol-dion-bf16-momentum": dict(preconditioning="aol", ns_coeffs="dion",
+                                   mu_dtype=jnp.bfloat16),
+    "schatten-decay-mask-tree": dict(preconditioning="schatten", weight_decay=WD,
+                                     weight_decay_mask={"wide": True, "tall": False,
+                                                        "bias": False, "scale": False}),
+    "spectral-3-steps": dict(preconditioning="spectral", ns_steps=3,
+                             ns_coeffs=(3.0, -3.2, 1.2)),
+}
+
+
+@pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
+def test_options_are_optax_muon_options(options):
+    params = mixed_params(jnp.float32)
+    got, want = train([(muon(LR, **options), params),
+                       (optax.contrib.muon(LR, **options), params)], 5)
+    assert_same_params(got, want, jnp.float32)
 
 
 def per_matrix(tree):
@@ -42,27 +105,43 @@ def restack(flat, like):
                       ).reshape(x.shape) for name, x in like.items()}
 
 
-def test_batched_muon_matches_optax_muon_matrix_by_matrix():
-    key_params, key_grads = jax.random.split(jax.random.key(0))
-    params = model_params(key_params)
-    reference = optax.contrib.muon(LR, weight_decay=WD, adam_learning_rate=ADAM_LR,
-                                   adam_weight_decay=ADAM_WD)
-    fallback = optax.adamw(ADAM_LR, eps=1e-8, weight_decay=ADAM_WD, nesterov=True)
-    tx = packed(muon(LR, weight_decay=WD, fallback=fallback))
-    state, ref_state = tx.init(params), reference.init(per_matrix(params))
-    # Every [8, 16] matrix (attn, mlp, heads) shares one buffer; [16, 8] (proj, up) another.
-    matrix_buffers = sorted((b.matrix, b.size) for b in state.layout.buffers if b.matrix)
-    assert matrix_buffers == [((8, 16), 4 + 2 + 6), ((16, 8), 1 + 3)]
-    ours, theirs = params, per_matrix(params)
-    update, ref_update = jax.jit(tx.update), jax.jit(reference.update)
-    for k in jax.random.split(key_grads, 4):
-        grads = jax.tree.map(lambda x, k=k: normal(k, x.shape), params)
-        updates, state = update(grads, state, ours)
-        ours = optax.apply_updates(ours, updates)
-        ref_updates, ref_state = ref_update(per_matrix(grads), ref_state, theirs)
-        theirs = optax.apply_updates(theirs, ref_updates)
-        for name, want in restack(theirs, params).items():
-            np.testing.assert_allclose(ours[name], want, rtol=2e-5, atol=2e-6, err_msg=name)
+def test_stacks_are_orthogonalised_matrix_by_matrix():
+    """A [3, m, n] or [2, 2, m, n] leaf is its matrices, each one as optax's muon treats it;
+    ``adaptive`` scales each matrix by its own <momentum, update>, not the stack's."""
+    keys = jax.random.split(jax.random.key(2), 4)
+    params = {"stack": normal(keys[0], (3, 8, 4)), "deep": normal(keys[1], (2, 2, 4, 8)),
+              "w": normal(keys[2], (4, 8)), "b": normal(keys[3], (8,))}
+    options = dict(adaptive=True, consistent_rms=0.2, weight_decay=WD)
+    got, want = train([(muon(LR, **options), params),
+                       (optax.contrib.muon(LR, **options), per_matrix(params))], 5)
+    want = restack(want, params)
+    for name in params:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+def test_batched_muon_in_packed_matches_optax_muon_matrix_by_matrix():
+    shapes = {"attn": (2, 4, 8), "mlp": (1, 4, 8), "proj": (8, 4), "heads": (2, 2, 4, 8),
+              "up": (2, 8, 4), "bias": (8,), "scale": ()}
+    keys = jax.random.split(jax.random.key(0), len(shapes))
+    params = {name: normal(k, shape) for (name, shape), k in
+              zip(shapes.items(), keys, strict=True)}
+    options = dict(weight_decay=WD, adam_learning_rate=ADAM_LR, adam_weight_decay=ADAM_WD)
+    tx = packed(muon(LR, **options))
+    # Every [4, 8] matrix (attn, mlp, heads) shares one buffer; [8, 4] (proj, up) another.
+    matrix_buffers = sorted((b.matrix, b.size) for b in tx.init(params).layout.buffers if b.matrix)
+    assert matrix_buffers == [((4, 8), 2 + 1 + 4), ((8, 4), 1 + 2)]
+    got, want = train([(tx, params), (optax.contrib.muon(LR, **options), per_matrix(params))], 4)
+    for name, value in restack(want, params).items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("mask", [lambda p: jax.tree.map(lambda x: True, p),
+                                  {"w": True, "b": False}], ids=["function", "tree"])
+def test_weight_decay_mask_inside_packed_is_refused(mask):
+    """Inside packed the mask would see buffers, not the params: refused, groups advised."""
+    params = {"w": jnp.ones((2, 4, 4)), "b": jnp.ones(4)}
+    with pytest.raises(ConfigError, match="labels="):
+        packed(muon(LR, weight_decay=WD, weight_decay_mask=mask)).init(params)
 
 
 def test_first_update_is_nearly_orthogonal():
@@ -73,6 +152,28 @@ def test_first_update_is_nearly_orthogonal():
     updates, _ = tx.update(grads, tx.init(params), params)
     singular = np.linalg.svd(np.asarray(-updates["w"]), compute_uv=False)
     assert singular.min() > 0.5 and singular.max() < 1.5, singular
+
+
+@pytest.mark.parametrize("options, named", [
+    (dict(muon_weight_dimension_numbers=lambda p: p), "muon_weight_dimension_numbers"),
+    (dict(preconditioning="polar"), "'polar'"),
+    (dict(ns_coeffs="quintic"), "'quintic'"),
+    (dict(ns_coeffs=(1.0, 2.0)), "(2,)"),
+    (dict(ns_coeffs=((3.0, -3.2, 1.2),) * 3, ns_steps=2), "ns_steps=2"),
+    (dict(fallback=optax.sgd(0.1), adam_b2=0.95), "adam_b2"),
+])
+def test_unsupported_options_are_refused_by_name(options, named):
+    with pytest.raises(ConfigError, match=None) as error:
+        muon(LR, **options)
+    assert named in str(error.value)
+
+
+def test_matrix_transform_without_fallback_names_the_leaf():
+    tx = matrix_transform(optax.sgd(0.1))
+    with pytest.raises(StructureError, match=r"params\['b'\] has shape \(3,\)"):
+        tx.init({"w": jnp.ones((2, 2)), "b": jnp.ones(3)})
+    updates, _ = tx.update({"w": jnp.ones((2, 2))}, tx.init({"w": jnp.zeros((2, 2))}))
+    np.testing.assert_array_equal(updates["w"], -0.1 * jnp.ones((2, 2)))
 
 
 SHARDED_SCRIPT = textwrap.dedent('''
