@@ -112,18 +112,34 @@ def _stimuli(cell: Cell, stimuli: Sequence[Stimulus], steps: int):
     return np.asarray(targets), jnp.stack(columns, 1)
 
 
-def _sites(cell: Cell, insertions, record: np.ndarray, names: Sequence[str], clamped: np.ndarray):
+def _compartment_list(cell: Cell, where: object, what: str) -> np.ndarray:
+    where_array = np.atleast_1d(np.asarray(where))
+    if (where_array.size == 0 or where_array.ndim != 1
+            or not np.issubdtype(where_array.dtype, np.integer)
+            or where_array.min() < 0 or where_array.max() >= cell.n):
+        raise ConfigError(f"{what} must name compartments in [0, {cell.n - 1}]; got {where!r}")
+    return where_array.astype(np.int64)
+
+
+def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mapping,
+           clamped: np.ndarray):
     """Where each recorded name is read: ``{name: (insertion index or None, positions)}``."""
-    sites: dict[str, tuple[int | None, np.ndarray]] = {}
+    if isinstance(names, Mapping):
+        wanted = {name: _compartment_list(cell, where, f"states[{name!r}]")
+                  for name, where in names.items()}
+    else:
+        record = _compartment_list(cell, record, "record")
+        wanted = {name: record for name in names}
     owners = {"v": None}
     for k, ins in enumerate(insertions):
         owners.update({name: k for name in (*ins.mechanism.states, *ins.mechanism.currents)})
     if clamped.size:
         owners["i_clamp"] = None
-    unknown = [name for name in names if name not in owners]
+    unknown = [name for name in wanted if name not in owners]
     if unknown:
         raise ConfigError(f"cannot record {unknown}; this cell has {list(owners)}")
-    for name in names:
+    sites: dict[str, tuple[int | None, np.ndarray]] = {}
+    for name, record in wanted.items():
         k = owners[name]
         if name == "v":
             sites[name] = (None, record)
@@ -200,7 +216,8 @@ def _cached_program(plan: Plan, with_initial: bool) -> Callable:
 
 
 def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus], dt: float,
-             t_max: float, record: int | Sequence[int] = (0,), states: Sequence[str] = ("v",),
+             t_max: float, record: int | Sequence[int] = (0,),
+             states: Sequence[str] | Mapping[str, Sequence[int]] = ("v",),
              checkpoint: Checkpoint = None, progress: bool = True, *, every: int = 1,
              initial: Mapping | None = None, spikes: Mapping | None = None,
              clamps: Sequence[VoltageClamp] = (), detect: Sequence[int] = (),
@@ -223,7 +240,8 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
       states: names to record: ``"v"`` (mV), any mechanism's states (``"m"``,
         ``"g_expsyn"``, ...) or currents (``"i_na"``: mA/cm2, ``"i_expsyn"``: nA,
         computed at the voltage at the start of each step, as NEURON records
-        them), ``"i_clamp"`` (nA).
+        them), ``"i_clamp"`` (nA); or ``{name: compartments}`` to record each
+        name at its own compartments (instead of ``record``).
       checkpoint: memory of the backward pass over time. ``None`` keeps every
         step's state (fastest; memory grows with the number of steps T).
         ``"sqrt"`` runs segments of about ``sqrt(T)`` steps and keeps only each
@@ -257,10 +275,6 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
     steps = n_steps(dt, t_max)
     insertions = cell.insertions(params)
     parameters.check(cell, params, insertions)
-    record = np.atleast_1d(np.asarray(record))
-    if (record.size == 0 or record.ndim != 1 or not np.issubdtype(record.dtype, np.integer)
-            or record.min() < 0 or record.max() >= cell.n):
-        raise ConfigError(f"record must name compartments in [0, {cell.n - 1}]; got {record}")
     if not isinstance(every, int) or not 1 <= every <= steps:
         raise ConfigError(f"every must be an int in [1, {steps}] (the number of steps); "
                           f"got {every!r}")
@@ -273,7 +287,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
     targets, currents = _stimuli(cell, stimuli, steps)
     spike_times = _spike_inputs(insertions, spikes)
     plan = Plan(cell, insertions, float(dt), steps, every,
-                _sites(cell, insertions, record.astype(np.int64), tuple(states), clamped),
+                _sites(cell, insertions, record, states, clamped),
                 targets, clamped, detectors, float(threshold), max_spikes, checkpoint,
                 bool(progress))
     run = _cached_program(plan, initial is not None)

@@ -56,11 +56,12 @@ def check(clamps: Sequence[VoltageClamp], n: int) -> np.ndarray:
             if isinstance(value, jax.core.Tracer):
                 continue
             value = np.asarray(value, dtype=float)
-            positive = field == "rs"
-            bad = ~np.isfinite(value) | (~(value > 0) if positive else (value < 0))
+            need, bad = "finite", ~np.isfinite(value)
+            if field == "rs":
+                need, bad = "finite and positive", bad | ~(value > 0)
+            elif field == "durations":
+                need, bad = "finite and non-negative", bad | (value < 0)
             if bad.any():
-                need = "finite and positive" if positive else "finite" + (
-                    " and non-negative" if field == "durations" else "")
                 raise ConfigError(f"{name} (compartment {clamp.compartment}): {field} must be "
                                   f"{need}; got {value.tolist()}")
         where.append(int(clamp.compartment))
