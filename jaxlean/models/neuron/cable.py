@@ -196,6 +196,18 @@ def _check_initial(initial: Mapping, expected: Mapping) -> None:
                           "run of the same cell and mechanisms")
 
 
+def _strong(value: object) -> jax.Array:
+    """A parameter as a strongly typed float array, so Python numbers and arrays of the same
+    shape share one compiled program."""
+    if isinstance(value, jax.Array) and not value.weak_type and jnp.issubdtype(value.dtype,
+                                                                               jnp.floating):
+        return value
+    dtype = jnp.result_type(float)
+    if isinstance(value, jax.core.Tracer):
+        return value.astype(dtype)
+    return jax.device_put(np.asarray(value, dtype=dtype))  # a transfer, not a compiled cast
+
+
 _PROGRAMS: weakref.WeakKeyDictionary[Cell, dict[tuple, Callable]] = weakref.WeakKeyDictionary()
 
 
@@ -275,6 +287,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
     steps = n_steps(dt, t_max)
     insertions = cell.insertions(params)
     parameters.check(cell, params, insertions)
+    params = {name: _strong(value) for name, value in params.items()}
     if not isinstance(every, int) or not 1 <= every <= steps:
         raise ConfigError(f"every must be an int in [1, {steps}] (the number of steps); "
                           f"got {every!r}")

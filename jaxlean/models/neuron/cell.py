@@ -170,6 +170,7 @@ class Cell:
             break
         else:
             inserted.append(Insertion(mechanism, where))
+        parameters.table(tuple(inserted))
         return dataclasses.replace(self, mechanisms=tuple(inserted))
 
     def insertions(self, params: dict | None = None) -> tuple[Insertion, ...]:

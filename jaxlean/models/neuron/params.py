@@ -59,7 +59,8 @@ def inferred_preset(params: Params) -> tuple[Insertion, ...]:
     return preset("hh" if set(params) & set(hh.parameters) else "passive")
 
 
-def _table(insertions: tuple[Insertion, ...]):
+def table(insertions: tuple[Insertion, ...]) -> dict:
+    """``{name: (default, unit, mechanism)}`` of the mechanism parameters (checked for clashes)."""
     return parameter_table(insertions, {**{k: "geometry" for k in GEOMETRY},
                                         **{k: "cell parameter" for k in CELL}})
 
@@ -71,7 +72,7 @@ def defaults(cell: Compartments, insertions: tuple[Insertion, ...]) -> Params:
     these parameters is not compiled again once an update changes them.
     """
     values = {name: value for name, (value, _) in CELL.items()}
-    values.update({name: value for name, (value, _, _) in _table(insertions).items()})
+    values.update({name: value for name, (value, _, _) in table(insertions).items()})
     return {"length": jnp.asarray(cell.length), "radius": jnp.asarray(cell.radius),
             **{name: jnp.asarray(value, dtype=float) for name, value in values.items()}}
 
@@ -80,14 +81,14 @@ def check_names(params: Params, insertions: tuple[Insertion, ...]) -> None:
     """Raise ConfigError for an unknown or a missing parameter."""
     if not isinstance(params, dict):
         raise ConfigError(f"params must be a dict of named parameters; got {type(params)}")
-    table = _table(insertions)
-    known = {*GEOMETRY, *CELL, *table}
+    declared = table(insertions)
+    known = {*GEOMETRY, *CELL, *declared}
     unknown = sorted(set(params) - known)
     if unknown:
         raise ConfigError(f"unknown parameter(s) {unknown}; known: {sorted(known)}")
     missing = [name for name in known if name not in params]
     if missing:
-        owners = sorted({table[name][2].name for name in missing if name in table})
+        owners = sorted({declared[name][2].name for name in missing if name in declared})
         why = f" (of {', '.join(owners)}, inserted in this cell)" if owners else ""
         if owners == ["hh"] and set(params) & set(hh.parameters):
             why = (f" (HH channels are simulated because "
@@ -105,9 +106,9 @@ def check(cell: Compartments, params: Params, insertions: tuple[Insertion, ...])
         not positive, named with its compartment, branch or instance.
     """
     check_names(params, insertions)
-    table = _table(insertions)
+    declared = table(insertions)
     for name, value in params.items():
-        owner = table[name][2] if name in table else None
+        owner = declared[name][2] if name in declared else None
         if owner is not None and owner.point:
             size = next(i.size(cell.n) for i in insertions if i.mechanism is owner)
             shapes = {(): "", (size,): "instance"}
@@ -128,13 +129,13 @@ def check(cell: Compartments, params: Params, insertions: tuple[Insertion, ...])
 
 def expand(cell: Compartments, params: Params, insertions: tuple[Insertion, ...]) -> Params:
     """Every parameter as one value per compartment, a point mechanism's per instance."""
-    table = _table(insertions)
+    declared = table(insertions)
     out = {}
     for name, value in params.items():
         value = jnp.asarray(value)
         if not jnp.issubdtype(value.dtype, jnp.floating):
             value = value.astype(jnp.result_type(float))
-        owner = table[name][2] if name in table else None
+        owner = declared[name][2] if name in declared else None
         size = (next(i.size(cell.n) for i in insertions if i.mechanism is owner)
                 if owner is not None and owner.point else cell.n)
         if value.ndim == 0:

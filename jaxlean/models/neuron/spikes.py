@@ -1,7 +1,7 @@
 """Spikes in and out: input spike times turned into per-step arrivals, threshold detection.
 
-Input: a spike at time ``ts`` arrives at the start of step ``k`` (from ``k dt``
-to ``(k + 1) dt``) with ``k = ceil(ts / dt - 1/2)``, where NEURON's fixed step
+Input: a spike at time ``ts`` arrives at the start of the first step ``k`` (from
+``k dt`` to ``(k + 1) dt``) with ``ts <= k dt + dt/2``, where NEURON's fixed step
 delivers events (all events up to ``t + dt/2``). Times are absolute: a run that
 starts at step ``s`` (continuing an earlier one) takes the spikes whose ``k``
 falls in its own steps. ``inf`` pads a ragged list.
@@ -55,6 +55,8 @@ def spike_array(name: str, times: object, instances: int) -> jax.Array:
 def arrivals(times: jax.Array, dt: float, first_step: jax.Array, steps: int) -> jax.Array:
     """Spikes arriving at each synapse at the start of each step, ``(steps, synapses)``."""
     k = jnp.ceil(times / dt - 0.5)
+    k = jnp.where(times <= (k - 1.0) * dt + 0.5 * dt, k - 1.0, k)  # compare times, as NEURON
+    k = jnp.where(times > k * dt + 0.5 * dt, k + 1.0, k)            # does, not a rounded ratio
     local = k - first_step
     inside = jnp.isfinite(k) & (local >= 0) & (local < steps)
     index = jnp.where(inside, local, steps).astype(jnp.int32)
