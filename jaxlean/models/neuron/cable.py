@@ -176,6 +176,12 @@ def _spike_inputs(insertions, spikes: Mapping | None) -> dict[str, jax.Array]:
 
 def _check_initial(initial: Mapping, expected: Mapping) -> None:
     """``initial`` must have the keys and shapes of ``expected``; values finite when concrete."""
+    if not isinstance(initial, Mapping) or set(initial) != set(expected) or not isinstance(
+            initial["states"], Mapping) or set(initial["states"]) != set(expected["states"]):
+        have = (sorted(initial) if isinstance(initial, Mapping) else type(initial).__name__)
+        raise ConfigError(f"initial state must have keys {sorted(expected)} and states of "
+                          f"{sorted(expected['states'])}; got {have}: pass the 'final' of a "
+                          f"run of the same cell and mechanisms")
     for path, want in jax.tree_util.tree_flatten_with_path(expected)[0]:
         node = initial
         for key in path:
