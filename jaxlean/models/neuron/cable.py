@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 
 import jax
@@ -214,11 +213,11 @@ def _strong(value: object) -> jax.Array:
     return jax.device_put(np.asarray(value, dtype=dtype))  # a transfer, not a compiled cast
 
 
-_PROGRAMS: weakref.WeakKeyDictionary[Cell, dict[tuple, Callable]] = weakref.WeakKeyDictionary()
-
-
 def _cached_program(plan: Plan, with_initial: bool) -> Callable:
-    """One compiled program per cell and static options (jax.jit caches per argument shapes)."""
+    """One compiled program per cell and static options (jax.jit caches per argument shapes).
+
+    The programs live on the cell (a non-field attribute), so they go when it goes.
+    """
     key = (tuple((ins.mechanism, None if ins.compartments is None else
                   tuple(ins.compartments.tolist())) for ins in plan.insertions),
            plan.dt, plan.steps, plan.every,
@@ -227,7 +226,7 @@ def _cached_program(plan: Plan, with_initial: bool) -> Callable:
            tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
            plan.checkpoint if isinstance(plan.checkpoint, str | None) else tuple(plan.checkpoint),
            plan.progress, with_initial)
-    per_cell = _PROGRAMS.setdefault(plan.cell, {})
+    per_cell = vars(plan.cell).setdefault("_programs", {})
     if key not in per_cell:
         per_cell[key] = program(plan)
     return per_cell[key]
