@@ -7,7 +7,7 @@ backward Euler with ``cnexp`` needs:
   parameter dict given to ``simulate``: use a suffix (``gbar_ka``) for a new
   mechanism. A name declared by two mechanisms (``e_k`` of ``hh`` and of an
   A-type K channel) is one parameter, like NEURON's ion reversal ``ek``; both
-  must declare the same default and unit.
+  must declare the same default and unit (density mechanisms only).
 * ``states``: gate or synapse variables, each obeying ``x' = (inf(v) - x) / tau(v)``,
   given as ``rates(v, p) -> {state: (alpha, beta)}`` (1/ms) or
   ``steady(v, p) -> {state: (inf, tau)}`` (tau in ms). Every rate is multiplied
@@ -21,14 +21,17 @@ backward Euler with ``cnexp`` needs:
 
 The definitions of ``hh``, ``pas`` (:mod:`~jaxlean.models.neuron.channels`),
 ``expsyn`` and ``exp2syn`` (:mod:`~jaxlean.models.neuron.synapses`) are
-examples; an A-type K channel is::
+examples; an A-type K channel (q10 3 at 22 degC) is::
 
-    ka = Mechanism(
-        "ka", parameters={"gbar_ka": (0.01, "S/cm2"), "e_k": (-77.0, "mV")},
-        states=("a_ka", "b_ka"),
-        steady=lambda v, p: {"a_ka": (1 / (1 + jnp.exp(-(v + 60) / 8.5)), 0.37 + ...),
-                             "b_ka": (1 / (1 + jnp.exp((v + 78) / 6)), 19 + ...)},
-        currents={"i_ka": (lambda s, p: p["gbar_ka"] * s["a_ka"] ** 3 * s["b_ka"], "e_k")})
+    def ka_gates(v, p):
+        tau = 1 / (jnp.exp((v + 46) / 5) + jnp.exp(-(v + 238) / 37.5))
+        return {"a_ka": (1 / (1 + jnp.exp(-(v + 60) / 8.5)), 0.37 + tau),
+                "b_ka": (1 / (1 + jnp.exp((v + 78) / 6)), 19 + tau)}
+
+    ka = Mechanism("ka", parameters={"gbar_ka": (0.01, "S/cm2"), "e_k": (-77.0, "mV")},
+                   states=("a_ka", "b_ka"), steady=ka_gates, q10=3.0, q10_celsius=22.0,
+                   currents={"i_ka": (lambda s, p: p["gbar_ka"] * s["a_ka"]**3 * s["b_ka"],
+                                      "e_k")})
 
 Insert it with :meth:`Cell.insert <jaxlean.models.neuron.cell.Cell.insert>`.
 """
