@@ -93,11 +93,11 @@ def _save_only_solves(primitive: Primitive, *_, **__) -> bool:
     return primitive.name == "custom_linear_solve"
 
 
-def initial_state(plan: Plan, p: dict[str, jax.Array]) -> dict:
+def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, jax.Array]) -> dict:
     """Voltage ``v_init`` everywhere, states at rest there, step 0."""
-    cell, v_init = plan.cell, p["v_init"]
+    v_init = p["v_init"]
     states = {}
-    for ins in plan.insertions:
+    for ins in insertions:
         mechanism = ins.mechanism
         own = {k: p[k] if mechanism.point else ins.gather(p[k]) for k in mechanism.parameters}
         states[mechanism.name] = mechanism.initial(ins.gather(v_init), own)
@@ -126,7 +126,7 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
         speed.append(mechanism.speed(celsius))
     stimulus_scale = 1e-3 / area[plan.targets]
     clamp_scale = 1e-3 / area[plan.clamped]
-    state = initial_state(plan, p) if initial is None else initial
+    state = initial_state(cell, plan.insertions, p) if initial is None else initial
     first = state["step"]
     xs = {"current": currents,
           "arrivals": {name: spikes.arrivals(times, dt, first, steps)

@@ -18,6 +18,7 @@ currents, spike times or initial state does not compile again.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -34,7 +35,8 @@ from jaxlean.models.neuron._time import Checkpoint, segment_lengths
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.clamp import VoltageClamp
 
-__all__ = ["Cell", "Stimulus", "VoltageClamp", "n_steps", "simulate", "step_current"]
+__all__ = ["Cell", "Stimulus", "VoltageClamp", "n_steps", "rest_state", "simulate",
+           "step_current"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,6 +234,19 @@ def _cached_program(plan: Plan, with_initial: bool) -> Callable:
     return per_cell[key]
 
 
+def rest_state(cell: Cell, params: parameters.Params) -> dict:
+    """The state a run starts from without ``initial``: ``v_init`` everywhere, every state at
+    rest there, step 0. Edit it (a voltage, a gate) and pass it as ``simulate(initial=...)``."""
+    insertions = cell.insertions(params)
+    parameters.check(cell, params, insertions)
+    return _rest_state(cell, insertions, {name: _strong(v) for name, v in params.items()})
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _rest_state(cell: Cell, insertions: tuple, params: parameters.Params) -> dict:
+    return initial_state(cell, insertions, parameters.expand(cell, params, insertions))
+
+
 def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus], dt: float,
              t_max: float, record: int | Sequence[int] = (0,),
              states: Sequence[str] | Mapping[str, Sequence[int]] = ("v",),
@@ -275,7 +290,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
       initial: the ``"final"`` state of an earlier run of this cell: the run
         continues from it (time, spike arrivals and clamp levels included), and
         a run cut in pieces gives the values of the whole run, bit for bit.
-        ``None``: rest at ``v_init``. Differentiable.
+        ``None``: :func:`rest_state`. Differentiable.
       spikes: ``{synapse mechanism: times}``: input spike times (ms, absolute)
         of each instance, an array ``(instances, k)`` or a ragged list (see
         :mod:`jaxlean.models.neuron.spikes`); required for every synapse.
@@ -312,7 +327,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
     clamp_values = clamps_.values(clamp_list) if clamp_list else {}
     if initial is not None:
         expected = jax.eval_shape(lambda: initial_state(
-            plan, parameters.expand(cell, params, insertions)))
+            cell, insertions, parameters.expand(cell, params, insertions)))
         _check_initial(initial, expected)
         initial = {"v": initial["v"], "states": initial["states"], "step": initial["step"]}
     return run(params, currents, spike_times, clamp_values, initial)

@@ -118,8 +118,9 @@ class Mechanism:
         else:
             raw = self.steady(v, p)
             out = {s: (inf, 1.0 / tau) for s, (inf, tau) in _checked(self, raw).items()}
-        return {s: tuple(jnp.broadcast_to(x, jnp.shape(v)) for x in pair)
-                for s, pair in out.items()}
+        dtype = jnp.result_type(v)
+        return {s: tuple(jnp.broadcast_to(jnp.asarray(x).astype(dtype), jnp.shape(v))
+                         for x in pair) for s, pair in out.items()}
 
     def initial(self, v: Array, p: Values) -> dict[str, Array]:
         """States at rest at ``v``: ``inf(v)``."""

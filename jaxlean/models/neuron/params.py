@@ -47,11 +47,16 @@ class Compartments(Protocol):
     radius: np.ndarray
 
 
+_PRESET_INSERTIONS = {name: tuple(Insertion(mechanism, None) for mechanism in mechanisms)
+                      for name, mechanisms in PRESETS.items()}
+
+
 def preset(name: str) -> tuple[Insertion, ...]:
-    """The insertions (everywhere) of the preset ``"hh"`` or ``"passive"``."""
+    """The insertions (everywhere) of the preset ``"hh"`` or ``"passive"`` (the same objects
+    each time, so programs keyed on them are reused)."""
     if name not in PRESETS:
         raise ConfigError(f"channels must be one of {sorted(PRESETS)}; got {name!r}")
-    return tuple(Insertion(mechanism, None) for mechanism in PRESETS[name])
+    return _PRESET_INSERTIONS[name]
 
 
 def inferred_preset(params: Params) -> tuple[Insertion, ...]:
