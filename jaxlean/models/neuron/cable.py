@@ -11,12 +11,14 @@ the backward pass of long simulations, and a run can be continued from the
 state another one ended in (see :func:`simulate`).
 
 ``simulate`` checks its inputs in Python, then runs a program compiled once per
-cell and options: calling it again with other parameter values, stimulus
-currents, spike times or initial state does not compile again.
+cell structure and options: calling it again with other parameter values,
+stimulus currents, spike times or initial state (or an equal cell) does not
+compile again.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -26,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlean._progress import interval
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import clamp as clamps_
 from jaxlean.models.neuron import params as parameters
@@ -215,23 +218,30 @@ def _strong(value: object) -> jax.Array:
     return jax.device_put(np.asarray(value, dtype=dtype))  # a transfer, not a compiled cast
 
 
-def _cached_program(plan: Plan, with_initial: bool) -> Callable:
-    """One compiled program per cell and static options (jax.jit caches per argument shapes).
+_PROGRAMS: collections.OrderedDict[tuple, Callable] = collections.OrderedDict()
+_MAX_PROGRAMS = 64
 
-    The programs live on the cell (a non-field attribute), so they go when it goes.
-    """
-    key = (tuple((ins.mechanism, None if ins.compartments is None else
+
+def _cached_program(plan: Plan, with_initial: bool) -> Callable:
+    """One compiled program per cell structure and static options, the last 64 kept
+    (``jax.jit`` then caches per argument shapes). A program uses only the cell's
+    structure (:attr:`Cell.structure`), so equal cells share it."""
+    key = (plan.cell.structure,
+           tuple((ins.mechanism, None if ins.compartments is None else
                   tuple(ins.compartments.tolist())) for ins in plan.insertions),
            plan.dt, plan.steps, plan.every,
            tuple((name, k, tuple(pos.tolist())) for name, (k, pos) in plan.sites.items()),
            tuple(plan.targets.tolist()), tuple(plan.clamped.tolist()),
            tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
            plan.checkpoint if isinstance(plan.checkpoint, str | None) else tuple(plan.checkpoint),
-           plan.progress, with_initial)
-    per_cell = vars(plan.cell).setdefault("_programs", {})
-    if key not in per_cell:
-        per_cell[key] = program(plan)
-    return per_cell[key]
+           plan.progress and interval(), with_initial)  # the interval is read when traced
+    if key in _PROGRAMS:
+        _PROGRAMS.move_to_end(key)
+    else:
+        _PROGRAMS[key] = program(plan)
+        while len(_PROGRAMS) > _MAX_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+    return _PROGRAMS[key]
 
 
 def rest_state(cell: Cell, params: parameters.Params) -> dict:
@@ -256,7 +266,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
              threshold: float = 10.0, max_spikes: int = 100) -> dict:
     """Run the cell for ``t_max`` ms in steps of ``dt`` ms (``lax.scan``).
 
-    Compiled once per cell and options, reused for new values; also callable
+    Compiled once per cell structure and options, reused for new values; also callable
     inside ``jax.jit``, ``jax.grad`` and ``jax.vmap`` (values are then checked
     only where they are concrete).
 

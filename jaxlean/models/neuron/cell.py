@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,17 @@ class Cell:
         if not 0 <= branch < self.n_branches:
             raise ConfigError(f"branch must be in [0, {self.n_branches - 1}]; got {branch}")
         return np.flatnonzero(self.branch == branch)
+
+    @functools.cached_property
+    def structure(self) -> str:
+        """A digest of everything a simulation program depends on besides the parameters
+        (topology, attachments, tapers, junctions): equal cells share compiled programs."""
+        digest = hashlib.sha256()
+        for array in (self.parents, self.attach, self.taper, self.half_index,
+                      self.junction_owner, self.tree.parents):
+            digest.update(str(array.dtype).encode() + str(array.shape).encode())
+            digest.update(np.ascontiguousarray(array).tobytes())
+        return digest.hexdigest()
 
     @functools.cached_property
     def tips(self) -> np.ndarray:
