@@ -221,11 +221,10 @@ def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
             carry, _ = lax.scan(quiet, carry, head)
             return step(carry, jax.tree.map(lambda a: a[-1], x))
 
-    def blocked(a):
-        return a[:blocks * every].reshape(blocks, every, *a.shape[1:]) if every > 1 else a
+    def blocked(a):  # (blocks, every, ...) of the recorded steps; (steps, ...) for every = 1
+        return a if every == 1 else a[:blocks * every].reshape(blocks, every, *a.shape[1:])
 
-    carry, trace = scan_steps(block, carry, jax.tree.map(lambda a: a[:blocks * every], xs)
-                              if every == 1 else jax.tree.map(blocked, xs), plan.checkpoint,
+    carry, trace = scan_steps(block, carry, jax.tree.map(blocked, xs), plan.checkpoint,
                               "simulate" if plan.progress else None)
     if plan.steps > blocks * every:
         carry, _ = lax.scan(quiet, carry, jax.tree.map(lambda a: a[blocks * every:], xs))
