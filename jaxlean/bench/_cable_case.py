@@ -24,7 +24,7 @@ import numpy as np
 from jaxlean.bench._measure import SidesDisagreeError, aot_compile, wall_times
 from jaxlean.bench._registry import BenchContext, BenchResult
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.params import PASSIVE
+from jaxlean.models.neuron.params import CELL
 
 DT, COMPARTMENTS_PER_BRANCH = 0.025, 10
 TRAINABLE = {"g_na": "HH_gNa", "g_k": "HH_gK", "g_leak": "HH_gLeak"}
@@ -80,7 +80,7 @@ def _jaxley_cell(branches: np.ndarray, steps: int):
     cell.set("radius", 1.0)
     cell.set("axial_resistivity", 100.0)
     cell.insert(HH())
-    cell.set("v", PASSIVE["v_init"][0])
+    cell.set("v", CELL["v_init"][0])
     cell.init_states()
     amplitude, start, duration, t_max = _stimulus_args(steps)
     cell.branch(0).comp(0).stimulate(jx.step_current(start, duration, amplitude, DT, t_max),

@@ -2,7 +2,11 @@
 
 * :mod:`~jaxlean.models.neuron.swc`: read SWC files, cut them into sections (Import3d's rules).
 * :mod:`~jaxlean.models.neuron.cell`: compartments, junctions and morphology helpers (``Cell``).
-* :mod:`~jaxlean.models.neuron.params`: parameter names, defaults, units and allowed shapes.
-* :mod:`~jaxlean.models.neuron.channels`: Hodgkin-Huxley channels (``hh.mod``, with q10).
-* :mod:`~jaxlean.models.neuron.cable`: ``simulate``, stimuli, time checkpointing.
+* :mod:`~jaxlean.models.neuron.mechanisms`: channels and synapses as data (``Mechanism``).
+* :mod:`~jaxlean.models.neuron.channels`: ``hh`` (NEURON's ``hh.mod``, with q10) and ``pas``.
+* :mod:`~jaxlean.models.neuron.synapses`: ``expsyn`` and ``exp2syn``, driven by spike times.
+* :mod:`~jaxlean.models.neuron.params`: cell parameters, defaults, shapes and value checks.
+* :mod:`~jaxlean.models.neuron.clamp`, :mod:`~jaxlean.models.neuron.spikes`: voltage clamp,
+  spike arrival and threshold detection.
+* :mod:`~jaxlean.models.neuron.cable`: ``simulate``, stimuli, time checkpointing, long runs.
 """

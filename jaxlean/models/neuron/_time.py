@@ -99,22 +99,26 @@ def _nested(step: Callable, lengths: tuple[int, ...]) -> Callable:
     return lambda carry, xs: lax.scan(segment, carry, xs)
 
 
-def scan_steps(step: Callable, carry, xs: jax.Array, checkpoint: Checkpoint,
-               progress: str | None = None):
-    """``lax.scan(step, carry, xs)[1]`` with the backward memory set by ``checkpoint``.
+def scan_steps(step: Callable, carry, xs, checkpoint: Checkpoint, progress: str | None = None):
+    """``lax.scan(step, carry, xs)`` with the backward memory set by ``checkpoint``.
 
-    ``xs`` is padded with zeros up to the product of the segment lengths and the
-    outputs of the padding steps are dropped. With a ``progress`` label and
-    more than one segment, long runs report under that label (see :class:`SegmentProgress`).
+    ``xs`` (a pytree of arrays with the steps first) is padded with zeros up to
+    the product of the segment lengths; a padding step leaves the carry as it
+    was and its outputs are dropped, so the final carry is that of the last
+    real step. With a ``progress`` label and more than one segment, long runs
+    report under that label (see :class:`SegmentProgress`).
     """
-    steps = xs.shape[0]
+    steps = jax.tree.leaves(xs)[0].shape[0]
     lengths = segment_lengths(checkpoint, steps)
     total = math.prod(lengths)
     if total > steps:
-        xs = jnp.concatenate([xs, jnp.zeros((total - steps, *xs.shape[1:]), xs.dtype)])
-    xs = xs.reshape(*lengths, *xs.shape[1:])
+        xs = (jnp.arange(total) < steps, jax.tree.map(
+            lambda x: jnp.concatenate([x, jnp.zeros((total - steps, *x.shape[1:]), x.dtype)]),
+            xs))
+        step = _skipping_padding(step)
+    xs = jax.tree.map(lambda x: x.reshape(*lengths, *x.shape[1:]), xs)
     if progress is None or len(lengths) == 1 or lengths[0] == 1:
-        _, ys = _nested(step, lengths)(carry, xs)
+        carry, ys = _nested(step, lengths)(carry, xs)
     else:
         report = SegmentProgress(progress, lengths[0], steps)
         inner = _nested(step, lengths[1:])
@@ -124,5 +128,14 @@ def scan_steps(step: Callable, carry, xs: jax.Array, checkpoint: Checkpoint,
             return inner(carry, indexed[1])
 
         segment = jax.checkpoint(reported, prevent_cse=False)
-        _, ys = lax.scan(segment, carry, (jnp.arange(lengths[0]), xs))
-    return jax.tree.map(lambda y: y.reshape(total, *y.shape[len(lengths):])[:steps], ys)
+        carry, ys = lax.scan(segment, carry, (jnp.arange(lengths[0]), xs))
+    return carry, jax.tree.map(lambda y: y.reshape(total, *y.shape[len(lengths):])[:steps], ys)
+
+
+def _skipping_padding(step: Callable) -> Callable:
+    def masked(carry, x):
+        valid, x = x
+        new, y = step(carry, x)
+        return jax.tree.map(lambda a, b: jnp.where(valid, a, b), new, carry), y
+
+    return masked

@@ -1,34 +1,45 @@
 """A branched-neuron cable simulator: backward Euler on a tree, one ``tree_solve`` per step.
 
-Units are NEURON's: mV, ms, um, uF/cm2, S/cm2, ohm*cm, nA, degC. The cell is
-discretised as NEURON does it (see :mod:`jaxlean.models.neuron.cell`). Per step,
-gates advance by exponential Euler at the old voltage, then the voltage solves
-``(C/dt + G + axial) v_new = C/dt v + G E + stimulus`` (backward Euler) with
-:func:`jaxlean.linalg.tree_solve`, so the gradient of a whole simulation costs
-about one more solve per step. The parts of the matrix that do not change over
-time (axial coupling, capacitance, leak) are built once outside the time loop.
+Units are NEURON's: mV, ms, um, uF/cm2, S/cm2, ohm*cm, nA, uS, degC. The cell is
+discretised as NEURON does it (see :mod:`jaxlean.models.neuron.cell`); its
+channels and synapses are :class:`~jaxlean.models.neuron.mechanisms.Mechanism`
+data. Each step solves the backward-Euler system with
+:func:`jaxlean.linalg.tree_solve` (see :mod:`jaxlean.models.neuron._program`),
+so the gradient of a whole simulation costs about one more solve per step.
 Everything in ``params`` is differentiable; ``checkpoint`` bounds the memory of
-the backward pass of long simulations (see :func:`simulate`).
+the backward pass of long simulations, and a run can be continued from the
+state another one ended in (see :func:`simulate`).
+
+``simulate`` checks its inputs in Python, then runs a program compiled once per
+cell structure and options: calling it again with other parameter values,
+stimulus currents, spike times or initial state (or an equal cell) does not
+compile again.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-from collections.abc import Sequence
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend.core import Primitive
 
+from jaxlean._progress import interval
 from jaxlean.errors import ConfigError
-from jaxlean.linalg import tree_solve
-from jaxlean.models.neuron import channels
+from jaxlean.models.neuron import clamp as clamps_
 from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron._time import Checkpoint, scan_steps
+from jaxlean.models.neuron import spikes as spikes_
+from jaxlean.models.neuron._program import Plan, initial_state, program
+from jaxlean.models.neuron._time import Checkpoint, segment_lengths
 from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.clamp import VoltageClamp
 
-__all__ = ["Cell", "Stimulus", "n_steps", "simulate", "step_current"]
+__all__ = ["Cell", "Stimulus", "VoltageClamp", "n_steps", "rest_state", "simulate",
+           "step_current"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,49 +67,24 @@ def step_current(amplitude: float, start: float, duration: float, dt: float,
 
 
 def n_steps(dt: float, t_max: float) -> int:
-    """Number of time steps of a run: ``round(t_max / dt)``."""
-    return round(t_max / dt)
+    """Number of time steps of a run, ``t_max / dt``.
 
-
-def _children_by_parent(parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Non-root nodes sorted by parent, and those parents (for a sorted segment sum)."""
-    children = np.flatnonzero(parents >= 0)
-    children = children[np.argsort(parents[children], kind="stable")]
-    return children, parents[children]
-
-
-def _static_matrix(cell: Cell, p: dict[str, jax.Array], dt: float):
-    """The parts of the backward-Euler matrix that stay fixed over a simulation.
-
-    Compartment rows are divided by their membrane area; a junction's row (no
-    membrane) by its owner's, which leaves its solution unchanged. Returns
-    ``lower``, ``upper`` and the axial part of the diagonal over all nodes, and
-    the compartments' areas (cm2).
+    Raises:
+      ConfigError: ``dt`` or ``t_max`` not a positive finite number, or ``t_max``
+        not a whole number of steps (within 1e-9 of a step).
     """
-    tree = cell.tree
-    parent = np.where(tree.parents < 0, np.arange(tree.n), tree.parents)
-    is_root = tree.parents < 0
-    area = 2e-8 * jnp.pi * p["radius"] * p["length"]
-    cylinder_half = p["axial_resistivity"] * 0.5e4 * p["length"] / (jnp.pi * p["radius"] ** 2)
-    halves = jnp.concatenate([cylinder_half * cell.taper[:, 0], cylinder_half * cell.taper[:, 1],
-                              jnp.zeros(1, cylinder_half.dtype)])
-    resistance = halves[cell.half_index[:, 0]] + halves[cell.half_index[:, 1]]
-    g_axial = jnp.where(is_root, 0.0, 1.0 / jnp.where(is_root, 1.0, resistance))
-    scale = 1e3 / jnp.concatenate([area, area[cell.junction_owner]])
-    children, their_parents = _children_by_parent(tree.parents)
-    from_children = jax.ops.segment_sum(g_axial[children], their_parents, tree.n,
-                                        indices_are_sorted=True)
-    return -g_axial * scale, (from_children + g_axial) * scale, -g_axial * scale[parent], area
-
-
-def _save_only_solves(primitive: Primitive, *_, **__) -> bool:
-    """Rematerialisation policy of a time step: keep the solve's output, recompute the rest.
-
-    Saving every intermediate of a step (about 40 arrays per compartment) makes
-    the backward pass memory-bound; the elementwise work is cheaper to redo, the
-    solve is not.
-    """
-    return primitive.name == "custom_linear_solve"
+    for name, value in (("dt", dt), ("t_max", t_max)):
+        if isinstance(value, jax.core.Tracer) or np.ndim(value) != 0:
+            raise ConfigError(f"{name} must be a Python number (it sets the number of steps); "
+                              f"got {type(value).__name__}")
+        if not (math.isfinite(float(value)) and float(value) > 0):
+            raise ConfigError(f"{name} must be a positive finite number of ms; got {value}")
+    ratio = float(t_max) / float(dt)
+    steps = round(ratio)
+    if steps < 1 or abs(ratio - steps) > 1e-9 * max(1.0, ratio):
+        raise ConfigError(f"t_max ({t_max} ms) must be a whole number of steps of dt ({dt} ms); "
+                          f"t_max / dt = {ratio!r}")
+    return steps
 
 
 def _stimuli(cell: Cell, stimuli: Sequence[Stimulus], steps: int):
@@ -112,90 +98,247 @@ def _stimuli(cell: Cell, stimuli: Sequence[Stimulus], steps: int):
         if where.min() < 0 or where.max() >= cell.n:
             raise ConfigError(f"stimulus {index}: compartments must be in [0, {cell.n - 1}]; "
                               f"got {where.tolist()}")
-        current = jnp.asarray(stimulus.current)
-        if current.ndim == 0:
-            current = jnp.broadcast_to(current, (steps,))
-        if current.shape != (steps,):
+        current = stimulus.current
+        if np.ndim(current) == 0:
+            current = jnp.broadcast_to(jnp.asarray(current, dtype=float), (steps,))
+        if np.shape(current) != (steps,):
             raise ConfigError(f"stimulus {index}: current must be a scalar or have {steps} "
-                              f"values (t_max / dt); got shape {current.shape}")
+                              f"values (t_max / dt); got shape {np.shape(current)}")
+        if not isinstance(current, jax.core.Tracer):
+            bad = np.flatnonzero(~np.isfinite(np.asarray(current)))
+            if bad.size:
+                raise ConfigError(f"stimulus {index} (compartment {where[0]}): current must be "
+                                  f"finite; got {np.asarray(current)[bad[0]]} at step {bad[0]}")
         targets.extend(where.tolist())
-        columns.extend([current] * where.size)
+        columns.extend([jnp.asarray(current, dtype=float)] * where.size)
     if not targets:
-        return np.zeros(0, dtype=int), jnp.zeros((steps, 0))
+        return np.zeros(0, dtype=np.int64), jnp.zeros((steps, 0))
     return np.asarray(targets), jnp.stack(columns, 1)
 
 
+def _compartment_list(cell: Cell, where: object, what: str) -> np.ndarray:
+    where_array = np.atleast_1d(np.asarray(where))
+    if (where_array.size == 0 or where_array.ndim != 1
+            or not np.issubdtype(where_array.dtype, np.integer)
+            or where_array.min() < 0 or where_array.max() >= cell.n):
+        raise ConfigError(f"{what} must name compartments in [0, {cell.n - 1}]; got {where!r}")
+    return where_array.astype(np.int64)
+
+
+def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mapping,
+           clamped: np.ndarray):
+    """Where each recorded name is read: ``{name: (insertion index or None, positions)}``."""
+    if isinstance(names, Mapping):
+        wanted = {name: _compartment_list(cell, where, f"states[{name!r}]")
+                  for name, where in names.items()}
+    else:
+        record = _compartment_list(cell, record, "record")
+        wanted = {name: record for name in names}
+    owners = {"v": None}
+    for k, ins in enumerate(insertions):
+        owners.update({name: k for name in (*ins.mechanism.states, *ins.mechanism.currents)})
+    if clamped.size:
+        owners["i_clamp"] = None
+    unknown = [name for name in wanted if name not in owners]
+    if unknown:
+        raise ConfigError(f"cannot record {unknown}; this cell has {list(owners)}")
+    sites: dict[str, tuple[int | None, np.ndarray]] = {}
+    for name, record in wanted.items():
+        k = owners[name]
+        if name == "v":
+            sites[name] = (None, record)
+        elif k is None:
+            sites[name] = (None, np.arange(clamped.size))
+        elif insertions[k].mechanism.point:
+            sites[name] = (k, np.arange(insertions[k].compartments.size))
+        elif insertions[k].compartments is None:
+            sites[name] = (k, record)
+        else:
+            where = insertions[k].compartments
+            missing = record[~np.isin(record, where)]
+            if missing.size:
+                raise ConfigError(f"cannot record {name!r} at compartment {int(missing[0])}: "
+                                  f"{insertions[k].mechanism.name!r} is not inserted there")
+            sites[name] = (k, np.searchsorted(where, record))
+    return sites
+
+
+def _spike_inputs(insertions, spikes: Mapping | None) -> dict[str, jax.Array]:
+    driven = {ins.mechanism.name: ins for ins in insertions if ins.mechanism.on_spike is not None}
+    spikes = dict(spikes or {})
+    unknown = sorted(set(spikes) - set(driven))
+    if unknown:
+        raise ConfigError(f"spikes for {unknown}, which is not a synapse of this cell; "
+                          f"synapses: {sorted(driven)}")
+    missing = sorted(set(driven) - set(spikes))
+    if missing:
+        raise ConfigError(f"no spike times for the synapses {missing}: give spikes={{name: times}}"
+                          f" (an array (synapses, 0) for none)")
+    return {name: spikes_.spike_array(name, spikes[name], driven[name].compartments.size)
+            for name in driven}
+
+
+def _check_initial(initial: Mapping, expected: Mapping) -> None:
+    """``initial`` must have the keys and shapes of ``expected``; values finite when concrete."""
+    if not isinstance(initial, Mapping) or set(initial) != set(expected) or not isinstance(
+            initial["states"], Mapping) or set(initial["states"]) != set(expected["states"]):
+        have = (sorted(initial) if isinstance(initial, Mapping) else type(initial).__name__)
+        raise ConfigError(f"initial state must have keys {sorted(expected)} and states of "
+                          f"{sorted(expected['states'])}; got {have}: pass the 'final' of a "
+                          f"run of the same cell and mechanisms")
+    for path, want in jax.tree_util.tree_flatten_with_path(expected)[0]:
+        node = initial
+        for key in path:
+            if not isinstance(node, Mapping) or key.key not in node:
+                raise ConfigError(f"initial state lacks {jax.tree_util.keystr(path)}; pass the "
+                                  f"'final' of a run of the same cell and mechanisms")
+            node = node[key.key]
+        if np.shape(node) != want.shape:
+            raise ConfigError(f"initial state {jax.tree_util.keystr(path)} has shape "
+                              f"{np.shape(node)}, this cell needs {want.shape}")
+        if not isinstance(node, jax.core.Tracer):
+            bad = np.flatnonzero(~np.isfinite(np.asarray(node)).reshape(-1))
+            if bad.size:
+                raise ConfigError(f"initial state {jax.tree_util.keystr(path)} is not finite at "
+                                  f"index {bad[0]}")
+    if len(jax.tree.leaves(initial)) != len(jax.tree.leaves(expected)):
+        raise ConfigError("initial state has entries this cell does not; pass the 'final' of a "
+                          "run of the same cell and mechanisms")
+
+
+def _strong(value: object) -> jax.Array:
+    """A parameter as a strongly typed float array, so Python numbers and arrays of the same
+    shape share one compiled program."""
+    if isinstance(value, jax.Array) and not value.weak_type and jnp.issubdtype(value.dtype,
+                                                                               jnp.floating):
+        return value
+    dtype = jnp.result_type(float)
+    if isinstance(value, jax.core.Tracer):
+        return value.astype(dtype)
+    return jax.device_put(np.asarray(value, dtype=dtype))  # a transfer, not a compiled cast
+
+
+_PROGRAMS: collections.OrderedDict[tuple, Callable] = collections.OrderedDict()
+_MAX_PROGRAMS = 64
+
+
+def _cached_program(plan: Plan, with_initial: bool) -> Callable:
+    """One compiled program per cell structure and static options, the last 64 kept
+    (``jax.jit`` then caches per argument shapes). A program uses only the cell's
+    structure (:attr:`Cell.structure`), so equal cells share it."""
+    key = (plan.cell.structure,
+           tuple((ins.mechanism, None if ins.compartments is None else
+                  tuple(ins.compartments.tolist())) for ins in plan.insertions),
+           plan.dt, plan.steps, plan.every,
+           tuple((name, k, tuple(pos.tolist())) for name, (k, pos) in plan.sites.items()),
+           tuple(plan.targets.tolist()), tuple(plan.clamped.tolist()),
+           tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
+           plan.checkpoint if isinstance(plan.checkpoint, str | None) else tuple(plan.checkpoint),
+           plan.progress and interval(), with_initial)  # the interval is read when traced
+    if key in _PROGRAMS:
+        _PROGRAMS.move_to_end(key)
+    else:
+        _PROGRAMS[key] = program(plan)
+        while len(_PROGRAMS) > _MAX_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+    return _PROGRAMS[key]
+
+
+def rest_state(cell: Cell, params: parameters.Params) -> dict:
+    """The state a run starts from without ``initial``: ``v_init`` everywhere, every state at
+    rest there, step 0. Edit it (a voltage, a gate) and pass it as ``simulate(initial=...)``."""
+    insertions = cell.insertions(params)
+    parameters.check(cell, params, insertions)
+    return _rest_state(cell, insertions, {name: _strong(v) for name, v in params.items()})
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _rest_state(cell: Cell, insertions: tuple, params: parameters.Params) -> dict:
+    return initial_state(cell, insertions, parameters.expand(cell, params, insertions))
+
+
 def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus], dt: float,
-             t_max: float, record: int | Sequence[int] = (0,), states: Sequence[str] = ("v",),
-             checkpoint: Checkpoint = None, progress: bool = True) -> dict[str, jax.Array]:
+             t_max: float, record: int | Sequence[int] = (0,),
+             states: Sequence[str] | Mapping[str, Sequence[int]] = ("v",),
+             checkpoint: Checkpoint = None, progress: bool = True, *, every: int = 1,
+             initial: Mapping | None = None, spikes: Mapping | None = None,
+             clamps: Sequence[VoltageClamp] = (), detect: Sequence[int] = (),
+             threshold: float = 10.0, max_spikes: int = 100) -> dict:
     """Run the cell for ``t_max`` ms in steps of ``dt`` ms (``lax.scan``).
 
+    Compiled once per cell structure and options, reused for new values; also callable
+    inside ``jax.jit``, ``jax.grad`` and ``jax.vmap`` (values are then checked
+    only where they are concrete).
+
     Args:
-      cell: compartments, from :meth:`Cell.from_swc` or :meth:`Cell.from_parents`.
-      params: as from :meth:`Cell.params` (checked by name and shape, see
-        :mod:`jaxlean.models.neuron.params`); HH channels are simulated when it
-        holds the HH parameters. Differentiable, ``vmap``-able.
+      cell: compartments and inserted mechanisms (:meth:`Cell.insert`); a cell
+        with none runs the preset its ``params`` select (``hh`` + ``pas`` or ``pas``).
+      params: as from :meth:`Cell.params` (checked by name, shape and value,
+        see :mod:`jaxlean.models.neuron.params`). Differentiable, ``vmap``-able.
       stimuli: current clamps.
-      dt, t_max: time step and duration (ms).
-      record: a compartment or compartments to record.
-      states: any of ``"v"`` (mV) and the HH gates ``"m"``, ``"h"``, ``"n"``.
+      dt, t_max: time step and duration (ms); ``t_max`` a whole number of steps.
+      record: a compartment or compartments where density states and currents
+        and ``"v"`` are recorded (point mechanisms and clamps: every instance).
+      states: names to record: ``"v"`` (mV), any mechanism's states (``"m"``,
+        ``"g_expsyn"``, ...) or currents (``"i_na"``: mA/cm2, ``"i_expsyn"``: nA,
+        computed at the voltage at the start of each step, as NEURON records
+        them), ``"i_clamp"`` (nA); or ``{name: compartments}`` to record each
+        name at its own compartments (instead of ``record``).
       checkpoint: memory of the backward pass over time. ``None`` keeps every
         step's state (fastest; memory grows with the number of steps T).
         ``"sqrt"`` runs segments of about ``sqrt(T)`` steps and keeps only each
         segment's first state, recomputing one segment at a time in the backward
         pass: O(sqrt(T)) states for about one extra forward pass. A sequence of
         lengths, outermost first, nests the segments (``(100, 100, 10)`` for
-        100,000 steps keeps about 210 states); their product must reach T.
+        100,000 steps keeps about 210 states); their product must reach T (with
+        ``every > 1``: the number of recorded blocks).
       progress: with ``checkpoint``, a run whose forward or backward pass takes
         longer than ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) prints
         its progress on stderr, one host callback per outer segment; False: silent.
+      every: record after every ``every``-th step only (steps left over at the
+        end run unrecorded).
+      initial: the ``"final"`` state of an earlier run of this cell: the run
+        continues from it (time, spike arrivals and clamp levels included), and
+        a run cut in pieces gives the values of the whole run, bit for bit.
+        ``None``: :func:`rest_state`. Differentiable.
+      spikes: ``{synapse mechanism: times}``: input spike times (ms, absolute)
+        of each instance, an array ``(instances, k)`` or a ragged list (see
+        :mod:`jaxlean.models.neuron.spikes`); required for every synapse.
+      clamps: voltage clamps (:class:`VoltageClamp`).
+      detect: compartments whose spikes (upward crossings of ``threshold`` mV)
+        are detected; at most ``max_spikes`` times are kept each.
 
     Returns:
-      ``{state: array (steps, len(record))}`` after each step, and ``"t"`` (ms).
+      ``{name: array (T // every, len(record) or instances)}`` for each recorded
+      name, ``"t"`` (ms) of those samples, ``"final"`` (the state to continue
+      from) and, with ``detect``: ``"spikes"`` ``(detectors, max_spikes)``
+      (``inf`` after the last) and ``"spike_count"``.
     """
     steps = n_steps(dt, t_max)
-    p = parameters.check(cell, params)
-    hh = parameters.has_channels(p)
-    known = ("v", *channels.GATES) if hh else ("v",)
-    unknown = [s for s in states if s not in known]
-    if unknown:
-        raise ConfigError(f"cannot record {unknown}; this cell has states {known}")
-    record = np.atleast_1d(np.asarray(record, dtype=int))
-    if record.size == 0 or record.min() < 0 or record.max() >= cell.n:
-        raise ConfigError(f"record must name compartments in [0, {cell.n - 1}]; got {record}")
+    insertions = cell.insertions(params)
+    parameters.check(cell, params, insertions)
+    params = {name: _strong(value) for name, value in params.items()}
+    if not isinstance(every, int) or not 1 <= every <= steps:
+        raise ConfigError(f"every must be an int in [1, {steps}] (the number of steps); "
+                          f"got {every!r}")
+    segment_lengths(checkpoint, steps // every)
+    clamp_list = list(clamps)
+    clamped = clamps_.check(clamp_list, cell.n)
+    detectors = spikes_.detectors(detect, cell.n, max_spikes)
+    if not math.isfinite(threshold):
+        raise ConfigError(f"threshold must be a finite number of mV; got {threshold}")
     targets, currents = _stimuli(cell, stimuli, steps)
+    spike_times = _spike_inputs(insertions, spikes)
+    plan = Plan(cell, insertions, float(dt), steps, every,
+                _sites(cell, insertions, record, states, clamped),
+                targets, clamped, detectors, float(threshold), max_spikes, checkpoint,
+                bool(progress))
+    run = _cached_program(plan, initial is not None)
+    clamp_values = clamps_.values(clamp_list) if clamp_list else {}
+    if initial is not None:
+        expected = jax.eval_shape(lambda: initial_state(
+            cell, insertions, parameters.expand(cell, params, insertions)))
+        _check_initial(initial, expected)
+        initial = {"v": initial["v"], "states": initial["states"], "step": initial["step"]}
+    return run(params, currents, spike_times, clamp_values, initial)
 
-    n, junctions = cell.n, cell.tree.n - cell.n
-    lower, diag_axial, upper, area = _static_matrix(cell, p, dt)
-    capacitance_dt = p["capacitance"] / dt
-    diag_fixed = capacitance_dt + 1e3 * p["g_leak"]
-    leak_drive = 1e3 * p["g_leak"] * p["e_leak"]
-    stimulus_scale = 1e-3 / area[targets]
-    if hh:
-        g_na, g_k = 1e3 * p["g_na"], 1e3 * p["g_k"]
-        speed = channels.q10(p["celsius"])
-
-    def pad(x):
-        return jnp.concatenate([x, jnp.zeros(junctions, x.dtype)]) if junctions else x
-
-    def step(carry, current):
-        v, gates = carry
-        membrane = v[:n]
-        diag, rhs = diag_fixed, capacitance_dt * membrane + leak_drive
-        if hh:
-            gates = channels.advance(gates, membrane, dt, speed)
-            open_na, open_k = channels.conductances(gates, g_na, g_k)
-            diag = diag + open_na + open_k
-            rhs = rhs + open_na * p["e_na"] + open_k * p["e_k"]
-        if targets.size:
-            rhs = rhs.at[targets].add(stimulus_scale * current)
-        v = tree_solve(cell.tree, lower, diag_axial + pad(diag), upper, pad(rhs))
-        state = {"v": v, **gates}
-        return (v, gates), {name: state[name][record] for name in states}
-
-    step = jax.checkpoint(step, policy=_save_only_solves)
-    v0 = jnp.concatenate([p["v_init"], p["v_init"][cell.junction_owner]])
-    gates0 = channels.steady_state(p["v_init"]) if hh else {}
-    trace = scan_steps(step, (v0, gates0), currents, checkpoint,
-                       "simulate" if progress else None)
-    return {**trace, "t": (jnp.arange(steps) + 1) * dt}

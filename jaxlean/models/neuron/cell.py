@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.linalg import Tree
-from jaxlean.models.neuron import _geometry, params, swc
+from jaxlean.models.neuron import _geometry, swc
+from jaxlean.models.neuron import params as parameters
+from jaxlean.models.neuron.mechanisms import Insertion, Mechanism
 
 ATTACH = (0.0, 0.5, 1.0)
 
@@ -29,8 +32,8 @@ ATTACH = (0.0, 0.5, 1.0)
 class Cell:
     """A neuron's compartments (static geometry and topology) and its solver tree.
 
-    Build with :meth:`from_swc` or :meth:`from_parents`; the parameters to
-    simulate come from :meth:`params`.
+    Build with :meth:`from_swc` or :meth:`from_parents`, add mechanisms with
+    :meth:`insert`; the parameters to simulate come from :meth:`params`.
 
     Attributes:
       parents: parent compartment of each compartment, ``-1`` for the root (soma).
@@ -46,6 +49,10 @@ class Cell:
       half_index: ``(nodes, 2)``: for the edge from each node to its tree parent,
         indices into ``concat(proximal halves, distal halves, [0])`` of the two
         resistances in series (``2 n`` selects zero).
+      kind: SWC type of each compartment (1 soma, 2 axon, 3 basal, 4 apical
+        dendrite; 0 when built from parents without types).
+      mechanisms: the inserted mechanisms; empty: a preset chosen by the
+        parameters (see :mod:`jaxlean.models.neuron.params`).
     """
 
     parents: np.ndarray
@@ -57,6 +64,8 @@ class Cell:
     tree: Tree
     junction_owner: np.ndarray
     half_index: np.ndarray
+    kind: np.ndarray
+    mechanisms: tuple[Insertion, ...] = ()
 
     @property
     def n(self) -> int:
@@ -80,6 +89,17 @@ class Cell:
         return np.flatnonzero(self.branch == branch)
 
     @functools.cached_property
+    def structure(self) -> str:
+        """A digest of everything a simulation program depends on besides the parameters
+        (topology, attachments, tapers, junctions): equal cells share compiled programs."""
+        digest = hashlib.sha256()
+        for array in (self.parents, self.attach, self.taper, self.half_index,
+                      self.junction_owner, self.tree.parents):
+            digest.update(str(array.dtype).encode() + str(array.shape).encode())
+            digest.update(np.ascontiguousarray(array).tobytes())
+        return digest.hexdigest()
+
+    @functools.cached_property
     def tips(self) -> np.ndarray:
         """Distal tips: compartments that no other compartment joins."""
         has_child = np.zeros(self.n, dtype=bool)
@@ -99,7 +119,7 @@ class Cell:
 
     @classmethod
     def from_parents(cls, parents: object, length: object, radius: object,
-                     attach: object = 1.0) -> Cell:
+                     attach: object = 1.0, kind: object = 0) -> Cell:
         """A cell of cylindrical compartments from a parent array (``-1`` = root).
 
         Args:
@@ -107,8 +127,9 @@ class Cell:
           length, radius: um, scalars or one per compartment.
           attach: where each compartment joins its parent (``1`` end, ``0.5``
             centre, ``0`` start of a root); a scalar or one per compartment.
+          kind: SWC type of each compartment (for :meth:`insert`), a scalar or one each.
         """
-        return _build(parents, length, radius, attach, np.ones((np.size(parents), 2)))
+        return _build(parents, length, radius, attach, np.ones((np.size(parents), 2)), kind)
 
     @classmethod
     def from_swc(cls, source: str | Path, ncomp: int | None = None,
@@ -128,12 +149,100 @@ class Cell:
         parts = _compartments(swc.sections(swc.read_swc(source), where), ncomp, max_length)
         return _build(*parts)
 
-    def params(self, channels: str = "hh") -> dict:
-        """Default parameters: ``"hh"`` (Hodgkin-Huxley + leak) or ``"passive"`` (leak only).
+    def insert(self, mechanism: Mechanism, *, types: object = None, branches: object = None,
+               compartments: object = None) -> Cell:
+        """This cell with ``mechanism`` on some compartments (a new ``Cell``).
+
+        A density mechanism goes everywhere, or on the compartments of the given
+        SWC ``types``, ``branches`` or ``compartments`` (give at most one); a
+        point mechanism (a synapse) needs ``compartments``, one instance per
+        entry. Inserting a mechanism again adds compartments (or instances).
+
+        Raises:
+          ConfigError: two selections, a selection that matches no compartment,
+            an index out of range, or a mechanism whose name, states or currents
+            clash with one already inserted.
+        """
+        where = _selection(self, mechanism, types, branches, compartments)
+        inserted = list(self.mechanisms)
+        for index, old in enumerate(inserted):
+            if old.mechanism.name != mechanism.name:
+                _no_clash(old.mechanism, mechanism)
+                continue
+            if old.mechanism is not mechanism:
+                raise ConfigError(f"a different mechanism named {mechanism.name!r} is already "
+                                  f"inserted")
+            if mechanism.point:
+                where = np.concatenate([old.compartments, where])
+            elif old.compartments is None or where is None:
+                where = None
+            else:
+                where = np.union1d(old.compartments, where)
+            inserted[index] = Insertion(mechanism, where)
+            break
+        else:
+            inserted.append(Insertion(mechanism, where))
+        parameters.table(tuple(inserted))
+        return dataclasses.replace(self, mechanisms=tuple(inserted))
+
+    def insertions(self, params: dict | None = None) -> tuple[Insertion, ...]:
+        """The inserted mechanisms, or the preset that ``params`` selects when there are none."""
+        if self.mechanisms:
+            return self.mechanisms
+        return parameters.inferred_preset(params or {})
+
+    def params(self, channels: str | None = None) -> dict:
+        """Default parameters of the inserted mechanisms; with none inserted, of the
+        preset ``"hh"`` (Hodgkin-Huxley + leak, the default) or ``"passive"`` (leak).
 
         Names, units and allowed shapes are listed in :mod:`jaxlean.models.neuron.params`.
         """
-        return params.defaults(self, channels)
+        if self.mechanisms:
+            if channels is not None:
+                raise ConfigError(f"this cell has inserted mechanisms; channels={channels!r} "
+                                  f"selects a preset only for a cell without them")
+            return parameters.defaults(self, self.mechanisms)
+        return parameters.defaults(self, parameters.preset(channels or "hh"))
+
+
+def _selection(cell: Cell, mechanism: Mechanism, types: object, branches: object,
+               compartments: object) -> np.ndarray | None:
+    """The compartments a mechanism is inserted on (``None``: all of them)."""
+    given = {k: v for k, v in (("types", types), ("branches", branches),
+                               ("compartments", compartments)) if v is not None}
+    what = f"insert {mechanism.name!r}"
+    if len(given) > 1:
+        raise ConfigError(f"{what}: give at most one of types, branches, compartments; "
+                          f"got {sorted(given)}")
+    if mechanism.point and set(given) != {"compartments"}:
+        raise ConfigError(f"{what}: a point mechanism needs compartments (one per instance)")
+    if not given:
+        return None
+    (key, value), = given.items()
+    values = np.atleast_1d(np.asarray(value))
+    if values.ndim != 1 or values.size == 0 or not np.issubdtype(values.dtype, np.integer):
+        raise ConfigError(f"{what}: {key} must be an integer or a non-empty sequence of them; "
+                          f"got {value!r}")
+    if key == "compartments":
+        if values.min() < 0 or values.max() >= cell.n:
+            raise ConfigError(f"{what}: compartments must be in [0, {cell.n - 1}]; "
+                              f"got {values.tolist()}")
+        return values if mechanism.point else np.unique(values)
+    labels = cell.branch if key == "branches" else cell.kind
+    chosen = np.flatnonzero(np.isin(labels, values))
+    missing = sorted(set(values.tolist()) - set(labels.tolist()))
+    if missing:
+        raise ConfigError(f"{what}: no compartment has {key} {missing} (this cell has "
+                          f"{key} {sorted(set(labels.tolist()))})")
+    return chosen
+
+
+def _no_clash(old: Mechanism, new: Mechanism) -> None:
+    for what, a, b in (("state", old.states, new.states), ("current", old.currents, new.currents)):
+        shared = sorted(set(a) & set(b))
+        if shared:
+            raise ConfigError(f"mechanisms {old.name!r} and {new.name!r} both name the {what} "
+                              f"{shared}; names must be unique in a cell")
 
 
 def _depth(parents: np.ndarray) -> np.ndarray:
@@ -144,8 +253,8 @@ def _depth(parents: np.ndarray) -> np.ndarray:
 
 
 def _compartments(sections: list[swc.Section], ncomp: int | None, max_length: float | None):
-    """Parents, lengths, radii, attachments and tapers of every section's segments."""
-    parents, attach, length, area, proximal, distal = [], [], [], [], [], []
+    """Parents, lengths, radii, attachments, tapers and SWC types of every section's segments."""
+    parents, attach, length, area, proximal, distal, kind = [], [], [], [], [], [], []
     first_of, last_of = [], []
     for index, section in enumerate(sections):
         arc = float(np.linalg.norm(np.diff(section.xyz, axis=0), axis=1).sum())
@@ -164,13 +273,14 @@ def _compartments(sections: list[swc.Section], ncomp: int | None, max_length: fl
         area.extend(geometry["area"])
         proximal.extend(geometry["r_proximal"])
         distal.extend(geometry["r_distal"])
+        kind.extend([section.kind] * nseg)
         first_of.append(first)
         last_of.append(len(parents) - 1)
     length, area = np.asarray(length), np.asarray(area)
     radius = area / (2 * np.pi * length)
     cylinder_half = 0.5 * length / (np.pi * radius**2)
     taper = np.stack([np.asarray(proximal), np.asarray(distal)], 1) / cylinder_half[:, None]
-    return np.asarray(parents), length, radius, np.asarray(attach), taper
+    return np.asarray(parents), length, radius, np.asarray(attach), taper, np.asarray(kind)
 
 
 def _per_compartment(name: str, values: object, n: int) -> np.ndarray:
@@ -182,7 +292,7 @@ def _per_compartment(name: str, values: object, n: int) -> np.ndarray:
 
 
 def _build(parents: object, length: object, radius: object, attach: object,
-           taper: np.ndarray) -> Cell:
+           taper: np.ndarray, kind: object = 0) -> Cell:
     parents = Tree.from_parents(parents).parents
     n = parents.size
     roots = np.count_nonzero(parents < 0)
@@ -203,9 +313,11 @@ def _build(parents: object, length: object, radius: object, attach: object,
         raise MorphologyError(f"compartment {int(bad[0])}: attach must be 1 (end), 0.5 (centre) "
                               f"or 0 (start of the root); got {attach[bad[0]]}")
     attach = np.where(parents < 0, 1.0, attach)
+    kind = _per_compartment("kind", kind, n).astype(np.int64)
     node_parents, owner, half_index = _junctions(parents, attach)
     return Cell(parents, attach, geometry["length"], geometry["radius"], taper,
-                _branches(parents, attach), Tree.from_parents(node_parents), owner, half_index)
+                _branches(parents, attach), Tree.from_parents(node_parents), owner, half_index,
+                kind)
 
 
 def _junctions(parents: np.ndarray, attach: np.ndarray):

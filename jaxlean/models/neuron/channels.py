@@ -1,4 +1,4 @@
-"""Hodgkin-Huxley sodium and potassium channels (NEURON's ``hh.mod``).
+"""Hodgkin-Huxley channels (NEURON's ``hh.mod``) and the leak, as :class:`Mechanism` data.
 
 Units are NEURON's: mV, ms, S/cm2, degC. Temperature scales every rate by
 ``q10 = 3 ** ((celsius - 6.3) / 10)``, as ``hh.mod`` does (steady states do not
@@ -14,6 +14,8 @@ import functools
 
 import jax
 import jax.numpy as jnp
+
+from jaxlean.models.neuron.mechanisms import Mechanism
 
 GATES = ("m", "h", "n")
 _SERIES_BELOW = 0.05
@@ -37,11 +39,6 @@ def _vtrap_slope(x: jax.Array, y: float) -> jax.Array:
     safe = jnp.where(small, 1.0, u)
     em = jnp.expm1(safe)
     return jnp.where(small, -0.5 + u / 6.0 - u**3 / 180.0, (1.0 - safe - safe / em) / em)
-
-
-def q10(celsius: jax.Array) -> jax.Array:
-    """``hh.mod``'s temperature factor of every rate: ``3 ** ((celsius - 6.3) / 10)``."""
-    return 3.0 ** ((celsius - 6.3) / 10.0)
 
 
 def rates(v: jax.Array) -> dict[str, tuple[jax.Array, jax.Array]]:
@@ -73,7 +70,7 @@ def advance(gates: dict[str, jax.Array], v: jax.Array, dt: float,
             speed: jax.Array = 1.0) -> dict[str, jax.Array]:
     """One exponential-Euler step of every gate with the voltage held at ``v``.
 
-    ``speed`` multiplies every rate (the temperature factor :func:`q10`). Each new
+    ``speed`` multiplies every rate (the temperature factor, :meth:`Mechanism.speed`). Each new
     gate value depends only on its own old value, the voltage of the same
     compartment and ``speed``, so its derivative is three per-element factors:
     the decay ``exp(-dt q (alpha + beta))``, ``d gate / d v`` (from the analytic
@@ -107,6 +104,19 @@ def _advance_jvp(dt, primals, tangents):
     return new, tangent
 
 
-def conductances(gates: dict[str, jax.Array], g_na: jax.Array, g_k: jax.Array):
-    """Open sodium and potassium conductances (S/cm2): ``g_na m^3 h`` and ``g_k n^4``."""
-    return g_na * gates["m"] ** 3 * gates["h"], g_k * gates["n"] ** 4
+def _hh_advance(states, v, dt, speed, p):
+    del p
+    return advance(states, v, dt, speed)
+
+
+hh = Mechanism(
+    "hh", parameters={"g_na": (0.12, "S/cm2"), "g_k": (0.036, "S/cm2"), "e_na": (50.0, "mV"),
+                      "e_k": (-77.0, "mV")},
+    states=GATES, rates=lambda v, p: rates(v), q10=3.0, q10_celsius=6.3, advance=_hh_advance,
+    currents={"i_na": (lambda s, p: p["g_na"] * s["m"] ** 3 * s["h"], "e_na"),
+              "i_k": (lambda s, p: p["g_k"] * s["n"] ** 4, "e_k")})
+"""NEURON's ``hh.mod`` sodium and potassium currents; its leak is :data:`pas`."""
+
+pas = Mechanism("pas", parameters={"g_leak": (3e-4, "S/cm2"), "e_leak": (-54.3, "mV")},
+                currents={"i_leak": (lambda s, p: p["g_leak"], "e_leak")})
+"""A leak ``g_leak (v - e_leak)``: NEURON's ``pas``, with ``hh.mod``'s leak defaults."""

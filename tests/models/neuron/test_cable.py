@@ -9,7 +9,7 @@ import pytest
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import swc
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, step_current
 
 
 def test_passive_sealed_cable_matches_cosh_steady_state():
@@ -267,3 +267,64 @@ def test_gate_step_derivative_matches_autodiff_of_the_formula():
             np.testing.assert_allclose(new[gate], new_ref[gate], rtol=1e-14, atol=1e-15)
             np.testing.assert_allclose(derivative[gate], derivative_ref[gate], rtol=1e-9,
                                        atol=1e-12, err_msg=gate)
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"g_na": jnp.asarray([0.12, jnp.nan])}, r"parameter 'g_na' must be finite; got nan at "
+                                             r"compartment 1"),
+    ({"g_leak": jnp.inf}, r"parameter 'g_leak' must be finite; got inf"),
+    ({"radius": jnp.asarray([1.0, 0.0])}, r"'radius' must be finite and positive; got 0.0 at "
+                                          r"compartment 1"),
+    ({"length": jnp.asarray([jnp.nan, 1.0])}, r"'length' must be finite and positive; got nan "
+                                              r"at compartment 0"),
+    ({"axial_resistivity": -1.0}, r"'axial_resistivity' must be finite and positive"),
+    ({"celsius": jnp.nan}, r"parameter 'celsius' must be finite; got nan$"),
+])
+def test_non_finite_and_non_positive_values_are_named(change, match):
+    cell = Cell.from_parents([-1, 0], 10.0, 1.0)
+    with pytest.raises(ConfigError, match=match):
+        simulate(cell, {**cell.params(), **change}, [], 0.1, 1.0)
+
+
+@pytest.mark.parametrize("dt,t_max,match", [
+    (0.0, 1.0, "dt must be a positive finite number of ms; got 0.0"),
+    (-0.1, 1.0, "dt must be a positive finite number"),
+    (float("nan"), 1.0, "dt must be a positive finite number"),
+    (0.1, 1.05, r"t_max \(1.05 ms\) must be a whole number of steps of dt \(0.1 ms\)"),
+    (0.1, 0.0, "t_max must be a positive finite number"),
+    (jnp.asarray(0.1), 1.0, None),
+])
+def test_bad_time_steps_are_named(dt, t_max, match):
+    cell = Cell.from_parents([-1, 0], 10.0, 1.0)
+    if match is None:  # a concrete array is a number; a traced one is not
+        with pytest.raises(ConfigError, match="dt must be a Python number"):
+            jax.jit(lambda d: simulate(cell, cell.params(), [], d, t_max))(dt)
+        return
+    with pytest.raises(ConfigError, match=match):
+        simulate(cell, cell.params(), [], dt, t_max)
+
+
+def test_bad_stimulus_clamp_and_initial_state_values_are_named():
+    cell = Cell.from_parents([-1, 0], 10.0, 1.0)
+    params = cell.params("passive")
+    current = jnp.zeros(10).at[3].set(jnp.nan)
+    with pytest.raises(ConfigError, match=r"stimulus 1 \(compartment 1\): current must be finite;"
+                                          r" got nan at step 3"):
+        simulate(cell, params, [Stimulus(0, 0.1), Stimulus(1, current)], 0.1, 1.0)
+    with pytest.raises(ConfigError, match=r"clamp 0 \(compartment 1\): rs must be finite and "
+                                          r"positive"):
+        simulate(cell, params, [], 0.1, 1.0, clamps=[VoltageClamp(1, [-60.0], [1.0], rs=0.0)])
+    with pytest.raises(ConfigError, match="clamp 0: give one to three amplitudes"):
+        simulate(cell, params, [], 0.1, 1.0, clamps=[VoltageClamp(1, [-60.0], [1.0, 2.0])])
+    with pytest.raises(ConfigError, match="every must be an int in"):
+        simulate(cell, params, [], 0.1, 1.0, every=11)
+    with pytest.raises(ConfigError, match=r"detect must name compartments in \[0, 1\]"):
+        simulate(cell, params, [], 0.1, 1.0, detect=[2])
+    state = {"v": jnp.zeros(2), "states": {"pas": {}}, "step": jnp.zeros((), jnp.int32)}
+    for bad, match in (({**state, "v": jnp.zeros(3)}, r"initial state \['v'\] has shape \(3,\)"),
+                       ({**state, "v": jnp.asarray([0.0, jnp.inf])},
+                        r"initial state \['v'\] is not finite at index 1"),
+                       ({"v": state["v"], "step": state["step"]},
+                        r"initial state must have keys \['states', 'step', 'v'\]")):
+        with pytest.raises(ConfigError, match=match):
+            simulate(cell, params, [], 0.1, 1.0, initial=bad)

@@ -33,6 +33,8 @@ def test_helpers_on_the_y():
                                [trunk / 4, 3 * trunk / 4, trunk + left / 4])
     with pytest.raises(ConfigError, match="branch must be in"):
         cell.compartments_of(4)
+    kinds = [section.kind for section in sections]  # each compartment has its section's type
+    np.testing.assert_array_equal(cell.kind, np.repeat(kinds, [1, 2, 2, 2]))
 
 
 def test_frustum_geometry_of_a_cone():

@@ -1,0 +1,223 @@
+"""Write the NEURON parity fixtures of jaxlean's mechanisms (tests/models/neuron/fixtures/).
+
+Needs ``neuron`` (``pip install jaxlean[neuron-parity]``) and, for the user
+channel, a C compiler for ``nrnivmodl``. A ball-and-stick cell (a one-segment
+soma and a 10-segment dendrite) is built in NEURON with:
+
+* ``ka_ball_stick``: ``hh`` on the soma, ``pas`` and a user-defined A-type K
+  channel (:data:`KA_MOD`, compiled with ``nrnivmodl``) on the dendrite, at
+  16.3 degC, driven by an ``IClamp``; spikes detected by a ``NetCon``;
+* ``synapses``: ``hh`` soma, ``pas`` dendrite, an ``ExpSyn`` and an ``Exp2Syn``
+  receiving spike times (``NetCon.event``);
+* ``seclamp``: ``hh`` soma held by an ``SEClamp`` at three levels.
+
+Backward Euler (``secondorder = 0``), ``dt = 0.025`` ms, rate tables off. The
+traces are saved as ``.npz`` with the case description (JSON), which the test
+reads to build the same cell in jaxlean. Run from the repository root:
+
+    python scripts/make_neuron_mechanism_fixtures.py [--out DIR] [CASE ...]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "tests" / "models" / "neuron" / "fixtures"
+
+KA_MOD = """
+NEURON {
+    SUFFIX ka
+    USEION k READ ek WRITE ik
+    RANGE gbar
+}
+UNITS { (mV) = (millivolt) (mA) = (milliamp) (S) = (siemens) }
+PARAMETER { gbar = 0.01 (S/cm2) }
+ASSIGNED { v (mV) ek (mV) ik (mA/cm2) ainf binf atau (ms) btau (ms) celsius (degC) }
+STATE { a b }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    ik = gbar * a * a * a * b * (v - ek)
+}
+INITIAL { rates(v) a = ainf b = binf }
+DERIVATIVE states { rates(v) a' = (ainf - a) / atau  b' = (binf - b) / btau }
+PROCEDURE rates(v (mV)) { LOCAL tadj
+    tadj = 3 ^ ((celsius - 22) / 10)
+    ainf = 1 / (1 + exp(-(v + 60) / 8.5))
+    atau = (0.37 + 1 / (exp((v + 46) / 5) + exp(-(v + 238) / 37.5))) / tadj
+    binf = 1 / (1 + exp((v + 78) / 6))
+    btau = (19 + 1 / (exp((v + 46) / 5) + exp(-(v + 238) / 37.5))) / tadj
+}
+"""
+"""An A-type potassium channel (Connor-Stevens-like kinetics) with a q10 of 3 at 22 degC."""
+
+CELL = {"soma_L": 20.0, "soma_diam": 20.0, "dend_L": 200.0, "dend_diam": 2.0, "dend_nseg": 10,
+        "Ra": 100.0, "cm": 1.0, "v_init": -65.0, "dt": 0.025, "t_max": 20.0}
+HH = {"g_na": 0.12, "g_k": 0.036, "e_na": 50.0, "e_k": -77.0, "g_leak": 3e-4, "e_leak": -54.3}
+SITES = [-1, 4, 9]  # the soma, and dendrite segments 4 and 9 (its tip)
+CASES = {
+    "ka_ball_stick": {**CELL, "celsius": 16.3, "gbar_ka": 0.02,
+                      "iclamp": {"amp": 1.0, "delay": 1.0, "dur": 15.0},
+                      "record": ["v", "a_ka", "b_ka", "i_ka", "m", "i_na"],
+                      "detect": {"threshold": -20.0, "sites": [-1, 9]}},
+    "synapses": {**CELL, "celsius": 6.3,
+                 "expsyn": {"segment": 9, "tau": 2.0, "e": 0.0, "weight": 0.02,
+                            "times": [2.01, 2.3, 6.4, 13.33]},
+                 "exp2syn": {"segment": 4, "tau1": 0.5, "tau2": 5.0, "e": -10.0, "weight": 0.01,
+                             "times": [1.0, 8.71]},
+                 "record": ["v", "g_expsyn", "i_expsyn", "a_exp2syn", "b_exp2syn", "i_exp2syn"],
+                 "detect": {"threshold": 10.0, "sites": [-1]}},
+    "seclamp": {**CELL, "celsius": 6.3,
+                "seclamp": {"amplitudes": [-65.0, -10.0, -40.0], "durations": [2.0, 5.0, 6.0],
+                            "rs": 1.0},
+                "record": ["v", "i_clamp", "m", "n"],
+                "detect": {"threshold": -30.0, "sites": [9]}},
+}
+
+
+def _compile_ka(h) -> None:
+    """Compile :data:`KA_MOD` with ``nrnivmodl`` and load it."""
+    import neuron
+
+    folder = Path(tempfile.mkdtemp(prefix="jaxlean_ka_"))
+    (folder / "ka.mod").write_text(KA_MOD)
+    nrnivmodl = Path(sys.executable).parent / "nrnivmodl"
+    done = subprocess.run([str(nrnivmodl) if nrnivmodl.exists() else "nrnivmodl"], cwd=folder,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"nrnivmodl could not compile ka.mod:\n{done.stdout}\n{done.stderr}")
+    neuron.load_mechanisms(str(folder))
+    del h
+
+
+def _ball_and_stick(h, case: dict):
+    soma, dend = h.Section(name="soma"), h.Section(name="dend")
+    soma.L, soma.diam, soma.nseg = case["soma_L"], case["soma_diam"], 1
+    dend.L, dend.diam, dend.nseg = case["dend_L"], case["dend_diam"], case["dend_nseg"]
+    dend.connect(soma(1), 0)
+    for section in (soma, dend):
+        section.Ra, section.cm = case["Ra"], case["cm"]
+    soma.insert("hh")
+    soma(0.5).hh.gnabar, soma(0.5).hh.gkbar = HH["g_na"], HH["g_k"]
+    soma(0.5).hh.gl, soma(0.5).hh.el = HH["g_leak"], HH["e_leak"]
+    soma.ena, soma.ek = HH["e_na"], HH["e_k"]
+    dend.insert("pas")
+    for segment in dend:
+        segment.pas.g, segment.pas.e = HH["g_leak"], HH["e_leak"]
+    if "gbar_ka" in case:
+        dend.insert("ka")
+        for segment in dend:
+            segment.ka.gbar = case["gbar_ka"]
+        dend.ek = HH["e_k"]
+    n = case["dend_nseg"]
+    return soma, dend, [soma(0.5) if s < 0 else dend((s + 0.5) / n) for s in SITES]
+
+
+def run(name: str, case: dict) -> dict[str, np.ndarray]:
+    """Simulate one case in NEURON; return its recordings and its description."""
+    from neuron import h
+
+    h.load_file("stdrun.hoc")
+    h.usetable_hh = 0
+    if "gbar_ka" in case:
+        _compile_ka(h)
+    soma, dend, sites = _ball_and_stick(h, case)
+    n = case["dend_nseg"]
+    keep, recordings = [soma, dend], {}
+    if "iclamp" in case:
+        clamp = h.IClamp(soma(0.5))
+        clamp.delay, clamp.dur, clamp.amp = (case["iclamp"][k] for k in ("delay", "dur", "amp"))
+        keep.append(clamp)
+    synapses, events = {}, []
+    for kind, make in (("expsyn", h.ExpSyn), ("exp2syn", h.Exp2Syn)):
+        if kind not in case:
+            continue
+        spec = case[kind]
+        synapse = make(dend((spec["segment"] + 0.5) / n))
+        for key in ("tau", "tau1", "tau2", "e"):
+            if key in spec:
+                setattr(synapse, key, spec[key])
+        source = h.NetCon(None, synapse)
+        source.weight[0] = spec["weight"]
+        events.extend((source, t) for t in spec["times"])
+        synapses[kind] = synapse
+        keep.extend([synapse, source])
+    if "seclamp" in case:
+        spec = case["seclamp"]
+        electrode = h.SEClamp(soma(0.5))
+        for k in range(3):
+            setattr(electrode, f"amp{k + 1}", spec["amplitudes"][k])
+            setattr(electrode, f"dur{k + 1}", spec["durations"][k])
+        electrode.rs = spec["rs"]
+        keep.append(electrode)
+        recordings["i_clamp"] = h.Vector().record(electrode._ref_i)
+    detectors = []
+    for site in case["detect"]["sites"]:
+        segment = soma(0.5) if site < 0 else dend((site + 0.5) / n)
+        detector = h.NetCon(segment._ref_v, None, sec=segment.sec)
+        detector.threshold = case["detect"]["threshold"]
+        times = h.Vector()
+        detector.record(times)
+        detectors.append((detector, times))
+    for quantity in case["record"]:
+        if quantity == "i_clamp":
+            continue
+        if quantity.endswith(("_expsyn", "_exp2syn")):
+            field, kind = quantity.split("_")
+            field = {"a": "A", "b": "B"}.get(field, field)
+            recordings[quantity] = h.Vector().record(getattr(synapses[kind], f"_ref_{field}"))
+            continue
+        reference = {"v": "v", "m": "m_hh", "n": "n_hh", "i_na": "ina", "a_ka": "a_ka",
+                     "b_ka": "b_ka", "i_ka": "ik"}[quantity]
+        if quantity == "v":
+            segments = sites
+        elif quantity.endswith("_ka"):
+            segments = [s for s in sites if s.sec == dend]
+        else:
+            segments = sites[:1]  # hh is on the soma only
+        recordings[quantity] = [h.Vector().record(getattr(s, f"_ref_{reference}"))
+                                for s in segments]
+    handler = h.FInitializeHandler(lambda: [source.event(t) for source, t in events])
+    h.celsius, h.dt, h.secondorder = case["celsius"], case["dt"], 0
+    h.cvode_active(0)
+    h.finitialize(case["v_init"])
+    h.continuerun(case["t_max"])
+    steps = round(case["t_max"] / case["dt"])
+    out = {}
+    for quantity, vectors in recordings.items():
+        vectors = vectors if isinstance(vectors, list) else [vectors]
+        out[quantity] = np.stack([np.asarray(r)[1: steps + 1] for r in vectors], axis=1)
+    for k, (_, times) in enumerate(detectors):
+        out[f"spikes_{k}"] = np.asarray(times)
+    del handler, keep
+    return {**out, "case": np.asarray(json.dumps(case)),
+            "neuron_version": np.asarray(__import__("neuron").__version__)}
+
+
+def main(names: list[str], out: Path = OUT) -> None:
+    """Write every case (or those named) to ``out``, one process per case so cells never mix."""
+    out.mkdir(parents=True, exist_ok=True)
+    if len(names) == 1 and names[0] in CASES:
+        result = run(names[0], CASES[names[0]])
+        np.savez_compressed(out / f"mechanism_{names[0]}.npz", **result)
+        print(f"{names[0]}: {sorted(k for k in result if k not in ('case', 'neuron_version'))}")
+        return
+    unknown = sorted(set(names) - set(CASES))
+    if unknown:
+        raise SystemExit(f"unknown case(s) {unknown}; have {sorted(CASES)}")
+    for name in names or CASES:
+        subprocess.run([sys.executable, __file__, "--out", str(out), name], check=True)
+
+
+if __name__ == "__main__":
+    arguments = sys.argv[1:]
+    destination = OUT
+    if arguments[:1] == ["--out"]:
+        destination, arguments = Path(arguments[1]), arguments[2:]
+    main(arguments, destination)

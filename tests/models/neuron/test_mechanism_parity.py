@@ -1,0 +1,126 @@
+"""Mechanisms against NEURON: a user-defined A-type K channel, ExpSyn/Exp2Syn, SEClamp, NetCon.
+
+The fixtures were written by ``scripts/make_neuron_mechanism_fixtures.py`` (NEURON
+9, its ``hh``, ``pas``, ``ExpSyn``, ``Exp2Syn``, ``SEClamp``, and ``ka.mod``
+compiled by ``nrnivmodl``); the test builds the same ball-and-stick cell from the
+case description stored in each fixture. Float64; voltages within 1e-3 mV,
+spike times within 1e-4 ms. Live against NEURON when it is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, step_current
+from jaxlean.models.neuron.channels import hh, pas
+from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.synapses import exp2syn, expsyn
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_neuron_mechanism_fixtures.py"
+CASES = ["ka_ball_stick", "synapses", "seclamp"]
+TOLERANCE = {"v": 1e-3, "i_clamp": 1e-3}  # mV, nA; states and densities: 1e-5 of their range
+
+
+def _ka_rates(v, p):
+    tau = 1.0 / (jnp.exp((v + 46.0) / 5.0) + jnp.exp(-(v + 238.0) / 37.5))
+    return {"a_ka": (1.0 / (1.0 + jnp.exp(-(v + 60.0) / 8.5)), 0.37 + tau),
+            "b_ka": (1.0 / (1.0 + jnp.exp((v + 78.0) / 6.0)), 19.0 + tau)}
+
+
+KA = Mechanism("ka", parameters={"gbar_ka": (0.01, "S/cm2"), "e_k": (-77.0, "mV")},
+               states=("a_ka", "b_ka"), steady=_ka_rates, q10=3.0, q10_celsius=22.0,
+               currents={"i_ka": (lambda s, p: p["gbar_ka"] * s["a_ka"] ** 3 * s["b_ka"],
+                                  "e_k")})
+"""The script's ``ka.mod``, written as data."""
+
+
+def _site(case: dict, segment: int) -> int:
+    return 0 if segment < 0 else 1 + segment
+
+
+def jaxlean_run(fixture) -> dict:
+    """The fixture's case simulated by jaxlean, recording what NEURON recorded."""
+    case = json.loads(str(fixture["case"]))
+    n = case["dend_nseg"]
+    cell = Cell.from_parents(np.arange(n + 1) - 1, [case["soma_L"]] + [case["dend_L"] / n] * n,
+                             [case["soma_diam"] / 2] + [case["dend_diam"] / 2] * n,
+                             kind=[1] + [3] * n)
+    cell = cell.insert(pas).insert(hh, types=1)
+    if "gbar_ka" in case:
+        cell = cell.insert(KA, types=3)
+    spikes = {}
+    for name, mechanism in (("expsyn", expsyn), ("exp2syn", exp2syn)):
+        if name in case:
+            cell = cell.insert(mechanism, compartments=[_site(case, case[name]["segment"])])
+            spikes[name] = [case[name]["times"]]
+    params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
+              "axial_resistivity": case["Ra"], "capacitance": case["cm"]}
+    if "gbar_ka" in case:
+        params["gbar_ka"] = case["gbar_ka"]
+    for name in ("expsyn", "exp2syn"):
+        for key in ("tau", "tau1", "tau2", "e", "weight"):
+            if key in case.get(name, {}):
+                params[f"{key}_{name}"] = case[name][key]
+    dt, t_max = case["dt"], case["t_max"]
+    stimuli = []
+    if "iclamp" in case:
+        spec = case["iclamp"]
+        stimuli = [Stimulus(0, step_current(spec["amp"], spec["delay"], spec["dur"], dt, t_max))]
+    clamps = []
+    if "seclamp" in case:
+        clamps = [VoltageClamp(0, **case["seclamp"])]
+    dend = [_site(case, s) for s in (4, 9)]
+    where = {"v": [0, *dend], "m": [0], "n": [0], "i_na": [0], "a_ka": dend, "b_ka": dend,
+             "i_ka": dend}
+    states = {name: where.get(name, [0]) for name in case["record"]}
+    detect = case["detect"]
+    return simulate(cell, params, stimuli, dt, t_max, states=states, spikes=spikes,
+                    clamps=clamps, detect=[_site(case, s) for s in detect["sites"]],
+                    threshold=detect["threshold"], max_spikes=20)
+
+
+def assert_matches(fixture, out: dict) -> None:
+    case = json.loads(str(fixture["case"]))
+    for name in case["record"]:
+        reference = fixture[name]
+        ours = np.asarray(out[name])
+        assert ours.shape == reference.shape, name
+        tolerance = TOLERANCE.get(name, 1e-5 * np.ptp(reference))
+        np.testing.assert_array_less(np.abs(ours - reference).max(), tolerance, err_msg=name)
+    for k in range(len(case["detect"]["sites"])):
+        theirs = fixture[f"spikes_{k}"]
+        count = int(out["spike_count"][k])
+        assert count == theirs.size
+        np.testing.assert_allclose(out["spikes"][k, :count], theirs, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_matches_committed_neuron_recordings(name):
+    with jax.enable_x64():
+        fixture = np.load(FIXTURES / f"mechanism_{name}.npz")
+        out = jaxlean_run(fixture)
+        assert_matches(fixture, out)
+        assert sum(fixture[k].size for k in fixture if k.startswith("spikes_")) > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("neuron") is None or not (
+    shutil.which("nrnivmodl") or (Path(sys.executable).parent / "nrnivmodl").exists()),
+    reason="neuron (with nrnivmodl) not installed")
+@pytest.mark.parametrize("name", CASES)
+def test_matches_neuron_live(name, tmp_path):
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,
+                   capture_output=True)
+    with jax.enable_x64():
+        fixture = np.load(tmp_path / f"mechanism_{name}.npz")
+        assert_matches(fixture, jaxlean_run(fixture))
