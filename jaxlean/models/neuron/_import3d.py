@@ -26,10 +26,12 @@ Import3d works on the points in file order (index ``i``), not on the tree alone:
 
 Files Import3d cannot read as one cell are refused here by line: ids out of
 order (Import3d's sort stops with an error), a parent listed after its child,
-several roots.
+several roots, a file of one point.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -41,6 +43,9 @@ SOMA = 1
 
 def _check_order(m, where: str) -> None:
     lines = m.lines
+    if m.ids.size < 2:
+        raise MorphologyError(f"{where}:{lines[0]}: a single point; NEURON's Import3d builds no "
+                              "section from it")
     for i in range(1, m.ids.size):
         if m.ids[i] <= m.ids[i - 1]:
             raise MorphologyError(f"{where}:{lines[i]}: id {m.ids[i]} is not above the previous "
@@ -147,7 +152,7 @@ def sections(m, where: str) -> list:
             points, radius = own, radius[1:]
         kept.append({"points": points, "radius": radius, "parent": ps, "x": x})
 
-    alive = _drop_zero_length(m, kept)
+    alive = _drop_zero_length(m, kept, [int(starts[k]) for k in range(len(kept))], where)
     renumber = {old: new for new, old in enumerate(alive)}
     out = []
     for old in alive:
@@ -164,13 +169,16 @@ def sections(m, where: str) -> list:
     return out
 
 
-def _drop_zero_length(m, kept: list[dict]) -> list[int]:
-    """Import3d's ``chk_valid``: drop two-point sections of zero length (last to first);
-    their children join their parent where they joined. Returns the indices kept."""
+def _drop_zero_length(m, kept: list[dict], firsts: list[int], where: str) -> list[int]:
+    """Import3d's ``chk_valid``: drop two-point sections of zero length (last to first),
+    with a warning; their children join their parent where they joined. Returns the
+    indices kept."""
     alive = list(range(len(kept)))
     for k in range(len(kept) - 1, 0, -1):
         points = kept[k]["points"]
         if len(points) == 2 and np.array_equal(m.xyz[points[0]], m.xyz[points[1]]):
+            warnings.warn(f"{where}:{m.lines[firsts[k]]}: id {m.ids[firsts[k]]} makes a section of "
+                          "zero length; dropped, as NEURON's Import3d drops it", stacklevel=4)
             alive.remove(k)
             for child in kept[k + 1:]:
                 if child["parent"] == k:

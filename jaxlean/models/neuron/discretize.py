@@ -110,8 +110,8 @@ def section_nseg(sections: list, ncomp: int | None = None, max_length: float | N
     if sum(option is not None for option in (ncomp, max_length, nseg)) != 1:
         raise ConfigError("give exactly one of ncomp (per branch), max_length (um) or nseg "
                           "(a rule: Fixed, MaxLength, DLambda)")
-    if (ncomp is not None and not ncomp >= 1) or (max_length is not None
-                                                   and not max_length > 0):
+    if (ncomp is not None and not (isinstance(ncomp, int | np.integer) and ncomp >= 1)) or (
+            max_length is not None and not max_length > 0):
         raise ConfigError(f"ncomp must be >= 1 and max_length > 0; got {ncomp}, {max_length}")
     if nseg is not None and not isinstance(nseg, Fixed | MaxLength | DLambda):
         raise ConfigError(f"nseg must be a Fixed, MaxLength or DLambda rule; got {nseg!r}")
@@ -120,7 +120,7 @@ def section_nseg(sections: list, ncomp: int | None = None, max_length: float | N
             raise MorphologyError(f"the section ending at SWC id {section.last_id} has zero "
                                   "length (all its points coincide); NEURON cannot simulate it")
     if nseg is None:
-        rule = Fixed(int(ncomp)) if ncomp is not None else MaxLength(max_length)
+        rule = Fixed(ncomp) if ncomp is not None else MaxLength(max_length)
         return np.array([1 if s.kind == 1 else rule.nseg(s) for s in sections])
     return np.array([nseg.nseg(s) for s in sections])
 

@@ -92,9 +92,10 @@ def test_a_child_on_a_later_line_starts_a_section():
 def test_zero_length_section_is_dropped_and_its_children_move_up():
     text = ("1 1 0 0 0 5 -1\n2 3 8 0 0 1 1\n3 3 50 0 0 1 2\n4 3 50 0 0 0.5 3\n"
             "5 3 90 9 0 0.5 4\n6 3 90 -9 0 0.5 4\n7 3 60 -30 0 0.5 3\n")
-    assert _layout(text) == [(1, -1, 0.5, 3), (3, 0, 0.5, 2), (3, 1, 1.0, 2), (3, 1, 1.0, 2),
-                             (3, 1, 1.0, 2)]
-    assert [s.last_id for s in swc.sections(swc.read_swc(text))] == [1, 3, 5, 6, 7]
+    with pytest.warns(UserWarning, match=r":4: id 4 makes a section of zero length"):
+        assert _layout(text) == [(1, -1, 0.5, 3), (3, 0, 0.5, 2), (3, 1, 1.0, 2),
+                                 (3, 1, 1.0, 2), (3, 1, 1.0, 2)]
+        assert [s.last_id for s in swc.sections(swc.read_swc(text))] == [1, 3, 5, 6, 7]
 
 
 def test_soma_branching_at_its_root_and_later_gives_soma_sections():
@@ -133,6 +134,7 @@ def test_bad_files_name_the_line(text, match):
     ("1 1 0 0 0 5 -1\n2 1 9 0 0 5 -1\n", r"one root point.*lines \[1, 2\]"),
     ("1 1 0 0 0 5 -1\n3 3 9 0 0 1 1\n2 3 9 9 0 1 1\n", r":3: id 2 is not above.*unsorted"),
     ("1 1 0 0 0 5 -1\n2 3 9 0 0 1 3\n3 3 9 9 0 1 1\n", r":2: parent 3 of id 2 comes later"),
+    ("# one point\n1 1 0 0 0 5 -1\n", r":2: a single point"),
 ])
 def test_files_import3d_cannot_read_are_refused(text, match):
     with pytest.raises(MorphologyError, match=match):
