@@ -18,24 +18,25 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import _geometry
 
-#: NEURON's values for parameters whose jaxlean default differs or that NEURON
-#: users set implicitly: ``Ra = 35.4`` ohm cm (jaxlean: 100), ``cm = 1`` uF/cm2,
-#: ``v_init = -65`` mV, ``celsius = 6.3`` degC; ``hh``'s leak ``gl = 3e-4`` S/cm2,
-#: ``el = -54.3`` mV (jaxlean's leak defaults are ``hh``'s). NEURON's default
-#: ``nseg`` is 1 for every section (``Fixed(1)``); jaxlean's ``from_swc`` asks.
+#: NEURON's values of the cable parameters whose jaxlean default differs or that
+#: NEURON users get without asking: ``Ra = 35.4`` ohm cm (jaxlean: 100), ``cm = 1``
+#: uF/cm2, ``v_init = -65`` mV, ``celsius = 6.3`` degC. Channel defaults are
+#: NEURON's ``hh`` values in both (``gl = 3e-4`` S/cm2, ``el = -54.3`` mV for the
+#: leak); NEURON's ``pas`` differs (``g_pas = 1e-3`` S/cm2, ``e_pas = -70`` mV) and
+#: is not applied here. NEURON's default ``nseg`` is 1 for every section
+#: (``Fixed(1)``); jaxlean's ``Cell.from_swc`` asks for a rule.
 NEURON_DEFAULTS = {"axial_resistivity": 35.4, "capacitance": 1.0, "v_init": -65.0,
-                   "celsius": 6.3, "g_leak": 3e-4, "e_leak": -54.3}
+                   "celsius": 6.3}
 
 
 def neuron_defaults(params: dict) -> dict:
     """``params`` with NEURON's defaults (:data:`NEURON_DEFAULTS`) for the keys it has."""
-    import jax.numpy as jnp
-
     return {**params, **{name: jnp.asarray(value, dtype=float)
                          for name, value in NEURON_DEFAULTS.items() if name in params}}
 

@@ -72,7 +72,10 @@ def jaxlean_trace(fixture) -> tuple[np.ndarray, Cell | None, np.ndarray | None]:
         sites = [int(offsets[k] + j) for k, j in fixture["sites"]]
         stimulated = int(min(counts[0] // 2, counts[0] - 1))
         params = cell.params()
-        params["axial_resistivity"] = jnp.asarray(case["Ra"])
+        if case["Ra"] == discretize.NEURON_DEFAULTS["axial_resistivity"]:
+            params = discretize.neuron_defaults(params)    # the corpus runs NEURON's defaults
+        else:
+            params["axial_resistivity"] = jnp.asarray(case["Ra"])
         cable = cell
     params["celsius"] = jnp.asarray(case["celsius"])
     current = step_current(case["amp"], case["delay"], case["dur"], case["dt"], case["t_max"])
