@@ -49,8 +49,9 @@ CORPUS = {
 10 3 50 -30 0 0.8 2
 11 3 100 -60 0 0.6 10
 """,
-    # repeated points with radius steps: inside a section and at a fork; a one-point
-    # branch on the fork point (a zero-length section Import3d removes)
+    # repeated points with radius steps: inside a section, at a fork, at a tip (where the
+    # last segment boundary falls just before the point: NEURON leaves its ring out); a
+    # one-point branch on the fork point (a zero-length section Import3d removes)
     "repeated_points": """\
 1 1 0 0 0 7 -1
 2 3 9 0 0 1.5 1
@@ -65,6 +66,9 @@ CORPUS = {
 11 3 170 40 0 0.6 6
 12 3 200 80 0 0.4 11
 13 3 210 60 5 0.35 11
+14 3 -9 0 0 1.1 1
+15 3 -9 -73.44 32.64 0.9 14
+16 3 -9 -73.44 32.64 0.6 15
 """,
     # children on later lines (not the next one) and gaps in the ids
     "line_order": """\
@@ -254,11 +258,22 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
     return result
 
 
+def write_corpus() -> None:
+    """Write the corpus's SWC files next to the fixtures (only those whose text changed)."""
+    (OUT / "corpus").mkdir(exist_ok=True)
+    for name, text in CORPUS.items():
+        path = OUT / "corpus" / f"{name}.swc"
+        text = f"# jaxlean's SWC corpus: {name} (written by {Path(__file__).name})\n{text}"
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+
+
 def main(names: list[str], out: Path = OUT) -> None:
     """Write every case (or those named) to ``out``, one process per case so cells never mix."""
     import subprocess
 
     out.mkdir(parents=True, exist_ok=True)
+    write_corpus()
     if len(names) == 1 and names[0] in CASES:
         result = run(names[0], CASES[names[0]])
         np.savez_compressed(out / f"{names[0]}.npz", **result)
@@ -267,10 +282,6 @@ def main(names: list[str], out: Path = OUT) -> None:
     unknown = sorted(set(names) - set(CASES))
     if unknown:
         raise SystemExit(f"unknown case(s) {unknown}; have {sorted(CASES)}")
-    (OUT / "corpus").mkdir(exist_ok=True)
-    for corpus_name, text in CORPUS.items():
-        (OUT / "corpus" / f"{corpus_name}.swc").write_text(
-            f"# jaxlean's SWC corpus: {corpus_name} (written by {Path(__file__).name})\n{text}")
     for name in names or CASES:
         subprocess.run([sys.executable, __file__, "--out", str(out), name], check=True)
 

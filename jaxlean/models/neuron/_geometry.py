@@ -8,7 +8,11 @@ resistance (per unit resistivity) sums ``dl / (pi r1 r2)``. A repeated point
 with a new radius (``dl = 0``) adds the ring ``pi (r1 + r2) |r1 - r2|`` and no
 resistance; the cable before it keeps the earlier radius. Like NEURON, the walk
 goes past a point lying exactly on a half-segment boundary, so such a ring
-belongs to the half before the boundary.
+belongs to the half before the boundary, and a ring at a section's last point
+counts only if the last boundary, summed half by half, reaches its arc length.
+Which side of such a point a boundary falls on depends on the last bit, so the
+points are rounded as NEURON stores them (8 significant digits, then float32)
+and the arc lengths summed in its order.
 """
 
 from __future__ import annotations
@@ -47,6 +51,12 @@ def _walk(arc: np.ndarray, diam: np.ndarray, nseg: int) -> np.ndarray:
     return halves
 
 
+def _as_stored(values: np.ndarray) -> np.ndarray:
+    """Values as Import3d passes them to NEURON (``%.8g``) and NEURON keeps them (float32)."""
+    flat = np.asarray(values, dtype=float).ravel()
+    return np.array([float(f"{v:.8g}") for v in flat], dtype=np.float32).reshape(np.shape(values))
+
+
 def segments(xyz: np.ndarray, radius: np.ndarray, nseg: int) -> dict[str, np.ndarray]:
     """Per segment: ``length`` (um), ``area`` (um2), and the proximal and distal half
     resistances per unit resistivity, ``r_proximal`` and ``r_distal`` (1/um).
@@ -54,8 +64,9 @@ def segments(xyz: np.ndarray, radius: np.ndarray, nseg: int) -> dict[str, np.nda
     ``xyz`` and ``radius`` are the section's 3-D points (at least two, of
     positive total length), proximal to distal.
     """
-    xyz, radius = np.asarray(xyz, dtype=float), np.asarray(radius, dtype=float)
-    arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(xyz, axis=0), axis=1))])
-    halves = _walk(arc, 2 * radius, nseg).reshape(nseg, 2, 2)
+    xyz, diam = _as_stored(xyz), _as_stored(2 * np.asarray(radius, dtype=float))
+    steps = np.diff(xyz, axis=0).astype(float)
+    arc = np.concatenate([[0.0], np.cumsum(np.sqrt(np.sum(steps * steps, axis=1)))])
+    halves = _walk(arc, diam.astype(float), nseg).reshape(nseg, 2, 2)
     return {"length": np.full(nseg, arc[-1] / nseg), "area": halves[:, :, 0].sum(axis=1),
             "r_proximal": halves[:, 0, 1], "r_distal": halves[:, 1, 1]}

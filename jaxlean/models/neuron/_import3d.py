@@ -22,7 +22,9 @@ Import3d works on the points in file order (index ``i``), not on the tree alone:
   first point, at ``0.5`` if it hangs from a one-point soma or an interior point
   of a soma section;
 * a section of two equal points (zero length) is dropped and its children join
-  its parent where it joined.
+  its parent where it joined; so is a one-point dendrite on the root's first
+  point when the root has several soma children (Import3d wires it, leaving it
+  no point).
 
 Files Import3d cannot read as one cell are refused here by line: ids out of
 order (Import3d's sort stops with an error), a parent listed after its child,
@@ -170,15 +172,17 @@ def sections(m, where: str) -> list:
 
 
 def _drop_zero_length(m, kept: list[dict], firsts: list[int], where: str) -> list[int]:
-    """Import3d's ``chk_valid``: drop two-point sections of zero length (last to first),
-    with a warning; their children join their parent where they joined. Returns the
-    indices kept."""
+    """Import3d's ``chk_valid``: drop, last to first and with a warning, sections left with
+    one point (a one-point dendrite wired to the root's first point) or with two equal
+    points; their children join their parent where they joined. Returns the indices kept."""
     alive = list(range(len(kept)))
     for k in range(len(kept) - 1, 0, -1):
         points = kept[k]["points"]
-        if len(points) == 2 and np.array_equal(m.xyz[points[0]], m.xyz[points[1]]):
+        if len(points) == 1 or (len(points) == 2
+                                and np.array_equal(m.xyz[points[0]], m.xyz[points[1]])):
+            what = "one point" if len(points) == 1 else "zero length"
             warnings.warn(f"{where}:{m.lines[firsts[k]]}: id {m.ids[firsts[k]]} makes a section of "
-                          "zero length; dropped, as NEURON's Import3d drops it", stacklevel=4)
+                          f"{what}; dropped, as NEURON's Import3d drops it", stacklevel=4)
             alive.remove(k)
             for child in kept[k + 1:]:
                 if child["parent"] == k:
