@@ -98,6 +98,15 @@ def test_zero_length_section_is_dropped_and_its_children_move_up():
         assert [s.last_id for s in swc.sections(swc.read_swc(text))] == [1, 3, 5, 6, 7]
 
 
+def test_one_point_wire_on_the_roots_first_point_is_dropped():
+    """A dendrite point on the root's first point, cut by a child of another type: Import3d
+    wires it and leaves it no point; its children join the root at x = 0."""
+    text = ("1 1 0 0 0 5 -1\n2 1 0 -5 0 5 1\n3 1 0 6 0 4 1\n4 3 -8 0 0 1 1\n"
+            "5 3 -30 10 0 0.8 4\n6 4 -30 -10 0 0.8 4\n")
+    with pytest.warns(UserWarning, match=r":4: id 4 makes a section of one point"):
+        assert _layout(text) == [(1, -1, 0.5, 2), (1, 0, 0.0, 2), (3, 0, 0.0, 2), (4, 0, 0.0, 2)]
+
+
 def test_soma_branching_at_its_root_and_later_gives_soma_sections():
     text = ("1 1 0 0 0 5 -1\n2 1 5 0 0 5 1\n3 1 9 4 0 3 2\n4 1 9 -4 0 3 2\n"
             "5 1 -5 0 0 4 1\n6 3 20 9 0 1 3\n")
