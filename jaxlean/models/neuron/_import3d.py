@@ -28,11 +28,13 @@ Import3d works on the points in file order (index ``i``), not on the tree alone:
 
 Files Import3d cannot read as one cell are refused here by line: ids out of
 order (Import3d's sort stops with an error), a parent listed after its child,
-several roots, a file of one point.
+several roots, a file of one point. Coordinates and radii are rounded to float32
+as Import3d's ``sscanf`` reads them, so the points are NEURON's to the last bit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -62,6 +64,11 @@ def _check_order(m, where: str) -> None:
     if roots.size != 1:
         raise MorphologyError(f"{where}: expected one root point (parent -1); got {roots.size} "
                               f"(lines {[int(lines[r]) for r in roots]})")
+
+
+def _as_read(values: np.ndarray) -> np.ndarray:
+    """Numbers as Import3d reads them: its ``sscanf("%f")`` rounds them to float32."""
+    return np.asarray(values, dtype=np.float32).astype(float)
 
 
 def _count_children(types: np.ndarray, pix: np.ndarray):
@@ -102,6 +109,7 @@ def sections(m, where: str) -> list:
     from jaxlean.models.neuron.swc import Section
 
     _check_order(m, where)
+    m = dataclasses.replace(m, xyz=_as_read(m.xyz), radius=_as_read(m.radius))
     types, pix = m.types, m.parents.copy()
     n = types.size
     nchild, to_start = _count_children(types, pix)
