@@ -112,7 +112,9 @@ class Cell:
 
     @classmethod
     def from_swc(cls, source: str | Path, ncomp: int | None = None,
-                 max_length: float | None = None, nseg: object = None) -> Cell:
+                 max_length: float | None = None,
+                 nseg: discretize.Fixed | discretize.MaxLength | discretize.DLambda | None = None,
+                 ) -> Cell:
         """A cell from an SWC file, cut into sections as NEURON's Import3d does.
 
         Give exactly one of: ``ncomp`` (the soma one compartment, every other
