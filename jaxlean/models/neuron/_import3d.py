@@ -9,7 +9,9 @@ Import3d works on the points in file order (index ``i``), not on the tree alone:
   more soma children: there the soma branches into several sections;
 * a dendrite whose first point ``p`` hangs from the soma by a wire may have a
   second child on a later line ("forks at its first point"): for ``p`` past the
-  second line, ``p`` is not cut and that child joins the dendrite at ``x = 0``;
+  file's second point, ``p`` is not cut and that child joins the dendrite at
+  ``x = 0``; for ``p`` the second point, ``p`` alone becomes a section, a stub
+  from the soma centre that both branches join at its end;
 * a one-point root is a sphere: a cylinder of length and diameter ``2 r``. So is
   the NeuroMorpho three-point soma (a centre and two points at distance ``r``
   with radius ``r``, nothing attached to them: its two outer points are dropped);
