@@ -9,12 +9,16 @@ compares against without NEURON. Run from the repository root:
     python scripts/make_neuron_fixtures.py [--out DIR] [CASE ...]
 
 Each case is described once in :data:`CASES`; the test reads the same
-description from the fixture file, so the two cannot drift apart.
+description from the fixture file, so the two cannot drift apart. The SWC corpus
+(:data:`CORPUS`: the shapes of real reconstructions that Import3d reads in its
+own way) is written to ``fixtures/corpus/*.swc`` and simulated like the others;
+for every SWC case the fixture also holds NEURON's ``nseg`` and segment areas.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -26,54 +30,191 @@ OUT = ROOT / "tests" / "models" / "neuron" / "fixtures"
 
 MAX_TIPS = 6
 HH = {"gnabar_hh": 0.12, "gkbar_hh": 0.036, "gl_hh": 3e-4, "el_hh": -54.3}
+TYPES = {1: "soma", 2: "axon", 3: "dend", 4: "apic"}
+
+# SWC files with the shapes Import3d treats specially (ids, types, um); see _import3d.py.
+CORPUS = {
+    # dendrite A forks at its first point on line 2 (NEURON keeps a stub from the soma
+    # centre), dendrite B at its first point further down (the branch joins B at x = 0)
+    "fork_first_point": """\
+1 1 0 0 0 6 -1
+2 3 8 0 0 1.0 1
+3 3 60 0 0 0.9 2
+4 3 120 5 0 0.8 3
+5 3 -8 0 0 1.2 1
+6 3 -60 10 0 1.0 5
+7 3 -130 20 0 0.8 6
+8 3 -60 -10 0 1.0 5
+9 3 -140 -25 0 0.7 8
+10 3 50 -30 0 0.8 2
+11 3 100 -60 0 0.6 10
+""",
+    # repeated points with radius steps: inside a section, at a fork, at a tip (where the
+    # last segment boundary falls just before the point: NEURON leaves its ring out); a
+    # one-point branch on the fork point (a zero-length section Import3d removes)
+    "repeated_points": """\
+1 1 0 0 0 7 -1
+2 3 9 0 0 1.5 1
+3 3 60 0 0 1.4 2
+4 3 60 0 0 0.9 3
+5 3 120 10 0 0.8 4
+6 3 170 40 0 0.7 5
+7 3 170 40 0 0.5 6
+8 3 220 70 0 0.45 7
+9 3 170 40 0 0.55 6
+10 3 230 20 0 0.4 9
+11 3 170 40 0 0.6 6
+12 3 200 80 0 0.4 11
+13 3 210 60 5 0.35 11
+14 3 -9 0 0 1.1 1
+15 3 -9 -73.44 32.64 0.9 14
+16 3 -9 -73.44 32.64 0.6 15
+""",
+    # children on later lines (not the next one) and gaps in the ids
+    "line_order": """\
+1 1 0 0 0 6 -1
+2 3 8 0 0 1 1
+3 3 50 0 0 0.9 2
+5 3 -8 0 0 1 1
+6 3 -50 5 0 0.9 5
+7 3 100 5 0 0.8 3
+8 3 150 10 0 0.7 7
+20 3 -100 10 0 0.8 6
+21 3 -150 20 0 0.6 20
+""",
+    # a soma of several points: dendrites at its end, at its first point, at interior points
+    "soma_multi_point": """\
+1 1 0 0 0 5 -1
+2 1 6 0 0 6 1
+3 1 12 0 0 6.5 2
+4 1 18 0 0 5 3
+5 1 24 0 0 3 4
+6 3 30 0 0 1.2 5
+7 3 150 0 0 0.8 6
+8 3 -6 0 0 1 1
+9 3 -120 0 0 0.7 8
+10 4 12 8 0 1.5 3
+11 4 12 150 0 1 10
+12 2 18 -6 0 0.6 4
+""",
+    # a soma that branches at its root and at a later point: several soma sections
+    "soma_branched": """\
+1 1 0 0 0 5 -1
+2 1 5 0 0 5 1
+3 1 10 0 0 4 2
+4 1 14 4 0 3 3
+5 1 18 8 0 2 4
+6 1 14 -4 0 3 3
+7 1 18 -8 0 2 6
+8 1 -5 3 0 4 1
+9 1 -9 6 0 3 8
+10 3 20 10 0 1 5
+11 3 100 60 0 0.7 10
+12 3 16 0 0 1 3
+13 3 150 0 0 0.6 12
+14 3 -12 8 0 0.9 9
+15 3 -100 80 0 0.6 14
+""",
+    # NeuroMorpho's three-point soma; a dendrite forking at its first point
+    "soma_three_point": """\
+1 1 0 0 0 6 -1
+2 1 0 -6 0 6 1
+3 1 0 6 0 6 1
+4 3 8 0 0 1.2 1
+5 3 80 0 0 1 4
+6 3 150 10 0 0.8 5
+7 3 80 -40 0 0.8 4
+8 3 140 -80 0 0.6 7
+9 2 -8 0 0 0.8 1
+10 2 -200 0 0 0.6 9
+""",
+    # a soma outline (contour) written as a chain of type-1 points
+    "soma_contour": "".join(
+        f"{k + 1} 1 {8 * math.cos(2 * math.pi * k / 12):.3f} "
+        f"{8 * math.sin(2 * math.pi * k / 12):.3f} 0 {2 + (k % 3) * 0.5} {k if k else -1}\n"
+        for k in range(12)) + """\
+13 3 10 0 0 1.0 1
+14 3 150 0 0 0.7 13
+15 4 0 10 0 1.2 4
+16 4 0 160 0 0.8 15
+17 3 -10 -10 0 1.0 12
+18 3 -120 -90 0 0.6 17
+""",
+    # no soma: the root is a dendrite point with two children
+    "no_soma": """\
+1 3 0 0 0 1.5 -1
+2 3 20 0 0 1.4 1
+3 3 40 0 0 1.3 2
+4 3 -20 0 0 1.2 1
+5 3 -60 0 0 1.0 4
+6 3 -90 20 0 0.8 5
+7 3 -90 -20 0 0.8 5
+""",
+}
+
+_SWC = {"kind": "swc", "dt": 0.025, "t_max": 20.0, "delay": 1.0, "dur": 15.0,
+        "celsius": 6.3, "Ra": 100.0}
+_CORPUS = {"kind": "swc", "dt": 0.025, "t_max": 10.0, "amp": 1.0, "delay": 1.0, "dur": 5.0,
+           "celsius": 6.3, "Ra": 35.4}
 CASES = {
     "passive_cable": {"kind": "cable", "n": 25, "length": 500.0, "diam": 2.0, "dt": 0.025,
                       "t_max": 10.0, "amp": 0.1, "delay": 1.0, "dur": 5.0, "celsius": 6.3},
-    "y_hh": {"kind": "swc", "swc": "y", "ncomp": 2, "dt": 0.025, "t_max": 20.0, "amp": 0.4,
-             "delay": 1.0, "dur": 15.0, "celsius": 6.3},
-    "y_hh_16c": {"kind": "swc", "swc": "y", "ncomp": 2, "dt": 0.025, "t_max": 20.0,
-                 "amp": 0.4, "delay": 1.0, "dur": 15.0, "celsius": 16.3},
-    "pyramidal_hh": {"kind": "swc", "swc": "pyramidal", "ncomp": 2, "dt": 0.025, "t_max": 20.0,
-                     "amp": 1.0, "delay": 1.0, "dur": 15.0, "celsius": 6.3},
+    "y_hh": {**_SWC, "swc": "y", "nseg": ["ncomp", 2], "amp": 0.4},
+    "y_hh_16c": {**_SWC, "swc": "y", "nseg": ["ncomp", 2], "amp": 0.4, "celsius": 16.3},
+    "pyramidal_hh": {**_SWC, "swc": "pyramidal", "nseg": ["ncomp", 2], "amp": 1.0},
+    **{f"corpus_{name}": {**_CORPUS, "swc": f"corpus/{name}", "nseg": ["d_lambda", 0.1, 100.0]}
+       for name in CORPUS},
 }
+CASES["corpus_soma_contour"]["nseg"] = ["max_length", 15.0]
+CASES["corpus_soma_branched"]["nseg"] = ["fixed", 2]
 
 
-def _swc_ids(path: Path) -> tuple[np.ndarray, np.ndarray, int]:
-    rows = np.array([line.split() for line in path.read_text().splitlines()
-                     if line.strip() and not line.lstrip().startswith("#")], dtype=float)
-    root = int(rows[rows[:, 6] == -1][0, 0])
-    return rows[:, 0].astype(int), rows[:, 2:5], root
+def swc_path(case: dict) -> Path:
+    """Where a case's SWC file lies: the bundled data, or the corpus next to the fixtures."""
+    name = case["swc"]
+    return OUT / f"{name}.swc" if name.startswith("corpus/") else DATA / f"{name}.swc"
+
+
+def _nseg(h, section, rule: list, is_soma: bool) -> int:
+    """``nseg`` as a NEURON user sets it; ``d_lambda`` is the CellBuilder's rule."""
+    if rule[0] == "ncomp":
+        return 1 if is_soma else rule[1]
+    if rule[0] == "fixed":
+        return rule[1]
+    if rule[0] == "max_length":
+        return max(1, math.ceil(section.L / rule[1]))
+    d_lambda, frequency = rule[1], rule[2]
+    return int((section.L / (d_lambda * h.lambda_f(frequency, sec=section)) + 0.9) / 2) * 2 + 1
 
 
 def _swc_cell(h, case: dict):
-    """Load the SWC file with Import3d; sites: the soma and the last segment of every tip."""
-    path = DATA / f"{case['swc']}.swc"
+    """Load the SWC file with Import3d; sections in Import3d's order; sites: the root's
+    middle segment and the last segment of up to MAX_TIPS tip sections."""
+    path = swc_path(case)
     reader = h.Import3d_SWC_read()
+    reader.quiet = 1
     reader.input(str(path))
     h.Import3d_GUI(reader, False).instantiate(None)
-    ids, xyz, root = _swc_ids(path)
-    sections = list(h.allsec())
-    sites, keep = [], []
+    by_name = {section.name(): section for section in h.allsec()}
+    sections = []
+    for record in reader.sections:
+        kind = int(record.type)
+        sections.append(by_name[f"{TYPES.get(kind, f'dend_{kind}')}[{int(record.nameindex)}]"])
     for section in sections:
-        section.nseg = 1 if "soma" in section.name() else case["ncomp"]
-        section.Ra, section.cm = 100.0, 1.0
+        section.Ra, section.cm = case["Ra"], 1.0
+        section.nseg = _nseg(h, section, case["nseg"], section.name().startswith("soma"))
         section.insert("hh")
         for segment in section:
             for name, value in HH.items():
                 setattr(segment, name, value)
         section.ena, section.ek = 50.0, -77.0
-        if "soma" in section.name():
-            sites.append((root, 0))
-            keep.append(section(0.5))
-        elif len(section.children()) == 0:
-            last = np.array([section.x3d(section.n3d() - 1), section.y3d(section.n3d() - 1),
-                             section.z3d(section.n3d() - 1)])
-            ident = int(ids[np.argmin(np.linalg.norm(xyz - last, axis=1))])
-            sites.append((ident, section.nseg - 1))
-            keep.append(section((section.nseg - 0.5) / section.nseg))
-    soma = next(s for s in sections if "soma" in s.name())
-    chosen = [0, *np.linspace(1, len(sites) - 1, min(MAX_TIPS, len(sites) - 1)).astype(int)]
-    return sections, soma(0.5), [sites[k] for k in chosen], [keep[k] for k in chosen]
+    root = sections[0]
+    sites = [(0, min(int(root.nseg * 0.5), root.nseg - 1))]
+    tips = [k for k, section in enumerate(sections) if len(section.children()) == 0]
+    chosen = np.unique(np.linspace(0, len(tips) - 1, min(MAX_TIPS, len(tips))).astype(int))
+    sites += [(tips[k], sections[tips[k]].nseg - 1) for k in chosen.tolist()]
+    segments = [sections[k]((j + 0.5) / sections[k].nseg) for k, j in sites]
+    return sections, root(0.5), sites, segments
 
 
 def _cable(h, case: dict):
@@ -86,7 +227,7 @@ def _cable(h, case: dict):
     n = case["n"]
     chosen = [0, n // 2, n - 1]
     keep = [cable((k + 0.5) / n) for k in chosen]
-    return [cable], keep[0], [(-1, k) for k in chosen], keep
+    return [cable], keep[0], [(0, k) for k in chosen], keep
 
 
 def run(name: str, case: dict) -> dict[str, np.ndarray]:
@@ -108,10 +249,23 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
     h.continuerun(case["t_max"])
     steps = round(case["t_max"] / case["dt"])
     v = np.stack([np.asarray(r)[1: steps + 1] for r in recordings], axis=1)
+    result = {"v": v, "sites": np.asarray(sites, dtype=np.int64),
+              "nseg": np.asarray([s.nseg for s in sections], dtype=np.int64),
+              "area": np.asarray([segment.area() for s in sections for segment in s]),
+              "case": np.asarray(json.dumps(case)),
+              "neuron_version": np.asarray(__import__("neuron").__version__)}
     del clamp, sections
-    return {"v": v, "sites": np.asarray(sites, dtype=np.int64),
-            "case": np.asarray(json.dumps(case)),
-            "neuron_version": np.asarray(__import__("neuron").__version__)}
+    return result
+
+
+def write_corpus() -> None:
+    """Write the corpus's SWC files next to the fixtures (only those whose text changed)."""
+    (OUT / "corpus").mkdir(exist_ok=True)
+    for name, text in CORPUS.items():
+        path = OUT / "corpus" / f"{name}.swc"
+        text = f"# jaxlean's SWC corpus: {name} (written by {Path(__file__).name})\n{text}"
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
 
 
 def main(names: list[str], out: Path = OUT) -> None:
@@ -119,6 +273,7 @@ def main(names: list[str], out: Path = OUT) -> None:
     import subprocess
 
     out.mkdir(parents=True, exist_ok=True)
+    write_corpus()
     if len(names) == 1 and names[0] in CASES:
         result = run(names[0], CASES[names[0]])
         np.savez_compressed(out / f"{names[0]}.npz", **result)

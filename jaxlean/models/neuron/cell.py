@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.linalg import Tree
-from jaxlean.models.neuron import _geometry, swc
+from jaxlean.models.neuron import discretize, swc
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron.mechanisms import Insertion, Mechanism
 
@@ -133,21 +133,22 @@ class Cell:
 
     @classmethod
     def from_swc(cls, source: str | Path, ncomp: int | None = None,
-                 max_length: float | None = None) -> Cell:
+                 max_length: float | None = None,
+                 nseg: discretize.Fixed | discretize.MaxLength | discretize.DLambda | None = None,
+                 ) -> Cell:
         """A cell from an SWC file, cut into sections as NEURON's Import3d does.
 
-        The soma is one compartment; every other section gets ``ncomp``
-        compartments, or ``ceil(length / max_length)`` (give exactly one).
-        Compartment areas and half resistances follow the 3-D points (frustums),
-        as in NEURON (see :mod:`jaxlean.models.neuron.swc`).
+        Give exactly one of: ``ncomp`` (the soma one compartment, every other
+        section ``ncomp``), ``max_length`` (um; the soma one, the others
+        ``ceil(length / max_length)``) or ``nseg``, a rule of
+        :mod:`jaxlean.models.neuron.discretize` applied to every section
+        (``Fixed``, ``MaxLength``, NEURON's ``DLambda``). Compartment areas and
+        half resistances follow the 3-D points, as in NEURON.
         """
-        if (ncomp is None) == (max_length is None):
-            raise ConfigError("give exactly one of ncomp (per branch) or max_length (um)")
-        if (ncomp is not None and ncomp < 1) or (max_length is not None and not max_length > 0):
-            raise ConfigError(f"ncomp must be >= 1 and max_length > 0; got {ncomp}, {max_length}")
         where = "<swc text>" if isinstance(source, str) and "\n" in source else str(source)
-        parts = _compartments(swc.sections(swc.read_swc(source), where), ncomp, max_length)
-        return _build(*parts)
+        sections = swc.sections(swc.read_swc(source), where)
+        counts = discretize.section_nseg(sections, ncomp, max_length, nseg)
+        return _build(*discretize.compartments(sections, counts))
 
     def insert(self, mechanism: Mechanism, *, types: object = None, branches: object = None,
                compartments: object = None) -> Cell:
@@ -250,37 +251,6 @@ def _depth(parents: np.ndarray) -> np.ndarray:
     for c in Tree.from_parents(parents).order[::-1].tolist():
         depth[c] = depth[parents[c]] + 1
     return depth
-
-
-def _compartments(sections: list[swc.Section], ncomp: int | None, max_length: float | None):
-    """Parents, lengths, radii, attachments, tapers and SWC types of every section's segments."""
-    parents, attach, length, area, proximal, distal, kind = [], [], [], [], [], [], []
-    first_of, last_of = [], []
-    for index, section in enumerate(sections):
-        arc = float(np.linalg.norm(np.diff(section.xyz, axis=0), axis=1).sum())
-        nseg = 1 if index == 0 else ncomp or max(1, int(np.ceil(arc / max_length)))
-        geometry = _geometry.segments(section.xyz, section.radius, nseg)
-        first = len(parents)
-        if section.parent < 0:
-            parents.append(-1)
-        else:
-            at = {0.0: first_of, 0.5: first_of, 1.0: last_of}[section.parent_x]
-            parents.append(at[section.parent])
-        attach.append(section.parent_x if section.parent >= 0 else 1.0)
-        parents.extend(range(first, first + nseg - 1))
-        attach.extend([1.0] * (nseg - 1))
-        length.extend(geometry["length"])
-        area.extend(geometry["area"])
-        proximal.extend(geometry["r_proximal"])
-        distal.extend(geometry["r_distal"])
-        kind.extend([section.kind] * nseg)
-        first_of.append(first)
-        last_of.append(len(parents) - 1)
-    length, area = np.asarray(length), np.asarray(area)
-    radius = area / (2 * np.pi * length)
-    cylinder_half = 0.5 * length / (np.pi * radius**2)
-    taper = np.stack([np.asarray(proximal), np.asarray(distal)], 1) / cylinder_half[:, None]
-    return np.asarray(parents), length, radius, np.asarray(attach), taper, np.asarray(kind)
 
 
 def _per_compartment(name: str, values: object, n: int) -> np.ndarray:
