@@ -360,10 +360,12 @@ def generate(
         if not len(row):
             raise DataError(f"prompt {i} is empty (generation needs at least one token)")
         check_tokens(row, vocab, what=f"prompt {i}: token id")
-    limits = np.broadcast_to(np.asarray(max_new_tokens, np.int32), (len(rows),))
-    if np.ndim(max_new_tokens) > 1 or limits.min() < 1:
-        raise ConfigError(f"max_new_tokens must be >= 1 (one value or one per row), got "
-                          f"{max_new_tokens}")
+    limits = np.asarray(max_new_tokens)
+    if limits.shape not in ((), (len(rows),)) or not np.issubdtype(limits.dtype, np.integer) \
+            or limits.min() < 1:
+        raise ConfigError(f"max_new_tokens must be integers >= 1, one for every row or one per "
+                          f"row ({len(rows)}), got {max_new_tokens}")
+    limits = np.broadcast_to(limits.astype(np.int32), (len(rows),))
     eos_ids = () if eos_id is None else tuple(
         int(i) for i in ((eos_id,) if isinstance(eos_id, int) else eos_id))
     eos, stops = _stop_table(eos_ids, stop_sequences, vocab)

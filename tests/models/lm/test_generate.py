@@ -115,9 +115,15 @@ def test_compiles_once_per_bucket(stream):
 def test_padded_rollouts_equal_unpadded_greedy_decoding(model, stream):
     """Each row against argmax / log-softmax of one full forward of its own unpadded tokens."""
     prompts, limits, calls, _, _ = stream
-    # Rows of a ragged list, a left- and a right-padded array, and of the larger bucket.
+    for k, call in enumerate(calls):  # lists and left/right padding all end up left-aligned
+        for j in range(2):
+            prompt = prompts[2 * k + j]
+            np.testing.assert_array_equal(call.prompt[j, -len(prompt):], prompt)
+            assert int(call.prompt_mask[j].sum()) == len(prompt)
+            assert bool(call.prompt_mask[j, -len(prompt)])
+    # One row of each prompt bucket, against its own unpadded forward pass.
     wide = next(k for k, call in enumerate(calls) if call.prompt.shape[1] == 16)
-    rows = [(2 * k + j, calls[k], j) for k, j in [(0, 0), (1, 1), (2, 0), (wide, 1)]]
+    rows = [(2 * k + j, calls[k], j) for k, j in [(0, 0), (wide, 1)]]
     seqs = [jnp.asarray(np.concatenate([prompts[i], np.asarray(call.tokens[j, :limits[i]])]))
             for i, call, j in rows]
     adapter = jnp.asarray([j for _, _, j in rows])
@@ -266,5 +272,6 @@ def test_bad_generation_inputs(model, batch):
         generate(model, tokens, max_new_tokens=2, prompt_buckets=(2, 4))
     with pytest.raises(ConfigError, match="stop_sequences\\[0\\]: token id 99"):
         generate(model, tokens, max_new_tokens=2, stop_sequences=[[99]])
-    with pytest.raises(ConfigError, match="max_new_tokens"):
-        generate(model, tokens, max_new_tokens=0)
+    for bad in [0, [2, 2], 1.5]:
+        with pytest.raises(ConfigError, match="max_new_tokens"):
+            generate(model, tokens, max_new_tokens=bad)
