@@ -157,6 +157,9 @@ def run(ctx: BenchContext) -> BenchResult:
             if name != "full logits":
                 result.compare(f"B,C,H,V={MEMORY_SIZE}", "temp memory", "bytes",
                                temp["full logits"], temp[name], name, "full logits")
+        if "tunix" in temp:
+            result.compare(f"B,C,H,V={MEMORY_SIZE}", "temp memory", "bytes", temp["tunix"],
+                           temp["jaxlean"], "jaxlean", "tunix")
         result.target("jaxlean temp / full-logits temp at Qwen3-4B's head",
                       temp["jaxlean"] / temp["full logits"], 0.1, quick=False)
     ctx.step("wall time, sides alternating")
