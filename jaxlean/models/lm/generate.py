@@ -212,7 +212,11 @@ def _rows(prompt: Any, prompt_mask: Any) -> list[np.ndarray]:
     if prompt_mask is not None:
         raise ConfigError("prompt_mask is for a padded [batch, length] array; a list of "
                           "sequences has no padding")
-    return [np.asarray(row).reshape(-1) for row in prompt]
+    rows = [np.asarray(row) for row in prompt]
+    for i, row in enumerate(rows):
+        if row.ndim != 1:
+            raise DataError(f"prompt {i} must be a sequence of ids, got shape {row.shape}")
+    return rows
 
 
 def _left_padded(rows: list[np.ndarray], width: int, pad_id: int
@@ -220,9 +224,8 @@ def _left_padded(rows: list[np.ndarray], width: int, pad_id: int
     ids = np.full((len(rows), width), pad_id, np.int32)
     mask = np.zeros((len(rows), width), bool)
     for i, row in enumerate(rows):
-        if len(row):
-            ids[i, width - len(row):] = row
-            mask[i, width - len(row):] = True
+        ids[i, width - len(row):] = row
+        mask[i, width - len(row):] = True
     return ids, mask
 
 

@@ -259,6 +259,8 @@ def test_bad_generation_inputs(model, batch):
         generate(model, tokens.at[0, 0].set(47), max_new_tokens=2)
     with pytest.raises(DataError, match="prompt 1 is empty"):
         generate(model, [[1, 2], []], max_new_tokens=2)
+    with pytest.raises(DataError, match="prompt 0 must be a sequence of ids"):
+        generate(model, [[[1, 2]]], max_new_tokens=2)
     with pytest.raises(ConfigError, match="needs a PRNG key"):
         generate(model, tokens, max_new_tokens=2, temperature=1.0)
     for bad in [dict(top_k=0), dict(top_p=0.0), dict(min_p=1.5)]:
