@@ -5,6 +5,7 @@ requeued ``fit``, the conductance fit) do the same things on fewer samples and
 steps; the others ignore it.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -23,3 +24,11 @@ def test_example_runs(script):
     assert done.returncode == 0, done.stderr[-3000:]
     if script.stem == "fit_requeue":  # small or not, run 1 must be killed mid-run
         assert "killed with epochs" in done.stdout, done.stdout[-3000:]
+    if script.stem == "grpo":  # the reward rises; rollouts and the train step compile once
+        result = json.loads(done.stdout.split("result:")[-1])
+        first, last = result["rewards"][:3], result["rewards"][-3:]
+        assert sum(last) / 3 > sum(first) / 3 + 0.1, result["rewards"]
+        assert result["compiles"]["jit(_rollout)"] == result["compiles"]["jit(step)"] == 1
+    if script.stem == "sft":  # the reply's loss falls (the prompt's labels are -100)
+        losses = json.loads(done.stdout.split("result:")[-1])["losses"]
+        assert sum(losses[-3:]) < 0.7 * sum(losses[:3]), losses

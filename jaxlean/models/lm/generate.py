@@ -6,19 +6,27 @@ updated cache slices: depth costs no extra tracing here either. Batches are
 left-padded (every prompt ends at the same slot), so the batch writes one slot
 per step; padded slots are never attended to and rotary positions count real
 tokens only, which makes step-by-step decoding equal to one full forward pass.
+
+:func:`generate` pads prompts to a few bucket sizes and passes each row's
+length and token limit as data, so a stream of prompts of every length
+compiles once per bucket (an RL loop would otherwise compile at almost every
+step), and returns what a policy-gradient loss needs besides the tokens: each
+token's log-prob, the lengths and why each row ended.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
-from jaxlean.errors import ConfigError
+from jaxlean.errors import ConfigError, DataError
+from jaxlean.models.lm.sampling import Sampling, choose
 from jaxlean.models.lm.transformer import (
     Transformer,
     check_tokens,
@@ -112,89 +120,273 @@ def decode_step(
     return model.project(model.norm(h[:, 0]), adapter_ids), cache
 
 
-def sample(logits: Array, key: Array | None, temperature: float = 0.0,
-           top_k: int | None = None) -> Array:
-    """Next tokens ``[B]``: argmax at ``temperature == 0``, else sampled from the top k."""
-    if temperature == 0.0:
-        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
-    if key is None:
-        raise ConfigError("sampling with temperature > 0 needs a PRNG key")
-    logits = logits.astype(jnp.float32) / temperature
-    if top_k is not None:
-        kth = jax.lax.top_k(logits, top_k)[0][..., -1:]
-        logits = jnp.where(logits < kth, -jnp.inf, logits)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+
+# ----------------------------------------------------------------------------- rollouts
+
+FINISH_REASONS = ("length", "stop", "stop_sequence")
+"""``Rollout.finish_reason`` indexes this: the length limit, an eos id, a stop sequence."""
+
+Buckets = Sequence[int] | Literal["pow2", "exact"]
+"""Padded sizes: ``"pow2"`` (powers of two, at least 8), ``"exact"`` (no padding: one
+compile per size), or an increasing sequence of allowed sizes."""
+
+_SMALLEST_POW2 = 8
+_STOP_SLOTS = 4  # eos ids and stop sequences are padded to multiples of this (data, not shapes)
+
+
+class Rollout(NamedTuple):
+    """What :func:`generate` returns: completions, their log-probs, lengths and why they ended.
+
+    ``N`` is the new-token bucket (at least the ``max_new_tokens`` asked for) and
+    ``P`` the prompt bucket; shapes depend on the buckets only, so a training
+    step on rollouts compiles once per bucket too.
+
+    Attributes:
+        tokens: ``[B, N]`` int32 ids; from ``lengths`` on, ``pad_id``.
+        logprobs: ``[B, N]`` float32 ``log softmax(logits / temperature)`` of each
+            token (temperature 1 when greedy; filters not applied), 0 past the end.
+            The same values as :func:`~jaxlean.models.lm.heads.token_stats` on
+            :meth:`sequences`.
+        lengths: ``[B]`` int32 tokens generated, the stop token or sequence included.
+        finish_reason: ``[B]`` int32 index into :data:`FINISH_REASONS`.
+        prompt: ``[B, P]`` the prompts, left-padded to the bucket.
+        prompt_mask: ``[B, P]`` bool, False at the padding.
+    """
+
+    tokens: Array
+    logprobs: Array
+    lengths: Array
+    finish_reason: Array
+    prompt: Array
+    prompt_mask: Array
+
+    @property
+    def completion_mask(self) -> Array:
+        """``[B, N]`` bool, True at generated tokens (before ``lengths``)."""
+        return jnp.arange(self.tokens.shape[1])[None, :] < self.lengths[:, None]
+
+    def sequences(self) -> tuple[Array, Array]:
+        """``(ids, attention_mask)`` ``[B, P + N]``: prompt and completion, padding masked."""
+        ids = jnp.concatenate([self.prompt, self.tokens], axis=1)
+        return ids, jnp.concatenate([self.prompt_mask, self.completion_mask], axis=1)
+
+    def finish_reasons(self) -> list[str]:
+        """Each row's reason by name (``"length"``, ``"stop"``, ``"stop_sequence"``)."""
+        return [FINISH_REASONS[int(i)] for i in np.asarray(self.finish_reason)]
+
+
+def bucket(size: int, buckets: Buckets, what: str = "length") -> int:
+    """The padded size for ``size``: the smallest bucket that holds it.
+
+    Raises:
+        ConfigError: ``size`` exceeds the largest of explicit ``buckets``, or bad buckets.
+    """
+    if buckets == "exact":
+        return size
+    if buckets == "pow2":
+        return max(_SMALLEST_POW2, 1 << max(size - 1, 0).bit_length())
+    if isinstance(buckets, str):
+        raise ConfigError(f"{what} buckets must be 'pow2', 'exact' or a sequence of sizes, "
+                          f"got {buckets!r}")
+    sizes = [int(b) for b in buckets]
+    if not sizes or sizes != sorted(set(sizes)) or sizes[0] < 1:
+        raise ConfigError(f"{what} buckets must be increasing positive sizes, got {buckets!r}")
+    for b in sizes:
+        if size <= b:
+            return b
+    raise ConfigError(f"{what} {size} exceeds the largest {what} bucket {sizes[-1]}")
+
+
+def _rows(prompt: Any, prompt_mask: Any) -> list[np.ndarray]:
+    """Each prompt's real ids, in order, from a ragged list or a padded array and mask."""
+    if isinstance(prompt, (jax.Array, np.ndarray)):
+        ids = np.asarray(prompt)
+        if ids.ndim != 2:
+            raise DataError(f"prompt must be [batch, length] or a list of sequences, got shape "
+                            f"{ids.shape}")
+        mask = np.ones(ids.shape, bool) if prompt_mask is None else np.asarray(prompt_mask,
+                                                                                 bool)
+        if mask.shape != ids.shape:
+            raise DataError(f"prompt_mask shape {mask.shape} must equal prompt shape {ids.shape}")
+        return [row[keep] for row, keep in zip(ids, mask, strict=True)]
+    if prompt_mask is not None:
+        raise ConfigError("prompt_mask is for a padded [batch, length] array; a list of "
+                          "sequences has no padding")
+    rows = [np.asarray(row) for row in prompt]
+    for i, row in enumerate(rows):
+        if row.ndim != 1:
+            raise DataError(f"prompt {i} must be a sequence of ids, got shape {row.shape}")
+    return rows
+
+
+def _left_padded(rows: list[np.ndarray], width: int, pad_id: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.full((len(rows), width), pad_id, np.int32)
+    mask = np.zeros((len(rows), width), bool)
+    for i, row in enumerate(rows):
+        ids[i, width - len(row):] = row
+        mask[i, width - len(row):] = True
+    return ids, mask
+
+
+def _stop_table(eos_ids: tuple[int, ...], stop_sequences: Sequence[Sequence[int]],
+                vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eos ids ``[K]`` and right-aligned stop sequences ``[S, L]``, padded with -1 to
+    multiples of :data:`_STOP_SLOTS` so other stop settings reuse the compiled program."""
+    seqs = [tuple(int(t) for t in seq) for seq in stop_sequences]
+    for where, ids in [("eos_id", eos_ids), *((f"stop_sequences[{i}]", s)
+                                              for i, s in enumerate(seqs))]:
+        if not ids and where != "eos_id":
+            raise ConfigError(f"{where} is empty")
+        bad = [t for t in ids if not 0 <= t < vocab]
+        if bad:
+            raise ConfigError(f"{where}: token id {bad[0]} is outside the vocabulary [0, {vocab})")
+    round_up = lambda n: _STOP_SLOTS * max(1, -(-n // _STOP_SLOTS))
+    eos = np.full(round_up(len(eos_ids)), -1, np.int32)
+    eos[:len(eos_ids)] = eos_ids
+    table = np.full((round_up(len(seqs)), round_up(max(map(len, seqs), default=1))), -1, np.int32)
+    for i, seq in enumerate(seqs):
+        table[i, table.shape[1] - len(seq):] = seq
+    return eos, table
+
+
+class _Loop(NamedTuple):
+    cache: KVCache
+    logits: Array
+    step: Array
+    done: Array
+    tokens: Array
+    logprobs: Array
+    lengths: Array
+    reason: Array
+    recent: Array
 
 
 @eqx.filter_jit
-def _generate(model, prompt, prompt_mask, adapter_ids, key, max_new_tokens, temperature, top_k,
-              eos_ids):
-    logits, cache = prefill(model, prompt, prompt_mask,
-                            max_length=prompt.shape[1] + max_new_tokens, adapter_ids=adapter_ids)
-    keys = jax.random.split(key, max_new_tokens)
-    first = sample(logits, keys[0], temperature, top_k)
-    eos = jnp.asarray(eos_ids, jnp.int32)
+def _rollout(model, prompt, prompt_mask, adapter_ids, key, limits, eos, stops, pad_id, values,
+             new_tokens: int, greedy: bool) -> Rollout:
+    batch, width = prompt.shape
+    logits, cache = prefill(model, prompt, prompt_mask, max_length=width + new_tokens,
+                            adapter_ids=adapter_ids)
+    keys = None
+    if not greedy:
+        if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            key = jax.random.wrap_key_data(key)
+        keys = jax.random.split(key, batch) if key.ndim == 0 else key
+    stop_used = stops >= 0
+    stop_real = jnp.any(stop_used, axis=-1)
 
-    def is_eos(token):
-        return jnp.isin(token, eos) if eos_ids else jnp.zeros(token.shape, bool)
+    def running(s: _Loop) -> Array:
+        return (s.step < new_tokens) & ~jnp.all(s.done)
 
-    done = is_eos(first)
+    def advance(s: _Loop) -> _Loop:
+        token, logprob = choose(s.logits, values, greedy, keys, s.step)
+        active = ~s.done
+        token = jnp.where(active, token, pad_id)
+        logprob = jnp.where(active, logprob, 0.0)
+        recent = jnp.concatenate([s.recent[:, 1:], token[:, None]], axis=1)
+        matched = jnp.all((recent[:, None, :] == stops[None]) | ~stop_used[None], axis=-1)
+        hit_eos = active & jnp.isin(token, eos)
+        hit_stop = active & jnp.any(matched & stop_real[None], axis=-1)
+        hit_length = active & (s.step + 1 >= limits)
+        reason = jnp.select([hit_eos, hit_stop, hit_length], [1, 2, 0], s.reason)
+        logits, cache = decode_step(model, s.cache, token, adapter_ids)
+        return _Loop(cache, logits, s.step + 1, s.done | hit_eos | hit_stop | hit_length,
+                     jax.lax.dynamic_update_index_in_dim(s.tokens, token, s.step, axis=1),
+                     jax.lax.dynamic_update_index_in_dim(s.logprobs, logprob, s.step, axis=1),
+                     jnp.where(active, s.step + 1, s.lengths), reason, recent)
 
-    def step(state, step_key):
-        cache, token, done = state
-        logits, cache = decode_step(model, cache, token, adapter_ids)
-        nxt = sample(logits, step_key, temperature, top_k)
-        if eos_ids:
-            nxt = jnp.where(done, eos_ids[0], nxt)
-            done = done | is_eos(nxt)
-        return (cache, nxt, done), nxt
-
-    _, rest = jax.lax.scan(step, (cache, first, done), keys[1:])
-    return jnp.concatenate([first[:, None], rest.T], axis=1)
+    zeros = jnp.zeros((batch,), jnp.int32)
+    start = _Loop(cache, logits, jnp.asarray(0, jnp.int32), jnp.zeros((batch,), bool),
+                  jnp.full((batch, new_tokens), pad_id, jnp.int32),
+                  jnp.zeros((batch, new_tokens), jnp.float32), zeros, zeros,
+                  jnp.full((batch, stops.shape[1]), -1, jnp.int32))
+    end = jax.lax.while_loop(running, advance, start)
+    return Rollout(end.tokens, end.logprobs, end.lengths, end.reason, prompt, prompt_mask)
 
 
 def generate(
     model: Transformer,
-    prompt: Array,
-    prompt_mask: Array | None = None,
+    prompt: Array | np.ndarray | Sequence[Sequence[int]],
+    prompt_mask: Array | np.ndarray | None = None,
     *,
-    max_new_tokens: int,
+    max_new_tokens: int | Sequence[int],
     key: Array | None = None,
     temperature: float = 0.0,
     top_k: int | None = None,
-    adapter_ids: Array | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
     eos_id: int | Sequence[int] | None = None,
-) -> Array:
-    """Generate ``max_new_tokens`` per row after a left-padded prompt (jitted; ids checked first).
+    stop_sequences: Sequence[Sequence[int]] = (),
+    pad_id: int | None = None,
+    adapter_ids: Array | None = None,
+    prompt_buckets: Buckets = "pow2",
+    length_buckets: Buckets = "pow2",
+) -> Rollout:
+    """Complete each prompt, compiling once per (batch, prompt bucket, new-token bucket).
+
+    Prompts are left-aligned into the smallest prompt bucket that holds the
+    longest one, and the cache gets the new-token bucket of the largest
+    ``max_new_tokens``; each row's own prompt length and token limit are data, so
+    other lengths within the same buckets reuse the compiled program, as do
+    other filter values, eos ids and stop sequences (up to 4 of each, 4 tokens
+    long, before the padded table grows). Decoding stops early once every row
+    is done. Ids are checked before anything runs.
 
     Args:
         model: the transformer.
-        prompt: ``[B, P]`` ids, left-padded; prompt_mask: False at the padding.
-        max_new_tokens: tokens to generate.
-        key: PRNG key (needed when ``temperature > 0``).
-        temperature: 0 for greedy decoding.
-        top_k: sample among the k most likely tokens only.
-        adapter_ids: ``[B]`` LoRA adapter per example.
-        eos_id: an end-of-sequence id, or several (Llama 3 lists three, see
-            :class:`~jaxlean.models.lm.hf_config.GenerationSettings`); once a row
-            emits one, the row emits the first of them from then on.
+        prompt: a list of id sequences (any lengths, at least 1), or a padded
+            ``[B, P]`` array with ``prompt_mask``; the padding may be on either side
+            (the real ids of a row are taken in order).
+        prompt_mask: ``[B, P]`` bool, False at padding (default: no padding).
+        max_new_tokens: a limit for every row, or one per row.
+        key: PRNG key, or ``[B]`` keys (one per row), for ``temperature > 0``.
+        temperature, top_k, top_p, min_p: see :class:`~jaxlean.models.lm.sampling.Sampling`
+            (Hugging Face's semantics); ``temperature=0`` is greedy.
+        eos_id: ids that end a row (reason ``"stop"``); Llama 3 lists several.
+        stop_sequences: id sequences that end a row once its completion ends
+            with one (reason ``"stop_sequence"``); matched within the completion.
+        pad_id: the id after a row's end (default: the first eos id, else 0).
+        adapter_ids: ``[B]`` LoRA adapter per row.
+        prompt_buckets, length_buckets: the padded prompt and new-token sizes
+            (see :data:`Buckets`).
 
     Returns:
-        ``[B, max_new_tokens]`` int32 ids.
+        A :class:`Rollout`.
     """
-    check_tokens(prompt, model.config.vocab_size)
+    vocab = model.config.vocab_size
+    sampling = Sampling(float(temperature), top_k, top_p, min_p).check(vocab)
+    rows = _rows(prompt, prompt_mask)
+    if not rows:
+        raise DataError("generate: no prompts")
+    for i, row in enumerate(rows):
+        if not len(row):
+            raise DataError(f"prompt {i} is empty (generation needs at least one token)")
+        check_tokens(row, vocab, what=f"prompt {i}: token id")
+    limits = np.asarray(max_new_tokens)
+    if limits.shape not in ((), (len(rows),)) or not np.issubdtype(limits.dtype, np.integer) \
+            or limits.min() < 1:
+        raise ConfigError(f"max_new_tokens must be integers >= 1, one for every row or one per "
+                          f"row ({len(rows)}), got {max_new_tokens}")
+    limits = np.broadcast_to(limits.astype(np.int32), (len(rows),))
     eos_ids = () if eos_id is None else tuple(
         int(i) for i in ((eos_id,) if isinstance(eos_id, int) else eos_id))
-    if max_new_tokens < 1:
-        raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if temperature < 0:
-        raise ConfigError(f"temperature must be >= 0, got {temperature}")
-    if top_k is not None and not 1 <= top_k <= model.config.vocab_size:
-        raise ConfigError(f"top_k must be in [1, vocab_size], got {top_k}")
-    if temperature > 0 and key is None:
+    eos, stops = _stop_table(eos_ids, stop_sequences, vocab)
+    pad_id = (eos_ids[0] if eos_ids else 0) if pad_id is None else int(pad_id)
+    if not 0 <= pad_id < vocab:
+        raise ConfigError(f"pad_id {pad_id} is outside the vocabulary [0, {vocab})")
+    if sampling.greedy:
+        key = None
+    elif key is None:
         raise ConfigError("sampling with temperature > 0 needs a PRNG key")
-    if prompt_mask is None:
-        prompt_mask = jnp.ones(prompt.shape, bool)
-    key = jax.random.key(0) if key is None else key
-    return _generate(model, jnp.asarray(prompt), jnp.asarray(prompt_mask, bool), adapter_ids, key,
-                     max_new_tokens, float(temperature), top_k, eos_ids)
+    else:
+        typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+        if (key.ndim - (0 if typed else 1)) not in (0, 1) or (
+                key.ndim == (1 if typed else 2) and key.shape[0] != len(rows)):
+            raise ConfigError(f"key must be one PRNG key or one per row ({len(rows)}), got "
+                              f"shape {key.shape}")
+    width = bucket(max(len(row) for row in rows), prompt_buckets, "prompt length")
+    ids, mask = _left_padded(rows, width, pad_id)
+    new_tokens = bucket(int(limits.max()), length_buckets, "max_new_tokens")
+    return _rollout(model, ids, mask, adapter_ids, key, limits, eos, stops,
+                    np.asarray(pad_id, np.int32), sampling.values(), new_tokens, sampling.greedy)
