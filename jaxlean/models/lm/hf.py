@@ -2,13 +2,14 @@
 
 Hugging Face stores one tensor per layer and projection, as ``[out, in]``
 (``model.layers.3.self_attn.q_proj.weight``); the :class:`Transformer` keeps
-each projection once, as ``[layers, in, out]``. Loading reads the tensors with
-the ``safetensors`` NumPy API (no torch), one tensor at a time, checks names and
-shapes against the config, and copies each (transposed, cast) into its
-parameter's preallocated stacked array, so host memory peaks near one copy of
-the model. A missing, unexpected or mis-shaped tensor raises
-:class:`CheckpointError` naming it. A tied model whose file also stores
-``lm_head.weight`` loads as Hugging Face loads it: the stored head is ignored.
+each projection once, as ``[layers, in, out]``. Loading parses the safetensors
+headers (no torch), checks names and shapes against the config, then reads each
+file once, front to back, with plain reads straight into each tensor's place in
+its parameter's preallocated stacked array (transposed or cast a slab at a
+time), so host memory peaks near one copy of the model. A missing, unexpected
+or mis-shaped tensor raises :class:`CheckpointError` naming it. A tied model
+whose file also stores ``lm_head.weight`` loads as Hugging Face loads it: the
+stored head is ignored.
 
 :func:`load_pretrained` / :func:`save_pretrained` read and write a whole model
 directory (``config.json``, ``generation_config.json``, safetensors shards
@@ -217,43 +218,46 @@ class _Reader:
         return name, found
 
     def take(self, handle: Any, name: str, out: np.ndarray, transpose: bool) -> None:
-        """Read tensor ``name`` from the open file ``handle`` into ``out`` (our layout)."""
+        """Read tensor ``name`` from the open file ``handle`` into ``out`` (our layout).
+
+        A tensor stored as ``out`` holds it is read straight into ``out``; one to
+        transpose or cast is read in slabs of rows of about ``_BLOCK_BYTES``
+        through a small reused buffer, each slab written to its place at once.
+        """
         found = self.where[name]
         handle.seek(found.start)
-        direct = not transpose and out.dtype == found.dtype and out.flags.c_contiguous
-        if direct:
-            target = out.reshape(-1).view(np.uint8)
+        if not transpose and out.dtype == found.dtype and out.flags.c_contiguous:
+            self._read(handle, name, out.reshape(-1).view(np.uint8))
         else:
-            if self.buffer.size < found.nbytes:
-                self.buffer = np.empty(found.nbytes, np.uint8)
-            target = self.buffer[:found.nbytes]
-        view = memoryview(target)
-        while view.nbytes:
-            count = handle.readinto(view)
-            if not count:
-                raise CheckpointError(f"tensor {name!r} of {found.file} cannot be read: the "
-                                      f"file ends early")
-            view = view[count:]
-        if not direct:
-            tensor = target.view(found.dtype).reshape(found.shape)
-            _copy(out, tensor, transpose)
+            stored = out.T if transpose else out  # ``out`` seen in the file's layout
+            stored = stored[None] if stored.ndim == 0 else stored
+            row_bytes = math.prod(stored.shape[1:]) * found.dtype.itemsize
+            rows = max(1, _BLOCK_BYTES // max(1, row_bytes))
+            for start in range(0, stored.shape[0], rows):
+                slab = stored[start:start + rows]
+                if self.buffer.size < slab.shape[0] * row_bytes:
+                    self.buffer = np.empty(slab.shape[0] * row_bytes, np.uint8)
+                raw = self.buffer[:slab.shape[0] * row_bytes]
+                self._read(handle, name, raw)
+                slab[...] = raw.view(found.dtype).reshape(slab.shape)
         self.done += 1
         if self.progress is not None:
             self.progress.update(self.done)
 
+    def _read(self, handle: Any, name: str, target: np.ndarray) -> None:
+        """Fill the bytes of ``target`` from ``handle``'s position; a short file is named."""
+        view = memoryview(target)
+        while view.nbytes:
+            count = handle.readinto(view)
+            if not count:
+                raise CheckpointError(f"tensor {name!r} of {self.where[name].file} cannot be "
+                                      f"read: the file ends early")
+            view = view[count:]
 
+
+# Bytes of one slab of a tensor read through the buffer (transposed or cast): small enough
+# to stay in cache while it is written to its place.
 _BLOCK_BYTES = 1 << 20
-
-
-def _copy(out: np.ndarray, tensor: np.ndarray, transpose: bool) -> None:
-    """``out[...] = tensor.T if transpose else tensor``, casting; a transposed 2-D tensor is
-    copied a cache-sized slab of its rows at a time."""
-    if not transpose or tensor.ndim != 2:
-        out[...] = tensor.T if transpose else tensor
-        return
-    rows = max(1, _BLOCK_BYTES // max(1, tensor[0].nbytes))
-    for start in range(0, tensor.shape[0], rows):
-        out[:, start:start + rows] = tensor[start:start + rows].T
 
 
 _ALIGN = 64
@@ -302,10 +306,10 @@ def load_safetensors(
 ) -> Transformer:
     """Load Hugging Face weights into a stacked :class:`Transformer`.
 
-    Each parameter is preallocated once (all layers stacked) and filled one
-    tensor at a time, cast to ``dtype`` as it is copied; on the CPU backend JAX
-    adopts the filled array without a copy. Peak host memory is about one copy
-    of the model plus its largest tensor.
+    Each parameter is preallocated once (all layers stacked) and filled by
+    plain reads, each file in file order, cast to ``dtype`` as it is copied; on
+    the CPU backend JAX adopts the filled array without a copy. Peak host memory
+    is about one copy of the model plus a buffer of about 1 MiB.
 
     Args:
         path: a ``.safetensors`` file, a directory of (sharded) files, or a list of files.
