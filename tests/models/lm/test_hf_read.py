@@ -88,3 +88,13 @@ def test_bad_headers_name_the_file_and_the_fault(tmp_path, header, data, named):
     write_raw(path, header, data)
     with pytest.raises(CheckpointError, match=f"not a readable safetensors file: .*{named}"):
         hf.load_safetensors(path, LLAMA)
+
+
+def test_a_file_cut_short_after_its_header_was_read_names_the_tensor_and_file(tmp_path):
+    path = tmp_path / "model.safetensors"
+    hf.save_safetensors(Transformer(LLAMA, key=jax.random.key(4)), path)
+    reader = hf._Reader([path])
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(CheckpointError, match=r"tensor '[\w.]+' of .*model\.safetensors cannot "
+                                              r"be read: the file ends early"):
+        hf._load(reader, LLAMA, None, False)
