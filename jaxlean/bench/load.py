@@ -9,7 +9,8 @@ sides in turn, sample after sample:
 - ``read whole``: the naive loader, ``safetensors.numpy.load_file`` of every file
   into one dict, then the same transposes, stacks and JAX arrays as the model;
 - ``load_pretrained``: :func:`~jaxlean.models.lm.hf.load_pretrained`, which reads
-  one tensor at a time into the model's stacked arrays;
+  each tensor with plain reads (no memory map), file by file in file order, into
+  its place in the model's preallocated stacked arrays;
 - ``transformers``: ``AutoModelForCausalLM.from_pretrained(dir, dtype=float32)``,
   only where ``torch`` and ``transformers`` import (``-`` otherwise).
 

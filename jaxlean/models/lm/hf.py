@@ -2,13 +2,14 @@
 
 Hugging Face stores one tensor per layer and projection, as ``[out, in]``
 (``model.layers.3.self_attn.q_proj.weight``); the :class:`Transformer` keeps
-each projection once, as ``[layers, in, out]``. Loading reads the tensors with
-the ``safetensors`` NumPy API (no torch), one tensor at a time, checks names and
-shapes against the config, and copies each (transposed, cast) into its
-parameter's preallocated stacked array, so host memory peaks near one copy of
-the model. A missing, unexpected or mis-shaped tensor raises
-:class:`CheckpointError` naming it. A tied model whose file also stores
-``lm_head.weight`` loads as Hugging Face loads it: the stored head is ignored.
+each projection once, as ``[layers, in, out]``. Loading parses the safetensors
+headers (no torch), checks names and shapes against the config, then reads each
+file once, front to back, with plain reads straight into each tensor's place in
+its parameter's preallocated stacked array (transposed or cast a slab at a
+time), so host memory peaks near one copy of the model. A missing, unexpected
+or mis-shaped tensor raises :class:`CheckpointError` naming it. A tied model
+whose file also stores ``lm_head.weight`` loads as Hugging Face loads it: the
+stored head is ignored.
 
 :func:`load_pretrained` / :func:`save_pretrained` read and write a whole model
 directory (``config.json``, ``generation_config.json``, safetensors shards
@@ -21,8 +22,13 @@ model that has them folds one in (``merge_adapter=``) or is refused (see
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
+import math
+import os
 import shutil
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +36,8 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
-from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from jaxlean._progress import Progress
@@ -102,12 +108,56 @@ def _files(path: str | Path | Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def _open(file: Path) -> Any:
-    """``safe_open(file)`` whose failure (a damaged or truncated file) names ``file``."""
+# safetensors dtype names -> NumPy (bfloat16 and float8 through ml_dtypes, as JAX has them).
+_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16,
+           "F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2,
+           "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8, "U64": np.uint64,
+           "U32": np.uint32, "U16": np.uint16, "U8": np.uint8, "BOOL": np.bool_,
+           "C64": np.complex64}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stored:
+    """Where one tensor's bytes lie in its file (``start``: absolute byte offset)."""
+
+    file: Path
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    start: int
+    nbytes: int
+
+
+def _header(file: Path) -> dict[str, _Stored]:
+    """The tensors of one safetensors file, from its header (8-byte little-endian length,
+    then JSON); a damaged or truncated file raises :class:`CheckpointError` naming it."""
     try:
-        return safe_open(file, framework="np")
-    except (SafetensorError, OSError) as error:
+        with open(file, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            raw = handle.read(8)
+            length = struct.unpack("<Q", raw)[0] if len(raw) == 8 else size
+            if length > size - 8:
+                raise ValueError(f"its header length ({length} bytes) exceeds the file")
+            header = json.loads(handle.read(length))
+        if not isinstance(header, dict):
+            raise ValueError("its header is not a JSON object")
+        base, tensors, end = 8 + length, {}, 0
+        for name, info in sorted(((n, i) for n, i in header.items() if n != "__metadata__"),
+                                 key=lambda item: item[1]["data_offsets"][0]):
+            if info["dtype"] not in _DTYPES:
+                raise ValueError(f"tensor {name!r} has dtype {info['dtype']!r} (known: "
+                                 f"{sorted(_DTYPES)})")
+            dtype, shape = np.dtype(_DTYPES[info["dtype"]]), tuple(int(d) for d in info["shape"])
+            begin, stop = (int(o) for o in info["data_offsets"])
+            if begin != end or stop - begin != math.prod(shape) * dtype.itemsize:
+                raise ValueError(f"tensor {name!r} has data offsets {[begin, stop]} that do not "
+                                 f"follow byte {end} or do not fit shape {list(shape)} of {dtype}")
+            tensors[name] = _Stored(file, dtype, shape, base + begin, stop - begin)
+            end = stop
+        if base + end != size:
+            raise ValueError(f"its tensors end at byte {base + end} but the file has {size}")
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
         raise CheckpointError(f"{file} is not a readable safetensors file: {error}") from None
+    return tensors
 
 
 # Where a composite (vision-language) checkpoint keeps its language model's ``model.`` and
@@ -117,24 +167,26 @@ _TEXT_LAYOUTS = (("language_model.model.", "language_model.lm_head."),
 
 
 class _Reader:
-    """Tensors of several safetensors files by name, read one at a time (never all at once).
+    """Tensors of several safetensors files by name, read by plain reads into their places.
 
-    A file is opened (memory-mapped) only while one tensor is copied out of it,
-    so the pages of what was already read do not stay mapped into the process.
-    With ``composite``, only the language model's tensors are read (see
+    Only the headers are read up front. :meth:`plan` checks a tensor's name and
+    shape; :meth:`take` reads its bytes straight into the destination array (or,
+    when it must be transposed or cast, through one reused buffer), so nothing is
+    memory-mapped and no second copy of the model is ever held. With
+    ``composite``, only the language model's tensors are read (see
     ``_TEXT_LAYOUTS``); the vision tower and projector are not part of it.
     """
 
     def __init__(self, files: list[Path], composite: bool = False):
-        self.where: dict[str, Path] = {}
+        self.where: dict[str, _Stored] = {}
         self.progress: Progress | None = None
         self.layout = ("model.", "lm_head.")
+        self.buffer = np.empty(0, np.uint8)
         for file in files:
-            with _open(file) as handle:
-                for name in handle.keys():  # noqa: SIM118 - safe_open handles are not iterable
-                    if name in self.where:
-                        raise CheckpointError(f"tensor {name!r} appears twice (again in {file})")
-                    self.where[name] = file
+            for name, stored in _header(file).items():
+                if name in self.where:
+                    raise CheckpointError(f"tensor {name!r} appears twice (again in {file})")
+                self.where[name] = stored
         if composite:
             layout = next((layout for layout in _TEXT_LAYOUTS
                            if any(n.startswith(layout[0]) for n in self.where)), None)
@@ -144,32 +196,68 @@ class _Reader:
             self.layout = layout
             self.where = {n: f for n, f in self.where.items() if n.startswith(layout)}
         self.unread = set(self.where)
+        self.done = 0
 
     def stored(self, name: str) -> str:
         """The file's name for the causal-LM tensor ``name`` (``model.…`` or ``lm_head.…``)."""
         model, head = self.layout
         return model + name[6:] if name.startswith("model.") else head + name[8:]
 
-    def take(self, name: str, expected: tuple, transpose: bool) -> np.ndarray:
-        """Read ``name``, check its (Hugging Face) shape, return it in our layout."""
+    def plan(self, name: str, expected: tuple, transpose: bool) -> tuple[str, _Stored]:
+        """Check that ``name`` is stored with its (Hugging Face) shape; its file name and place."""
         name = self.stored(name)
         stored = tuple(expected[::-1]) if transpose else tuple(expected)
         if name not in self.where:
             raise CheckpointError(f"checkpoint is missing tensor {name!r} (expected shape "
                                   f"{list(stored)})")
         self.unread.discard(name)
-        if self.progress is not None:
-            self.progress.update(len(self.where) - len(self.unread))
-        with _open(self.where[name]) as handle:
-            try:
-                array = handle.get_tensor(name)
-            except (SafetensorError, OSError) as error:
-                raise CheckpointError(f"tensor {name!r} of {self.where[name]} cannot be read: "
-                                      f"{error}") from None
-        if tuple(array.shape) != stored:
-            raise CheckpointError(f"tensor {name!r} has shape {list(array.shape)}, "
+        found = self.where[name]
+        if found.shape != stored:
+            raise CheckpointError(f"tensor {name!r} has shape {list(found.shape)}, "
                                   f"expected {list(stored)}")
-        return array.T if transpose else array
+        return name, found
+
+    def take(self, handle: Any, name: str, out: np.ndarray, transpose: bool) -> None:
+        """Read tensor ``name`` from the open file ``handle`` into ``out`` (our layout).
+
+        A tensor stored as ``out`` holds it is read straight into ``out``; one to
+        transpose or cast is read in slabs of rows of about ``_BLOCK_BYTES``
+        through a small reused buffer, each slab written to its place at once.
+        """
+        found = self.where[name]
+        handle.seek(found.start)
+        if not transpose and out.dtype == found.dtype and out.flags.c_contiguous:
+            self._read(handle, name, out.reshape(-1).view(np.uint8))
+        else:
+            stored = out.T if transpose else out  # ``out`` seen in the file's layout
+            stored = stored[None] if stored.ndim == 0 else stored
+            row_bytes = math.prod(stored.shape[1:]) * found.dtype.itemsize
+            rows = max(1, _BLOCK_BYTES // max(1, row_bytes))
+            for start in range(0, stored.shape[0], rows):
+                slab = stored[start:start + rows]
+                if self.buffer.size < slab.shape[0] * row_bytes:
+                    self.buffer = np.empty(slab.shape[0] * row_bytes, np.uint8)
+                raw = self.buffer[:slab.shape[0] * row_bytes]
+                self._read(handle, name, raw)
+                slab[...] = raw.view(found.dtype).reshape(slab.shape)
+        self.done += 1
+        if self.progress is not None:
+            self.progress.update(self.done)
+
+    def _read(self, handle: Any, name: str, target: np.ndarray) -> None:
+        """Fill the bytes of ``target`` from ``handle``'s position; a short file is named."""
+        view = memoryview(target)
+        while view.nbytes:
+            count = handle.readinto(view)
+            if not count:
+                raise CheckpointError(f"tensor {name!r} of {self.where[name].file} cannot be "
+                                      f"read: the file ends early")
+            view = view[count:]
+
+
+# Bytes of one slab of a tensor read through the buffer (transposed or cast): small enough
+# to stay in cache while it is written to its place.
+_BLOCK_BYTES = 1 << 20
 
 
 _ALIGN = 64
@@ -187,28 +275,26 @@ def _aligned_empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
     return raw[start:start + size].view(dtype).reshape(shape)
 
 
-def _read_into_one(reader: _Reader, names: list[str], expected: tuple, transpose: bool,
-                   dtype: Any, stacked: bool) -> jax.Array:
-    """Read ``names`` one tensor at a time into one preallocated array, casting each.
+def _allocate(reader: _Reader, names: list[str], expected: tuple, transpose: bool, dtype: Any,
+              stacked: bool) -> tuple[np.ndarray, list[tuple[str, np.ndarray, bool]]]:
+    """Check ``names`` and preallocate the one array they fill; the (name, slot) reads to do.
 
-    With ``stacked`` the result is ``[len(names), *expected]`` (one row per
+    With ``stacked`` the array is ``[len(names), *expected]`` (one row per
     layer), else the single tensor itself. With ``dtype=None`` the file's dtype
     is kept, and every layer must share the first one's.
     """
-    out: np.ndarray | None = None
-    for i, name in enumerate(names):
-        tensor = reader.take(name, expected, transpose)
-        if out is None:
-            first = tensor.dtype
-            target = jax.dtypes.canonicalize_dtype(first if dtype is None else dtype)
-            out = _aligned_empty((len(names), *expected) if stacked else tuple(expected),
-                                 np.dtype(target))
-        elif dtype is None and tensor.dtype != first:
-            raise CheckpointError(f"tensor {name!r} is {tensor.dtype} but {names[0]!r} is "
+    found = [reader.plan(name, expected, transpose) for name in names]
+    first = found[0][1].dtype
+    for name, (_, stored) in zip(names[1:], found[1:], strict=True):
+        if dtype is None and stored.dtype != first:
+            raise CheckpointError(f"tensor {name!r} is {stored.dtype} but {names[0]!r} is "
                                   f"{first}; pass dtype= to load them as one dtype")
-        out[i if stacked else ...] = tensor
-        del tensor
-    return jax.device_put(out)
+    target = jax.dtypes.canonicalize_dtype(first if dtype is None else dtype)
+    out = _aligned_empty((len(names), *expected) if stacked else tuple(expected),
+                         np.dtype(target))
+    reads = [(name, out[i] if stacked else out, transpose)
+             for i, (name, _) in enumerate(found)]
+    return out, reads
 
 
 def load_safetensors(
@@ -220,10 +306,10 @@ def load_safetensors(
 ) -> Transformer:
     """Load Hugging Face weights into a stacked :class:`Transformer`.
 
-    Each parameter is preallocated once (all layers stacked) and filled one
-    tensor at a time, cast to ``dtype`` as it is copied; on the CPU backend JAX
-    adopts the filled array without a copy. Peak host memory is about one copy
-    of the model plus its largest tensor.
+    Each parameter is preallocated once (all layers stacked) and filled by
+    plain reads, each file in file order, cast to ``dtype`` as it is copied; on
+    the CPU backend JAX adopts the filled array without a copy. Peak host memory
+    is about one copy of the model plus a buffer of about 1 MiB.
 
     Args:
         path: a ``.safetensors`` file, a directory of (sharded) files, or a list of files.
@@ -247,18 +333,16 @@ def _load(reader: _Reader, config: TransformerConfig, dtype: Any, progress: bool
     """The model of ``config`` filled from ``reader`` (see :func:`load_safetensors`)."""
     template = eqx.filter_eval_shape(lambda: Transformer(config, key=jax.random.key(0)))
     top, per_layer = _table(config)
-    wheres, arrays = [], []
-    with Progress("load weights", len(reader.where), enabled=progress, unit="tensors",
-                  quiet=True, transient=True) as reader.progress:
-        for name, where, transpose in top:
-            arrays.append(_read_into_one(reader, [name], where(template).shape, transpose,
-                                         dtype, stacked=False))
-            wheres.append(where)
-        for suffix, where, transpose in per_layer:
-            names = [_LAYER.format(i=i) + suffix for i in range(config.num_layers)]
-            arrays.append(_read_into_one(reader, names, where(template).shape[1:], transpose,
-                                         dtype, stacked=True))
-            wheres.append(where)
+    wheres, arrays, reads = [], [], []
+    for names, where, transpose, stacked in (
+            [([name], where, transpose, False) for name, where, transpose in top]
+            + [([_LAYER.format(i=i) + suffix for i in range(config.num_layers)], where,
+                transpose, True) for suffix, where, transpose in per_layer]):
+        shape = where(template).shape[1:] if stacked else where(template).shape
+        out, slots = _allocate(reader, names, shape, transpose, dtype, stacked)
+        arrays.append(out)
+        wheres.append(where)
+        reads += slots
     if config.tie_embeddings:
         reader.unread.discard(reader.stored("lm_head.weight"))  # Hugging Face ignores it
     if reader.unread:
@@ -266,6 +350,19 @@ def _load(reader: _Reader, config: TransformerConfig, dtype: Any, progress: bool
         listing = ", ".join(repr(n) for n in names[:5]) + (" ..." if len(names) > 5 else "")
         raise CheckpointError(f"checkpoint has {len(names)} unexpected tensor(s) for this "
                               f"config: {listing}")
+    # Each file once, its tensors in file order: sequential reads, no seeking back.
+    reads.sort(key=lambda read: (str(reader.where[read[0]].file), reader.where[read[0]].start))
+    with Progress("load weights", len(reader.where), enabled=progress, unit="tensors",
+                  quiet=True, transient=True) as reader.progress:
+        for file, group in itertools.groupby(reads, key=lambda read: reader.where[read[0]].file):
+            try:
+                with open(file, "rb", buffering=0) as handle:
+                    for name, slot, transpose in group:
+                        reader.take(handle, name, slot, transpose)
+            except OSError as error:
+                raise CheckpointError(f"{file} cannot be read: {error}") from None
+        reader.buffer = np.empty(0, np.uint8)
+    arrays = [jax.device_put(array) for array in arrays]
     return eqx.tree_at(lambda m: [w(m) for w in wheres], template, arrays)
 
 
