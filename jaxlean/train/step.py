@@ -204,7 +204,7 @@ class TrainStep:
         if not self._metrics:
             return trainable, opt_state, value
         loss, aux = value if self._has_aux else (value, None)
-        metrics = StepMetrics(loss, optax.global_norm(grads), _learning_rate(opt_state),
+        metrics = StepMetrics(loss, optax.tree.norm(grads), _learning_rate(opt_state),
                               self._count_tokens(*batch, **kwargs))
         return trainable, opt_state, (metrics, aux) if self._has_aux else metrics
 
