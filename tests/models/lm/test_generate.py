@@ -43,8 +43,8 @@ def logits(model, batch):
 
     @eqx.filter_jit
     def run(model):
-        full = model.logits(tokens, mask=mask, adapter_ids=ids)
-        alone = model.logits(tokens[1:2, 2:], adapter_ids=ids[1:2])  # row 1 without its pads
+        full = model(tokens, mask=mask, adapter_ids=ids)
+        alone = model(tokens[1:2, 2:], adapter_ids=ids[1:2])  # row 1 without its pads
         step, cache = prefill(model, tokens[:, :PROMPT], mask[:, :PROMPT],
                               max_length=tokens.shape[1], adapter_ids=ids)
         steps = [step]
@@ -73,7 +73,7 @@ def test_greedy_generate_equals_argmax_of_full_forward(model, batch):
     # Greedy means: each new token is the argmax of a full forward pass over everything before it.
     seq = jnp.concatenate([prompt, out], axis=1)
     seq_mask = jnp.concatenate([prompt_mask, jnp.ones(out.shape, bool)], axis=1)
-    logits = eqx.filter_jit(lambda m: m.logits(seq, mask=seq_mask, adapter_ids=ids))(model)
+    logits = eqx.filter_jit(lambda m: m(seq, mask=seq_mask, adapter_ids=ids))(model)
     np.testing.assert_array_equal(out, jnp.argmax(logits[:, PROMPT - 1:-1], axis=-1))
     # With an end-of-sequence id, a row repeats it once emitted and is unchanged before.
     eos = int(out[0, 0])

@@ -50,7 +50,7 @@ def test_logits_logprobs_and_greedy_tokens_equal_hugging_face(tmp_path, family, 
 
     @jax.jit
     def outputs(model):
-        return (model.logits(tokens, mask=mask),
+        return (model(tokens, mask=mask),
                 logprobs(model, tokens[:, :-1], tokens[:, 1:], attention_mask=mask[:, :-1]))
 
     logits, logp = outputs(model)
@@ -110,5 +110,5 @@ def test_live_transformers_loads_what_we_save(tmp_path, config):
     tokens = np.random.default_rng(0).integers(0, config.vocab_size, (2, 9))
     with torch.no_grad():
         want = hf(input_ids=torch.tensor(tokens)).logits.float().numpy()
-    np.testing.assert_allclose(np.asarray(model.logits(jnp.asarray(tokens))), want, atol=1e-4,
+    np.testing.assert_allclose(np.asarray(model(jnp.asarray(tokens))), want, atol=1e-4,
                                rtol=1e-4)
