@@ -61,6 +61,10 @@ CASES = {
     "distill_loss": (lambda h, w, t: distill_loss(h, w, TEACHER, HEAD[::-1], labels=t),
                      lambda h, w: distill_loss(h, w, TEACHER, HEAD[::-1], mask=KEEP)),
 }
+# The eager path differs from the jitted one only in the range check (the same code makes
+# the ids safe), so its value is compared on one loss of each kind; every loss is checked
+# to raise eagerly.
+EAGER_VALUE = ("cross_entropy", "policy_gradient_loss", "distill_loss")
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -78,7 +82,9 @@ def test_ignored_targets_equal_the_masked_computation(name):
     np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)
     for got, expected in zip(grads, want_grads, strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(_scalar(loss(HIDDEN, HEAD, LABELS)), want, rtol=1e-5, atol=1e-6)
+    if name in EAGER_VALUE:
+        np.testing.assert_allclose(_scalar(loss(HIDDEN, HEAD, LABELS)), want, rtol=1e-5,
+                                   atol=1e-6)
     # any other id outside [0, V): an error naming it eagerly, NaN (never finite) under jit
     for bad in (V, -1, 1000):
         targets = LABELS.at[1, 2].set(bad)

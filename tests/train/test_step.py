@@ -85,7 +85,7 @@ def test_unhashable_static_leaf_is_named():
 def _tiny_lm():
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig
     config = TransformerConfig(vocab_size=32, hidden_size=16, intermediate_size=32,
-                               num_layers=2, num_heads=2)
+                               num_layers=1, num_heads=2)
     return Transformer(config, key=jax.random.key(0))
 
 

@@ -126,7 +126,7 @@ def test_unknown_option_is_an_error(models, batch):
 
 
 def _ignore_cases():
-    from jaxlean.models.lm.transformer import logprobs, loss
+    from jaxlean.models.lm.transformer import loss
     config = TransformerConfig(vocab_size=16, hidden_size=8, intermediate_size=16, num_layers=1,
                                num_heads=2)
     teacher = Transformer(config, key=jax.random.key(7))
@@ -137,8 +137,6 @@ def _ignore_cases():
     old, adv = jnp.full((2, 5), -2.7), jnp.array([1.0, -0.5])
     cases = {
         "loss": (lambda m, t: loss(m, tokens, t), lambda m: loss(m, tokens, targets, keep)),
-        "logprobs": (lambda m, t: logprobs(m, tokens, t),
-                     lambda m: jnp.where(ignored, 0, logprobs(m, tokens, targets))),
         "token_stats": (lambda m, t: token_stats(m, tokens, t).logprobs,
                         lambda m: jnp.where(ignored, 0, token_stats(m, tokens, targets).logprobs)),
         "policy_loss": (lambda m, t: policy_loss(m, tokens, t, old, adv).loss,
@@ -149,7 +147,7 @@ def _ignore_cases():
     return config, jnp.where(ignored, -100, targets), cases
 
 
-@pytest.mark.parametrize("name", ["loss", "logprobs", "token_stats", "policy_loss", "distill"])
+@pytest.mark.parametrize("name", ["loss", "token_stats", "policy_loss", "distill"])
 def test_minus_100_labels_and_out_of_range_targets(name):
     from jaxlean.errors import DataError
     config, labels, cases = _ignore_cases()

@@ -197,10 +197,14 @@ def test_out_of_range_tokens(model, batch):
     assert np.isfinite(eqx.filter_jit(loss)(model, tokens, targets, mask))
 
 
-def test_compute_dtype_bfloat16_with_float32_weights(model, batch):
+def test_compute_dtype_bfloat16_with_float32_weights():
     """Full fine-tuning in mixed precision: f32 weights, bf16 products, f32 gradients close to
     the all-f32 ones."""
-    tokens, targets, mask = batch
+    config = TransformerConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_layers=1,
+                               num_heads=2)
+    model = Transformer(config, key=jax.random.key(0))
+    tokens = jax.random.randint(jax.random.key(1), (2, 8), 0, 32)
+    targets, mask = jnp.roll(tokens, -1, axis=1), None
     fast = model.with_options(compute_dtype=jnp.bfloat16)
     assert fast.config.compute_dtype == jnp.bfloat16 and fast.embed is model.embed
 
