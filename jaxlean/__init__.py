@@ -64,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "muon": "jaxlean.train.muon",
     "Layout": "jaxlean.train.packed",
     "packed": "jaxlean.train.packed",
+    "StepMetrics": "jaxlean.train.step",
     "TrainStep": "jaxlean.train.step",
     "make_train_step": "jaxlean.train.step",
 }

@@ -392,15 +392,78 @@ def _check_inputs(hidden: Any, targets: Any) -> None:
                              f"shape {list(hidden.shape[:-1])} (hidden is {list(hidden.shape)})")
 
 
-def _check_target_range(targets: Any, vocab: int) -> None:
-    if isinstance(targets, jax.core.Tracer):
-        return  # values unknown while tracing
-    values = np.asarray(targets)
-    bad = np.flatnonzero((values < 0) | (values >= vocab))
-    if bad.size:
-        where = np.unravel_index(bad[0], values.shape)
-        raise DataError(f"target id {values[where]} at index {tuple(int(i) for i in where)} is "
-                        f"outside the vocabulary [0, {vocab}) ({bad.size} such ids)")
+IGNORE_INDEX = -100
+"""Hugging Face's label for "no loss here" (prompts, padding): every loss skips it by default."""
+
+
+def check_ignore_index(ignore_index: Any) -> int | None:
+    """``ignore_index`` as an int (or None: nothing ignored), else a :class:`ConfigError`."""
+    if ignore_index is None:
+        return None
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
+        raise ConfigError(f"ignore_index must be an int (e.g. -100) or None, got "
+                          f"{ignore_index!r}")
+    return int(ignore_index)
+
+
+class _Targets(NamedTuple):
+    """Target ids made safe to gather, and where they are ignored or invalid.
+
+    Attributes:
+        ids: the targets with every id outside ``[0, V)`` replaced by 0.
+        ignored: True where the target equals ``ignore_index`` (None if nothing can be).
+        invalid: True where the target is outside ``[0, V)`` and not ignored; only
+            under ``jit`` (eagerly such an id raises), where its loss becomes NaN.
+    """
+
+    ids: jax.Array
+    ignored: jax.Array | None
+    invalid: jax.Array
+
+
+def _targets(targets: Any, vocab: int, ignore_index: int | None,
+             what: str = "target id") -> _Targets:
+    """Split ``targets`` into ids to gather, ignored and invalid positions.
+
+    Concrete targets are checked here: an id outside ``[0, vocab)`` that is not
+    ``ignore_index`` raises :class:`DataError` naming the first one. Traced ones
+    cannot be, so their invalid positions are returned to be made NaN: a wrong
+    id never yields a plausible finite loss.
+    """
+    ignored = None if ignore_index is None else targets == ignore_index
+    valid = (targets >= 0) & (targets < vocab)
+    if not isinstance(targets, jax.core.Tracer):
+        values = np.asarray(targets)
+        bad = (values < 0) | (values >= vocab)
+        if ignore_index is not None:
+            bad &= values != ignore_index
+        bad = np.flatnonzero(bad)
+        if bad.size:
+            where = np.unravel_index(bad[0], values.shape)
+            skip = "" if ignore_index is None else f" and is not ignore_index={ignore_index}"
+            raise DataError(f"{what} {values[where]} at index {tuple(int(i) for i in where)} "
+                            f"is outside the vocabulary [0, {vocab}){skip} ({bad.size} such ids)")
+    invalid = ~valid if ignored is None else ~valid & ~ignored
+    return _Targets(jnp.where(valid, targets, 0), ignored, invalid)
+
+
+def _apply_targets(outs: _Outs, t: _Targets) -> _Outs:
+    """``outs`` with the target logit set so that ``target - lse`` is 0 where ignored (no
+    gradient reaches it) and NaN where the target was invalid."""
+    target = jnp.where(t.invalid, jnp.nan, outs.target)
+    if t.ignored is not None:
+        target = jnp.where(t.ignored, outs.lse, target)
+    return outs._replace(target=target)
+
+
+def _keep(mask: jax.Array | None, t: _Targets) -> jax.Array | None:
+    """``mask`` with ignored positions set to 0 (None when neither masks anything)."""
+    if t.ignored is None:
+        return mask
+    if mask is None:
+        return ~t.ignored
+    mask = jnp.asarray(mask)
+    return jnp.where(t.ignored, jnp.zeros((), mask.dtype), mask)
 
 
 def _head_vocab(head: Head, hidden: jax.Array, chunk: int) -> tuple[int, Any]:
@@ -488,7 +551,6 @@ def _token_outs(hidden, head, targets, chunk_size, vocab_chunk, want: _Want) -> 
     batch, width = hidden.shape[:-1], hidden.shape[-1]
     n_tokens = math.prod(batch)
     vocab, logits_dtype = _head_vocab(head, hidden, min(chunk_size, max(n_tokens, 1)))
-    _check_target_range(targets, vocab)
     dtype = jnp.promote_types(jnp.float32, logits_dtype)
     plan = _make_plan(n_tokens, vocab, width, is_matrix, chunk_size, vocab_chunk, want, dtype)
     if n_tokens == 0:
@@ -529,19 +591,22 @@ def _callable_operands(head: Callable, chunk: int, width: int, dtype: Any
 
 
 def _outs(hidden, head, targets, chunk_size, vocab_chunk, want: _Want,
-          vocab_parallel: VocabParallel | None) -> _Outs:
-    """:func:`_token_outs`, per vocabulary shard when the head is split over a mesh."""
+          vocab_parallel: VocabParallel | None, ignore_index: int | None
+          ) -> tuple[_Outs, _Targets]:
+    """:func:`_token_outs` (per vocabulary shard when the head is split over a mesh) of the
+    safe target ids, with ignored and invalid targets applied (see :func:`_apply_targets`)."""
+    _check_inputs(hidden, targets)
+    vocab, _ = _head_vocab(head, hidden, min(chunk_size, max(math.prod(hidden.shape[:-1]), 1)))
+    t = _targets(targets, vocab, check_ignore_index(ignore_index))
     outs = functools.partial(_token_outs, chunk_size=chunk_size, vocab_chunk=vocab_chunk,
                              want=want)
     if vocab_parallel is None:
-        return outs(hidden, head, targets)
-    _check_inputs(hidden, targets)
+        return _apply_targets(outs(hidden, head, t.ids), t), t
     if not isinstance(head, (jax.Array, np.ndarray)):
         raise ConfigError("vocab_parallel needs an [H, V] matrix head split over the "
                           f"vocabulary, got a callable head {type(head).__name__}")
-    vocab, _ = _head_vocab(head, hidden, 1)
-    _check_target_range(targets, vocab)
-    return _Outs(*sharded_token_stats(vocab_parallel, outs, hidden, jnp.asarray(head), targets))
+    sharded = _Outs(*sharded_token_stats(vocab_parallel, outs, hidden, jnp.asarray(head), t.ids))
+    return _apply_targets(sharded, t), t
 
 
 class TokenStats(NamedTuple):
@@ -566,8 +631,8 @@ class TokenStats(NamedTuple):
 
 def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int = 1,
                 temperature: float = 1.0, chunk_size: int = 1024,
-                vocab_chunk: int | None = None,
-                vocab_parallel: VocabParallel | None = None) -> TokenStats:
+                vocab_chunk: int | None = None, vocab_parallel: VocabParallel | None = None,
+                ignore_index: int | None = IGNORE_INDEX) -> TokenStats:
     """Every per-token quantity of ``softmax(hidden @ head / temperature)`` in one chunked pass.
 
     The log-prob of the target, the entropy, the logsumexp, the argmax and the
@@ -577,8 +642,9 @@ def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int
     log-probs are differentiable (the top-k ids are held fixed, as for a gather).
 
     Args:
-        hidden, head, targets, chunk_size, vocab_chunk, vocab_parallel: as in
-            :func:`token_logprobs`.
+        hidden, head, targets, chunk_size, vocab_chunk, vocab_parallel, ignore_index: as
+            in :func:`token_logprobs` (an ignored target's log-prob is 0; the other
+            statistics do not depend on the target).
         top_k: how many of the largest log-probs to return (``1 <= top_k <= V``).
         temperature: logits are divided by it (> 0) before the softmax.
 
@@ -589,7 +655,8 @@ def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int
     _check_inputs(hidden, targets)
     top_k = check_top_k(top_k, _head_vocab(head, hidden, 1)[0])
     want = _Want(entropy=True, top_k=top_k, temperature=temperature)
-    outs = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel)
+    outs, _ = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel,
+                    ignore_index)
     lse = outs.lse
     return TokenStats(outs.target - lse, outs.entropy, lse, outs.top_ids[..., 0],
                       outs.top - lse[..., None], outs.top_ids)
@@ -597,7 +664,8 @@ def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int
 
 def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_size: int = 1024,
                    vocab_chunk: int | None = None, temperature: float = 1.0,
-                   vocab_parallel: VocabParallel | None = None) -> jax.Array:
+                   vocab_parallel: VocabParallel | None = None,
+                   ignore_index: int | None = IGNORE_INDEX) -> jax.Array:
     """Per-token ``log p(target)`` without materialising the ``[tokens, vocab]`` logits.
 
     Equal to ``take(log_softmax(hidden @ head / temperature), targets)`` in value
@@ -609,7 +677,7 @@ def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_s
         head: an ``[H, V]`` matrix, or a callable mapping a chunk ``[C, H]`` of
             hidden states (tokens flattened) to logits ``[C, V]`` (LoRA, tied
             embeddings, a bias, soft-capping; gradients reach its arrays).
-        targets: integer token ids ``[..., T]`` in ``[0, V)``.
+        targets: integer token ids ``[..., T]`` in ``[0, V)``, or ``ignore_index``.
         chunk_size: tokens per chunk; token counts that do not divide are split
             into equal chunks and padded, without changing results.
         vocab_chunk: vocabulary columns per block (matrix heads only). ``None``
@@ -620,20 +688,25 @@ def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_s
             mesh axis (and tokens over other axes, on hidden's axis 0): each
             device works on its own columns and only per-token floats cross
             devices, never the head. Chunk sizes apply per device.
+        ignore_index: the target id meaning "no token here" (Hugging Face's ``-100``
+            labels); its log-prob is 0 with no gradient. ``None``: nothing ignored.
+            Any other id outside ``[0, V)`` raises :class:`DataError` when the
+            targets are concrete; under ``jit`` its log-prob is NaN.
 
     Returns:
         ``logprobs [..., T]`` in float32 (float64 for float64 inputs).
     """
     want = _Want(temperature=check_temperature(temperature))
-    outs = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel)
+    outs, _ = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel,
+                    ignore_index)
     return outs.target - outs.lse
 
 
 def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
                   mask: jax.Array | None = None, reduction: Reduction = "mean",
                   z_loss: float = 0.0, label_smoothing: float = 0.0, chunk_size: int = 1024,
-                  vocab_chunk: int | None = None,
-                  vocab_parallel: VocabParallel | None = None) -> jax.Array:
+                  vocab_chunk: int | None = None, vocab_parallel: VocabParallel | None = None,
+                  ignore_index: int | None = IGNORE_INDEX) -> jax.Array:
     """Next-token cross-entropy ``-log p(target) + z_loss * logsumexp²`` computed in chunks.
 
     With ``label_smoothing=ε`` the target distribution is ``(1 - ε)`` on the target
@@ -644,7 +717,11 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
         hidden, head, targets, chunk_size, vocab_chunk, vocab_parallel: as in
             :func:`token_logprobs`.
         mask: ``[..., T]`` booleans or float weights; masked-out tokens (``False``
-            or ``0``) count for nothing and their targets may be any value (e.g. ``-100``).
+            or ``0``) count for nothing and their targets may be any value.
+        ignore_index: targets equal to it count for nothing, as if masked out
+            (Hugging Face's ``-100``; ``None``: nothing ignored). Any other target
+            outside ``[0, V)`` raises :class:`DataError` when concrete and makes
+            the loss NaN under ``jit``.
         reduction: ``"mean"`` (weighted mean over unmasked tokens; 0 if none),
             ``"sum"`` or ``"none"`` (per-token losses, masked ones 0).
         z_loss: weight of the ``logsumexp²`` regulariser (PaLM), 0 to disable.
@@ -661,7 +738,8 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
     _check_inputs(hidden, targets)
     targets = _masked_targets(targets, mask)
     want = _Want(logit_sum=bool(label_smoothing))
-    outs = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel)
+    outs, t = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel,
+                    ignore_index)
     losses = outs.lse - outs.target
     if label_smoothing:
         vocab = _head_vocab(head, hidden, 1)[0]
@@ -669,7 +747,7 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
         losses = (1 - label_smoothing) * losses + label_smoothing * uniform
     if z_loss:
         losses = losses + z_loss * jnp.square(outs.lse)
-    return reduce_tokens(losses, mask, reduction)
+    return reduce_tokens(jnp.where(t.invalid, jnp.nan, losses), _keep(mask, t), reduction)
 
 
 def _masked_targets(targets: jax.Array, mask: jax.Array | None) -> jax.Array:

@@ -26,18 +26,22 @@ from jax.sharding import PartitionSpec as P
 
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss.chunked import (
+    IGNORE_INDEX,
     Head,
     Reduction,
     _callable_operands,
     _check_chunk,
     _dot,
     _head_vocab,
+    _keep,
     _make_plan,
     _Plan,
+    _targets,
     _token_outs,
     _Want,
     _weight_block,
     _zeros,
+    check_ignore_index,
     check_temperature,
     check_top_k,
     reduce_tokens,
@@ -249,7 +253,8 @@ def _check(hidden_s, hidden_t, divergence, beta, top_k):
 def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t: Head, *,
                  divergence: Divergence = "forward_kl", beta: float = 0.5,
                  top_k: int | None = None, temperature: float = 1.0,
-                 mask: jax.Array | None = None, reduction: Reduction = "mean",
+                 mask: jax.Array | None = None, labels: jax.Array | None = None,
+                 ignore_index: int | None = IGNORE_INDEX, reduction: Reduction = "mean",
                  teacher_grad: bool = False, chunk_size: int = 1024,
                  vocab_chunk: int | None = None,
                  vocab_parallel: VocabParallel | None = None) -> jax.Array:
@@ -277,6 +282,12 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
         temperature: both heads' logits are divided by it (> 0).
         mask, reduction: per-token weights and reduction as in
             :func:`jaxlean.loss.chunked.cross_entropy`.
+        labels: optional ``[..., T]`` token ids as a Hugging Face collator writes them
+            (as in TRL's GKD): positions whose label is ``ignore_index`` count for
+            nothing (prompts, padding); the ids themselves are not used. A label
+            outside ``[0, V)`` that is not ``ignore_index`` raises :class:`DataError`
+            when concrete and makes the loss NaN under ``jit``.
+        ignore_index: the label meaning "no loss here" (``None``: nothing ignored).
         teacher_grad: also differentiate with respect to the teacher (by default
             it is a constant: no teacher gradient is computed or stored).
         chunk_size: tokens per chunk.
@@ -297,6 +308,13 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
     if mask is not None and tuple(jnp.shape(mask)) != tuple(hidden_s.shape[:-1]):
         raise StructureError(f"mask shape {list(jnp.shape(mask))} must equal the token shape "
                              f"{list(hidden_s.shape[:-1])}")
+    ignore_index = check_ignore_index(ignore_index)
+    if labels is not None and (not hasattr(labels, "shape") or tuple(labels.shape) != tuple(
+            hidden_s.shape[:-1]) or not jnp.issubdtype(labels.dtype, jnp.integer)):
+        raise StructureError(f"labels must be integer ids of the token shape "
+                             f"{list(hidden_s.shape[:-1])}, got "
+                             f"{getattr(labels, 'dtype', type(labels).__name__)} "
+                             f"{list(getattr(labels, 'shape', []))}")
     if not teacher_grad:
         hidden_t, head_t = _constant((hidden_t, head_t))
     batch = hidden_s.shape[:-1]
@@ -313,6 +331,9 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
     both_matrix = all(isinstance(h, (jax.Array, np.ndarray)) for h in (head_s, head_t))
     if vocab_chunk is not None and not both_matrix:
         raise ConfigError("vocab_chunk needs [H, V] matrix heads for both student and teacher")
+    t = None if labels is None else _targets(labels, vocab_s, ignore_index, "label")
+    if t is not None:
+        mask = _keep(mask, t)
     if n_tokens == 0:
         return reduce_tokens(jnp.zeros(batch, dtype), mask, reduction)
     options = _Options(_pointwise(divergence, beta), k, temperature, teacher_grad, chunk_size,
@@ -325,6 +346,8 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
                               "teacher, split over the vocabulary")
         per_token = _sharded_per_token(options, vocab_parallel, hidden_s, jnp.asarray(head_s),
                                        hidden_t, jnp.asarray(head_t))
+    if t is not None:
+        per_token = jnp.where(t.invalid, jnp.nan, per_token)
     return reduce_tokens(per_token, mask, reduction)
 
 

@@ -16,7 +16,9 @@ import jax.numpy as jnp
 
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss.chunked import (
+    IGNORE_INDEX,
     Head,
+    _keep,
     _masked_targets,
     _outs,
     _Want,
@@ -84,7 +86,8 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
                          kl_estimator: KLEstimator = "k3", entropy_coef: float = 0.0,
                          normalization: Normalization = "token", temperature: float = 1.0,
                          chunk_size: int = 1024, vocab_chunk: int | None = None,
-                         vocab_parallel: VocabParallel | None = None) -> PolicyLoss:
+                         vocab_parallel: VocabParallel | None = None,
+                         ignore_index: int | None = IGNORE_INDEX) -> PolicyLoss:
     """Clipped surrogate objective of PPO / GRPO over sampled ``tokens``, chunked.
 
     Per token, with ``ratio = exp(log pi - old_logprobs)`` and advantage ``A``:
@@ -108,6 +111,9 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
             ``"sequence"`` (mean over each sequence's tokens, then over sequences).
         temperature: the sampling temperature (logits are divided by it).
         chunk_size, vocab_chunk, vocab_parallel: as in :func:`token_logprobs`.
+        ignore_index: tokens equal to it count for nothing, as if masked out (their
+            log-prob is 0). Any other token outside ``[0, V)`` raises
+            :class:`DataError` when concrete and makes the loss NaN under ``jit``.
 
     Returns:
         A :class:`PolicyLoss`.
@@ -133,9 +139,10 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
     high = clip_eps if clip_eps_high is None else clip_eps_high
 
     want = _Want(entropy=True, temperature=temperature)  # entropy: a bonus or a diagnostic
-    outs = _outs(hidden, head, _masked_targets(tokens, mask), chunk_size, vocab_chunk, want,
-                 vocab_parallel)
+    outs, t = _outs(hidden, head, _masked_targets(tokens, mask), chunk_size, vocab_chunk, want,
+                    vocab_parallel, ignore_index)
     logprobs, entropy = outs.target - outs.lse, outs.entropy
+    mask = _keep(mask, t)
     weights = jnp.ones(shape, logprobs.dtype) if mask is None else jnp.asarray(
         mask).astype(logprobs.dtype)
     adv = jnp.asarray(advantages, logprobs.dtype)

@@ -1,27 +1,54 @@
-"""One jitted training step for any loss over any pytree model, placement kept.
+"""One jitted training step for any loss over any pytree model, placement kept, shared arrays safe.
 
 :func:`make_train_step` compiles loss, gradient and optimizer update once per
 placement of its inputs. It never mentions devices: place the model (e.g. with
 :func:`jaxlean.parallel.mesh.shard_model`) and the batch, and XLA partitions
 the step to match; the outputs come back laid out as the inputs went in, so
 the next call reuses the same executable.
+
+Only the trainable leaves are differentiated, updated and donated; frozen
+leaves go in read-only and come back as the very same arrays, so a frozen base
+shared with another model (``policy = add_lora(ref, ...)``) stays valid. A
+donated leaf that something else still references is copied once first.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxlean.errors import ConfigError
+from jaxlean.train._groups import Trainable, trainable_flags
 from jaxlean.train.checkpoint import unplaced_sharding
+from jaxlean.train.packed import PackedState
 
-__all__ = ["TrainStep", "make_train_step"]
+__all__ = ["StepMetrics", "TrainStep", "make_train_step"]
+
+
+class StepMetrics(NamedTuple):
+    """What one step reports with ``metrics=True`` (scalars, computed inside the step).
+
+    Attributes:
+        loss: the loss value.
+        grad_norm: global L2 norm of the trainable leaves' gradients, before the optimizer.
+        learning_rate: the learning rate this step used, read from an
+            ``optax.inject_hyperparams`` state (anywhere in the optimizer state, also
+            inside ``packed``); None when the optimizer injects none.
+        tokens: tokens in the batch: see ``count_tokens`` of :func:`make_train_step`.
+    """
+
+    loss: jax.Array
+    grad_norm: jax.Array
+    learning_rate: jax.Array | None
+    tokens: jax.Array | None
 
 
 def _is_array_like(x: Any) -> bool:
@@ -56,44 +83,145 @@ def _place(x: Any, sharding: Any) -> Any:
     return x if sharding is None or x.committed else jax.device_put(x, sharding)
 
 
+def _reference_counts(tree: Any) -> list[int]:
+    """``sys.getrefcount`` of each leaf of ``tree``, as seen from here."""
+    leaves = jax.tree.leaves(tree)
+    return [sys.getrefcount(x) for x in leaves]
+
+
+# A leaf held only by its pytree container shows this count from ``_reference_counts``.
+_UNSHARED = _reference_counts([object()])[0]
+
+
+def _shared(tree: Any) -> list[bool]:
+    """Per leaf of ``tree``: does anything besides ``tree``'s own container reference it?
+
+    Donating a buffer deletes it for every holder of the array: another model
+    built on the same weights, an earlier copy of the model kept by the caller.
+    Call this before anything else holds the leaves (a partition of the tree does).
+    """
+    return [count > _UNSHARED for count in _reference_counts(tree)]
+
+
+def _copy_where(tree: Any, copy: list[bool]) -> Any:
+    """``tree`` with the array leaves flagged in ``copy`` replaced by copies."""
+    leaves, treedef = jax.tree.flatten(tree)
+    leaves = [jnp.copy(x) if flag and isinstance(x, jax.Array) else x
+              for x, flag in zip(leaves, copy, strict=True)]
+    return jax.tree.unflatten(treedef, leaves)
+
+
+def _packed_trainable(opt_state: Any) -> set[str] | None:
+    """Key paths (``keystr``) of the leaves a :func:`packed` optimizer trains, or None if the
+    state holds no packed state."""
+    states = [x for x in jax.tree.leaves(opt_state, is_leaf=lambda x: isinstance(x, PackedState))
+              if isinstance(x, PackedState)]
+    if not states:
+        return None
+    return {leaf.path for state in states for leaf in state.layout.leaves
+            if leaf is not None and leaf.buffer >= 0}
+
+
+def _learning_rate(opt_state: Any) -> jax.Array | None:
+    """The first ``learning_rate`` an ``optax.inject_hyperparams`` state holds, else None."""
+    kinds = (optax.InjectHyperparamsState, optax.InjectStatefulHyperparamsState)
+    for x in jax.tree.leaves(opt_state, is_leaf=lambda x: isinstance(x, kinds)):
+        if isinstance(x, kinds) and "learning_rate" in x.hyperparams:
+            return jnp.asarray(x.hyperparams["learning_rate"])
+    return None
+
+
+def default_count_tokens(*batch: Any, attention_mask: Any = None, **_: Any) -> jax.Array | None:
+    """Tokens in a batch: the sum of ``attention_mask`` if given, else the element count of
+    the first integer batch argument (the token ids), else None."""
+    if attention_mask is not None:
+        return jnp.sum(jnp.asarray(attention_mask).astype(jnp.int32))
+    for x in batch:
+        if _is_array_like(x) and jnp.issubdtype(x.dtype, jnp.integer):
+            return jnp.asarray(x.size, jnp.int32)
+    return None
+
+
 class TrainStep:
     """A jitted train step whose outputs keep the placement of its inputs.
 
     Left to itself XLA may hand back the new parameters and optimizer state
     laid out differently from how they came in, and the next call would then
     compile again. Here the step is compiled with ``out_shardings`` equal to
-    the shardings of the model and optimizer state it is called with (one
-    compiled step per distinct placement); the state's unplaced scalars are
+    the shardings of the trainable leaves and optimizer state it is called with
+    (one compiled step per distinct placement); the state's unplaced scalars are
     replicated, so the second call reuses the first call's executable. On a
     mesh the gradients are constrained to the parameters' shardings, so FSDP
     reduces them straight into each device's block (a reduce-scatter) instead
     of leaving a whole gradient on every device.
     """
 
-    def __init__(self, loss_fn: Callable, tx: optax.GradientTransformation, has_aux: bool,
-                 donate: bool):
+    def __init__(self, loss_fn: Callable, tx: optax.GradientTransformation, *, has_aux: bool,
+                 donate: bool, trainable: Trainable, metrics: bool,
+                 count_tokens: Callable[..., Any]):
         self._loss_fn = loss_fn
         self._tx = tx
         self._has_aux = has_aux
         self._donate = (0, 1) if donate else ()
+        self._trainable = trainable
+        self._metrics = metrics
+        self._count_tokens = count_tokens
         self._jitted: dict[tuple, Callable] = {}
 
-    def _step(self, arrays: Any, static: Any, opt_state: Any, batch: tuple,
-              grad_shardings: Any) -> tuple:
-        def loss_of_arrays(arrays):
-            return self._loss_fn(eqx.combine(arrays, static), *batch)
+    def _flags(self, arrays: Any, opt_state: Any) -> list[bool]:
+        """Per array leaf: is it trained (inexact, and selected by ``trainable``, by a
+        packed optimizer's own selection, or by default)."""
+        with_paths = jax.tree_util.tree_flatten_with_path(arrays)[0]
+        paths = [path for path, _ in with_paths]
+        if self._trainable is not None:
+            flags = trainable_flags(paths, self._trainable)
+        else:
+            chosen = _packed_trainable(opt_state)
+            flags = [True] * len(paths) if chosen is None else [
+                jax.tree_util.keystr(path) in chosen for path in paths]
+        flags = [flag and jnp.issubdtype(x.dtype, jnp.inexact)
+                 for flag, (_, x) in zip(flags, with_paths, strict=True)]
+        if with_paths and not any(flags):
+            raise ConfigError("make_train_step: no leaf of the model is trainable (trainable= "
+                              "or the packed optimizer's trainable= selects no floating-point "
+                              "array), so a step would change nothing")
+        return flags
 
-        value, grads = jax.value_and_grad(loss_of_arrays, has_aux=self._has_aux)(arrays)
+    def _step(self, trainable: Any, opt_state: Any, frozen: Any, static: Any, mask: Any,
+              batch: tuple, kwargs: dict, grad_shardings: Any) -> tuple:
+        def loss_of(trainable):
+            return self._loss_fn(eqx.combine(trainable, frozen, static), *batch, **kwargs)
+
+        value, grads = jax.value_and_grad(loss_of, has_aux=self._has_aux)(trainable)
         if grad_shardings is not None:
             grads = jax.lax.with_sharding_constraint(grads, grad_shardings)
-        updates, opt_state = self._tx.update(grads, opt_state, arrays)
-        return eqx.apply_updates(arrays, updates), opt_state, value
+        # the optimizer sees the whole params tree; frozen leaves get zero gradients
+        # and their updates are dropped (both vanish from the compiled step)
+        full_grads = eqx.combine(grads, jax.tree.map(jnp.zeros_like, frozen))
+        params = eqx.combine(trainable, frozen)
+        updates, opt_state = self._tx.update(full_grads, opt_state, params)
+        trainable = eqx.apply_updates(trainable, eqx.filter(updates, mask))
+        if not self._metrics:
+            return trainable, opt_state, value
+        loss, aux = value if self._has_aux else (value, None)
+        metrics = StepMetrics(loss, optax.tree.norm(grads), _learning_rate(opt_state),
+                              self._count_tokens(*batch, **kwargs))
+        return trainable, opt_state, (metrics, aux) if self._has_aux else metrics
 
-    def prepare(self, model: Any, opt_state: Any) -> tuple[Callable, tuple]:
+    def prepare(self, model: Any, opt_state: Any, shared: list[bool] | None = None
+                ) -> tuple[Callable, tuple]:
         """The jitted step for this model structure and placement, and its arguments
-        (the model's arrays and the optimizer state, unplaced leaves placed)."""
+        ``(trainable, opt_state, frozen, static)`` (unplaced leaves placed): call it as
+        ``step(trainable, opt_state, frozen, batch, kwargs)``. Trainable leaves flagged
+        in ``shared`` (one flag per array leaf of ``model``) are copied."""
         arrays, static = eqx.partition(model, _is_array_like)
-        shardings = _placements((arrays, opt_state))
+        flags = self._flags(arrays, opt_state)
+        if shared is not None:
+            arrays = _copy_where(arrays, [f and s for f, s in zip(flags, shared, strict=True)])
+        flag_iter = iter(flags)
+        mask = jax.tree.map(lambda _: next(flag_iter), arrays)
+        trainable, frozen = eqx.partition(arrays, mask)
+        shardings = _placements((trainable, opt_state, frozen))
         leaves, treedef = jax.tree.flatten(shardings)
         static_leaves, static_def = jax.tree.flatten(static)
         try:
@@ -106,28 +234,50 @@ class TrainStep:
             meshed = any(isinstance(s, NamedSharding) for s in leaves)
             grad_shardings = shardings[0] if meshed else None
 
-            def step(arrays, opt_state, *batch):
-                return self._step(arrays, static, opt_state, batch, grad_shardings)
+            def step(trainable, opt_state, frozen, batch, kwargs):
+                return self._step(trainable, opt_state, frozen, static, mask, batch, kwargs,
+                                  grad_shardings)
 
             self._jitted[key] = jax.jit(step, donate_argnums=self._donate,
-                                        out_shardings=(*shardings, None))
-        placed = jax.tree.map(_place, (arrays, opt_state), shardings)
-        return self._jitted[key], (*placed, static)
+                                        out_shardings=(*shardings[:2], None))
+        # frozen leaves go in as they are: they are not outputs, and the caller's model
+        # must get the very same arrays back
+        placed = jax.tree.map(_place, (trainable, opt_state), shardings[:2])
+        frozen = jax.tree.map(lambda x, s: _place(x, s) if isinstance(x, jax.ShapeDtypeStruct)
+                              else x, frozen, shardings[2])
+        return self._jitted[key], (*placed, frozen, static)
 
-    def __call__(self, model: Any, opt_state: optax.OptState, *batch: Any) -> tuple:
-        """``(model, opt_state, loss)`` after one step on ``batch``; ``loss`` is
-        ``(value, aux)`` when the step was made with ``has_aux=True``."""
-        step, (arrays, opt_state, static) = self.prepare(model, opt_state)
-        arrays, opt_state, value = step(arrays, opt_state, *batch)
-        return eqx.combine(arrays, static), opt_state, value
+    def __call__(self, model: Any, opt_state: optax.OptState, *batch: Any, **kwargs: Any
+                 ) -> tuple:
+        """One step: ``(model, opt_state, out)``, where ``out`` is
 
-    def lower(self, model: Any, opt_state: optax.OptState, *batch: Any) -> jax.stages.Lowered:
+        - ``loss`` (``metrics=False``, ``has_aux=False``),
+        - ``(loss, aux)`` (``has_aux=True``),
+        - a :class:`StepMetrics` (``metrics=True``), or ``(StepMetrics, aux)`` with both.
+
+        ``batch`` and ``kwargs`` go to ``loss_fn(model, *batch, **kwargs)`` (arrays or
+        pytrees of arrays). The returned model holds the new trainable leaves and the
+        very same frozen arrays that came in.
+        """
+        shared = None
+        if self._donate:  # before anything here holds the leaves (see _shared)
+            shared = _shared(model)
+            shared = [s for s, x in zip(shared, jax.tree.leaves(model), strict=True)
+                      if _is_array_like(x)]
+            opt_state = _copy_where(opt_state, _shared(opt_state))
+        step, (trainable, opt_state, frozen, static) = self.prepare(model, opt_state, shared)
+        trainable, opt_state, out = step(trainable, opt_state, frozen, batch, kwargs)
+        return eqx.combine(trainable, frozen, static), opt_state, out
+
+    def lower(self, model: Any, opt_state: optax.OptState, *batch: Any, **kwargs: Any
+              ) -> jax.stages.Lowered:
         """The lowered step for these arguments (``.compile()``, ``.as_text()``); any
         argument may be given by its shape (``jax.ShapeDtypeStruct``, ``jax.eval_shape``)."""
-        step, (arrays, opt_state, _) = self.prepare(model, opt_state)
-        return step.lower(arrays, opt_state, *batch)
+        step, (trainable, opt_state, frozen, _) = self.prepare(model, opt_state)
+        return step.lower(trainable, opt_state, frozen, batch, kwargs)
 
-    def compile(self, model: Any, opt_state: optax.OptState, *batch: Any) -> jax.stages.Compiled:
+    def compile(self, model: Any, opt_state: optax.OptState, *batch: Any, **kwargs: Any
+                ) -> jax.stages.Compiled:
         """Compile the step for arguments of these shapes and placements, ahead of the call.
 
         The first call with arguments like these then runs at once (JAX's jit cache
@@ -136,24 +286,45 @@ class TrainStep:
         while its checkpoint is still being read
         (:meth:`jaxlean.train.checkpoint.Checkpointer.restore_in_background`).
         """
-        return self.lower(model, opt_state, *batch).compile()
+        return self.lower(model, opt_state, *batch, **kwargs).compile()
 
 
 def make_train_step(loss_fn: Callable[..., Any], tx: optax.GradientTransformation, *,
-                    has_aux: bool = False, donate: bool = True) -> TrainStep:
-    """``step(model, opt_state, *batch) -> (model, opt_state, loss)``, jitted.
+                    has_aux: bool = False, donate: bool = True, trainable: Trainable = None,
+                    metrics: bool = False,
+                    count_tokens: Callable[..., Any] = default_count_tokens) -> TrainStep:
+    """``step(model, opt_state, *batch, **kwargs) -> (model, opt_state, out)``, jitted.
 
-    ``loss_fn(model, *batch)`` returns a scalar (or ``(scalar, aux)`` with
-    ``has_aux=True``); the model is any pytree: its array leaves are trained,
-    its other leaves (activation functions, static fields) are compiled in.
-    The step compiles once per structure and placement of the model and
-    optimizer state (see :class:`TrainStep`); ``step.lower(...)`` gives its HLO.
+    ``loss_fn(model, *batch, **kwargs)`` returns a scalar (or ``(scalar, aux)``
+    with ``has_aux=True``); the model is any pytree: its trainable array leaves
+    are differentiated and updated, its frozen ones are passed through untouched
+    and its other leaves (activation functions, static fields) are compiled in.
+    ``out`` is the loss, ``(loss, aux)``, a :class:`StepMetrics` or
+    ``(StepMetrics, aux)`` (see :meth:`TrainStep.__call__`). The step compiles
+    once per structure and placement of the model and optimizer state (see
+    :class:`TrainStep`); ``step.lower(...)`` gives its HLO.
 
     Args:
-        loss_fn: the loss; bind options with ``functools.partial``.
-        tx: the optimizer, e.g. ``packed(optax.adamw(3e-4))``; its state comes
-            from ``tx.init(model)`` (or of the model's arrays).
+        loss_fn: the loss; bind options with ``functools.partial`` or pass batch
+            arrays by keyword (``step(m, s, x, y, attention_mask=am)``).
+        tx: the optimizer, e.g. ``packed(optax.adamw(3e-4), trainable=is_lora_path)``;
+            its state comes from ``tx.init`` of the model's arrays.
         has_aux: ``loss_fn`` returns ``(loss, aux)``; the step returns both.
-        donate: reuse the model's and optimizer state's buffers for the outputs.
+        donate: reuse the trainable leaves' and optimizer state's buffers for the
+            outputs. Frozen leaves are never donated, and a donated leaf that is
+            referenced elsewhere (a reference model sharing it, an earlier model
+            kept by the caller) is copied first, so no live array is deleted.
+        trainable: which leaves train, as in :func:`jaxlean.train.packed.packed`
+            (pytree of bools, predicate on the key path); None: the selection of a
+            ``packed`` optimizer in the state, else every floating-point leaf.
+        metrics: return a :class:`StepMetrics` (loss, gradient norm, learning rate
+            of an ``optax.inject_hyperparams`` schedule, tokens) instead of the loss.
+        count_tokens: ``count_tokens(*batch, **kwargs)`` gives ``StepMetrics.tokens``
+            (default :func:`default_count_tokens`).
+
+    Raises:
+        ConfigError: (at the first call) no leaf is trainable; a non-array leaf
+            of the model is not hashable.
     """
-    return TrainStep(loss_fn, tx, has_aux, donate)
+    return TrainStep(loss_fn, tx, has_aux=has_aux, donate=donate, trainable=trainable,
+                     metrics=metrics, count_tokens=count_tokens)

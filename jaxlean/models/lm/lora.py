@@ -100,6 +100,7 @@ def add_lora(
     num_adapters: int = 1,
     alpha: float | None = None,
     targets: Iterable[str] = DEFAULT_TARGETS,
+    dtype: Any = None,
 ) -> Any:
     """Attach fresh adapters to every :class:`Linear` whose attribute name is in ``targets``.
 
@@ -116,6 +117,11 @@ def add_lora(
         alpha: LoRA scaling numerator; the update is scaled by ``alpha / rank``
             (default ``alpha = rank``, i.e. scale 1).
         targets: attribute names of the projections to adapt.
+        dtype: the adapters' dtype; default the projection's own (float32 for a
+            tied head). ``jnp.float32`` on a bfloat16 base is mixed precision: the
+            adapters are stored, differentiated and updated in float32 while every
+            product runs in the base's bfloat16 (they are cast to the activations'
+            dtype where used), so small updates are not rounded away.
 
     Returns:
         The model with :class:`LoRA` adapters in the targeted projections.
@@ -125,6 +131,8 @@ def add_lora(
     """
     if rank < 1 or num_adapters < 1:
         raise ConfigError(f"LoRA needs rank >= 1 and num_adapters >= 1, got {rank}, {num_adapters}")
+    if dtype is not None and not jnp.issubdtype(dtype, jnp.floating):
+        raise ConfigError(f"add_lora: dtype must be a floating-point dtype, got {dtype!r}")
     targets = tuple(targets)
     scale = float(alpha if alpha is not None else rank) / rank
     found = [
@@ -143,13 +151,14 @@ def add_lora(
         if not (_is_linear(node) and _name(path) in targets):
             return node
         if node.weight is None:
-            lead, (fan_in, fan_out), dtype = (), node.tied_shape, jnp.float32
+            lead, (fan_in, fan_out), own = (), node.tied_shape, jnp.float32
         else:
             lead, (fan_in, fan_out) = node.weight.shape[:-2], node.weight.shape[-2:]
-            dtype = node.weight.dtype
-        a = normal(next(keys), (*lead, num_adapters, fan_in, rank), dtype)
-        b = jnp.zeros((*lead, num_adapters, rank, fan_out), dtype)
-        return Linear(node.weight, LoRA(a / jnp.sqrt(fan_in).astype(dtype), b, scale),
+            own = node.weight.dtype
+        kind = own if dtype is None else dtype
+        a = normal(next(keys), (*lead, num_adapters, fan_in, rank), kind)
+        b = jnp.zeros((*lead, num_adapters, rank, fan_out), kind)
+        return Linear(node.weight, LoRA(a / jnp.sqrt(fan_in).astype(kind), b, scale),
                       node.tied_shape)
 
     return jax.tree_util.tree_map_with_path(attach, model, is_leaf=_is_linear)

@@ -5,9 +5,10 @@ Qwen3 q/k-norm, SwiGLU MLP) are stored once with a leading layer axis, so the
 layer is traced and compiled once whatever the depth. How the layers run is
 chosen once, on the config: ``remat`` / ``nested`` bound the activation memory
 of the backward pass, ``scan=False`` runs them as an unrolled Python loop (the
-reference that benchmarks compare against). The training :func:`loss` feeds
-the final hidden states to the chunked :func:`jaxlean.loss.chunked.cross_entropy`,
-so ``[tokens, vocab]`` logits never exist.
+reference that benchmarks compare against). Calling the model gives full
+logits, as in Hugging Face; :meth:`Transformer.last_hidden_state` gives the
+head's input. The training :func:`loss` feeds that to the chunked
+:func:`jaxlean.loss.chunked.cross_entropy`, so ``[tokens, vocab]`` logits never exist.
 
 Token ids are checked eagerly: calling the model (or :func:`check_tokens`) on
 concrete arrays raises :class:`DataError` naming the first id outside the
@@ -22,6 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -31,13 +33,13 @@ from jax import Array
 
 from jaxlean._random import normal_blocks
 from jaxlean.errors import ConfigError, DataError
-from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs
+from jaxlean.loss.chunked import IGNORE_INDEX, VocabParallel, cross_entropy, token_logprobs
 from jaxlean.models.lm.lora import Linear, LoRA
 from jaxlean.models.lm.rope import RopeScaling, apply_rotary, inv_frequencies, rope_scaling
 from jaxlean.nn.layers import Nested, scan_layers, unstack
 from jaxlean.nn.remat import REMAT_NAMES, RematOption, remat_body
 
-STRUCTURE_OPTIONS = ("remat", "nested", "scan")
+STRUCTURE_OPTIONS = ("remat", "nested", "scan", "compute_dtype")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,11 +53,16 @@ class TransformerConfig:
     RopeScaling` (see :func:`~jaxlean.models.lm.rope.rope_scaling`); ``sliding_window``
     (Mistral) lets each query see only the last ``sliding_window`` keys, itself included.
 
-    The last three fields choose how the layers run, not what they compute:
+    The last four fields choose how the layers run, not what they compute:
     ``remat`` is the per-layer rematerialisation (see :func:`jaxlean.nn.layers.scan_layers`),
-    ``nested`` the block size of two-level (sqrt-N) remat, and ``scan=False``
+    ``nested`` the block size of two-level (sqrt-N) remat, ``scan=False``
     runs the layers as an unrolled Python loop (one trace per layer) instead of
-    one ``scan_layers``. Change them on a built model with :meth:`Transformer.with_options`.
+    one ``scan_layers``, and ``compute_dtype`` (e.g. ``jnp.bfloat16``) is the dtype
+    the forward pass and the head run in whatever the weights are stored in:
+    float32 weights (full fine-tuning, or float32 adapters) are cast to it where
+    used, so they are differentiated and updated in float32 while the products
+    run in bfloat16 (the chunked loss still accumulates in float32). Change
+    them on a built model with :meth:`Transformer.with_options`.
     """
 
     vocab_size: int
@@ -75,8 +82,14 @@ class TransformerConfig:
     remat: RematOption = None
     nested: Nested = None
     scan: bool = True
+    compute_dtype: Any = None
 
     def __post_init__(self) -> None:
+        if self.compute_dtype is not None:
+            if not jnp.issubdtype(self.compute_dtype, jnp.floating):
+                raise ConfigError(f"TransformerConfig.compute_dtype must be a floating-point "
+                                  f"dtype or None, got {self.compute_dtype!r}")
+            object.__setattr__(self, "compute_dtype", jnp.dtype(self.compute_dtype))
         if not (self.remat is None or callable(self.remat) or self.remat in REMAT_NAMES):
             raise ConfigError(f"TransformerConfig.remat={self.remat!r} is not one of None, "
                               f"{list(REMAT_NAMES)} or a jax.checkpoint policy")
@@ -336,7 +349,29 @@ class Transformer(eqx.Module):
         positions: Array | None = None,
         adapter_ids: Array | None = None,
     ) -> Array:
-        """Final (normed) hidden states ``[B, T, hidden]`` of ``tokens[B, T]``.
+        """Full logits ``[B, T, vocab]`` of ``tokens[B, T]``, as a Hugging Face causal LM returns.
+
+        This builds the ``[tokens, vocab]`` matrix: for inspection, tests and short
+        inputs. Training and RL use :func:`loss` and :mod:`jaxlean.models.lm.heads`,
+        which start from :meth:`last_hidden_state` and never build it.
+
+        Arguments as for :meth:`last_hidden_state`.
+        """
+        hidden = self.last_hidden_state(tokens, mask=mask, positions=positions,
+                                        adapter_ids=adapter_ids)
+        return self.project(hidden, adapter_ids)
+
+    def last_hidden_state(
+        self,
+        tokens: Array,
+        *,
+        mask: Array | None = None,
+        positions: Array | None = None,
+        adapter_ids: Array | None = None,
+    ) -> Array:
+        """Final (normed) hidden states ``[B, T, hidden]`` of ``tokens[B, T]`` (the head's input).
+
+        With ``config.compute_dtype`` set, every floating array is first cast to it.
 
         Args:
             tokens: int token ids ``[batch, length]``.
@@ -346,8 +381,9 @@ class Transformer(eqx.Module):
                 count of real tokens before each one (so left padding does not shift them).
             adapter_ids: ``[batch]`` int, the LoRA adapter of each example.
         """
-        h, _ = self._forward(tokens, mask, positions, adapter_ids, collect=False)
-        return self.norm(h)
+        model = self.in_compute_dtype()
+        h, _ = model._forward(tokens, mask, positions, adapter_ids, collect=False)
+        return model.norm(h)
 
     def hidden_states(
         self,
@@ -359,10 +395,19 @@ class Transformer(eqx.Module):
     ) -> Array:
         """Every layer's output ``[layers, B, T, hidden]`` (before the final norm).
 
-        Arguments as for :meth:`__call__`.
+        Arguments as for :meth:`last_hidden_state`.
         """
-        _, per_layer = self._forward(tokens, mask, positions, adapter_ids, collect=True)
+        _, per_layer = self.in_compute_dtype()._forward(tokens, mask, positions, adapter_ids,
+                                                        collect=True)
         return per_layer
+
+    def in_compute_dtype(self) -> Transformer:
+        """The model with its floating arrays cast to ``config.compute_dtype`` (itself when
+        that is None); gradients flow back to the stored arrays in their own dtype."""
+        dtype = self.config.compute_dtype
+        if dtype is None:
+            return self
+        return jax.tree.map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, self)
 
     def with_options(self, **options) -> Transformer:
         """The same model with other structure options (``remat``, ``nested``, ``scan``).
@@ -419,8 +464,11 @@ class Transformer(eqx.Module):
         down-projections of all adapters are appended to ``hidden`` (zero except
         the example's own) and the callable head adds ``... @ b`` for them.
         """
-        weight = self.embed.T if self.lm_head.weight is None else self.lm_head.weight
-        lora: LoRA | None = self.lm_head.lora
+        model = self.in_compute_dtype()
+        if model.config.compute_dtype is not None:
+            hidden = hidden.astype(model.config.compute_dtype)
+        weight = model.embed.T if model.lm_head.weight is None else model.lm_head.weight
+        lora: LoRA | None = model.lm_head.lora
         if lora is None:
             return hidden, weight
         down = lora.down(hidden, adapter_ids)
@@ -442,13 +490,6 @@ class Transformer(eqx.Module):
         inputs, head = self.head(hidden, adapter_ids)
         return head(inputs) if callable(head) else inputs @ head
 
-    def logits(self, tokens: Array, **kwargs) -> Array:
-        """Full ``[B, T, vocab]`` logits (for inspection and tests; training uses :func:`loss`).
-
-        Keyword arguments as for :meth:`__call__`.
-        """
-        return self.project(self(tokens, **kwargs), kwargs.get("adapter_ids"))
-
 
 def loss(
     model: Transformer,
@@ -461,6 +502,7 @@ def loss(
     z_loss: float = 0.0,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
+    ignore_index: int | None = IGNORE_INDEX,
 ) -> Array:
     """Mean next-token cross-entropy over ``mask``, never building ``[tokens, vocab]`` logits.
 
@@ -469,7 +511,8 @@ def loss(
     Args:
         model: the transformer.
         tokens: ``[B, T]`` input ids.
-        targets: ``[B, T]`` ids to predict at each position (usually ``tokens`` shifted).
+        targets: ``[B, T]`` ids to predict at each position (usually ``tokens`` shifted);
+            positions whose target is ``ignore_index`` count for nothing.
         mask: ``[B, T]`` weights of the loss per position (padding and prompts at 0).
         attention_mask: ``[B, T]`` False at padding tokens (not attended to).
         adapter_ids: ``[B]`` LoRA adapter per example.
@@ -477,11 +520,14 @@ def loss(
         chunk_size: tokens per loss chunk.
         vocab_parallel: the head is split over a mesh axis's vocabulary; each
             device computes its part of the logsumexp (:class:`jaxlean.loss.chunked.VocabParallel`).
+        ignore_index: the "no loss here" target (Hugging Face's ``-100`` labels; ``None``:
+            none). Any other target outside the vocabulary raises when concrete and
+            makes the loss NaN under ``jit``.
     """
-    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids)
+    hidden = model.last_hidden_state(tokens, mask=attention_mask, adapter_ids=adapter_ids)
     inputs, head = model.head(hidden, adapter_ids)
     return cross_entropy(inputs, head, targets, mask=mask, z_loss=z_loss, chunk_size=chunk_size,
-                         vocab_parallel=vocab_parallel)
+                         vocab_parallel=vocab_parallel, ignore_index=ignore_index)
 
 
 def logprobs(
@@ -493,9 +539,11 @@ def logprobs(
     adapter_ids: Array | None = None,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
+    ignore_index: int | None = IGNORE_INDEX,
 ) -> Array:
-    """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks."""
-    hidden = model(tokens, mask=attention_mask, adapter_ids=adapter_ids)
+    """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks; 0
+    where the target is ``ignore_index``."""
+    hidden = model.last_hidden_state(tokens, mask=attention_mask, adapter_ids=adapter_ids)
     inputs, head = model.head(hidden, adapter_ids)
     return token_logprobs(inputs, head, targets, chunk_size=chunk_size,
-                          vocab_parallel=vocab_parallel)
+                          vocab_parallel=vocab_parallel, ignore_index=ignore_index)

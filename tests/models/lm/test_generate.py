@@ -49,8 +49,8 @@ def logits(model, batch):
 
     @eqx.filter_jit
     def run(model):
-        full = model.logits(tokens, mask=mask, adapter_ids=ids)
-        alone = model.logits(tokens[1:2, 2:], adapter_ids=ids[1:2])  # row 1 without its pads
+        full = model(tokens, mask=mask, adapter_ids=ids)
+        alone = model(tokens[1:2, 2:], adapter_ids=ids[1:2])  # row 1 without its pads
         step, cache = prefill(model, tokens[:, :PROMPT], mask[:, :PROMPT],
                               max_length=tokens.shape[1], adapter_ids=ids)
         steps = [step]
@@ -132,7 +132,7 @@ def test_padded_rollouts_equal_unpadded_greedy_decoding(model, stream):
     def reference(model, seqs):
         out = []
         for k, seq in enumerate(seqs):
-            logp = jax.nn.log_softmax(model.logits(seq[None], adapter_ids=adapter[k:k + 1])[0])
+            logp = jax.nn.log_softmax(model(seq[None], adapter_ids=adapter[k:k + 1])[0])
             out.append((jnp.argmax(logp, -1), logp))
         return out
 

@@ -50,7 +50,7 @@ def batch():
 
 
 def full_logprobs(model, tokens, adapter_ids=None):
-    return jax.nn.log_softmax(model.logits(tokens, adapter_ids=adapter_ids))
+    return jax.nn.log_softmax(model(tokens, adapter_ids=adapter_ids))
 
 
 def test_token_stats_equal_full_logits(models, batch):
@@ -123,3 +123,40 @@ def test_unknown_option_is_an_error(models, batch):
     student, _ = models
     with pytest.raises(TypeError, match="topk"):
         token_stats(student, batch[0], batch[1], topk=3)
+
+
+def _ignore_cases():
+    from jaxlean.models.lm.transformer import loss
+    config = TransformerConfig(vocab_size=16, hidden_size=8, intermediate_size=16, num_layers=1,
+                               num_heads=2)
+    teacher = Transformer(config, key=jax.random.key(7))
+    tokens = jax.random.randint(jax.random.key(8), (2, 5), 0, 16)
+    targets = jnp.roll(tokens, -1, axis=1)
+    ignored = jnp.zeros((2, 5), bool).at[0, :2].set(True)
+    keep = (~ignored).astype(jnp.float32)
+    old, adv = jnp.full((2, 5), -2.7), jnp.array([1.0, -0.5])
+    cases = {
+        "loss": (lambda m, t: loss(m, tokens, t), lambda m: loss(m, tokens, targets, keep)),
+        "token_stats": (lambda m, t: token_stats(m, tokens, t).logprobs,
+                        lambda m: jnp.where(ignored, 0, token_stats(m, tokens, targets).logprobs)),
+        "policy_loss": (lambda m, t: policy_loss(m, tokens, t, old, adv).loss,
+                        lambda m: policy_loss(m, tokens, targets, old, adv, mask=keep).loss),
+        "distill": (lambda m, t: distill(m, teacher, tokens, labels=t),
+                    lambda m: distill(m, teacher, tokens, mask=keep)),
+    }
+    return config, jnp.where(ignored, -100, targets), cases
+
+
+@pytest.mark.parametrize("name", ["loss", "token_stats", "policy_loss", "distill"])
+def test_minus_100_labels_and_out_of_range_targets(name):
+    from jaxlean.errors import DataError
+    config, labels, cases = _ignore_cases()
+    got, want = cases[name]
+    model = Transformer(config, key=jax.random.key(6))
+    both = eqx.filter_jit(lambda m, t: (got(m, t), want(m)))
+    value, expected = both(model, labels)
+    np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6)
+    bad = labels.at[1, 3].set(16)
+    assert np.all(np.isnan(both(model, bad)[0][1, 3] if value.ndim else both(model, bad)[0]))
+    with pytest.raises(DataError, match=r" 16 at index \(1, 3\) is outside the vocabulary"):
+        got(model, bad)

@@ -51,7 +51,7 @@ def test_logits_logprobs_and_greedy_tokens_equal_hugging_face(tmp_path, family, 
 
     @jax.jit
     def outputs(model):
-        return (model.logits(tokens, mask=mask),
+        return (model(tokens, mask=mask),
                 logprobs(model, tokens[:, :-1], tokens[:, 1:], attention_mask=mask[:, :-1]))
 
     logits, logp = outputs(model)
@@ -112,7 +112,7 @@ def test_live_transformers_loads_what_we_save(tmp_path, config):
     tokens = np.random.default_rng(0).integers(0, config.vocab_size, (2, 9))
     with torch.no_grad():
         want = hf(input_ids=torch.tensor(tokens)).logits.float().numpy()
-    np.testing.assert_allclose(np.asarray(model.logits(jnp.asarray(tokens))), want, atol=1e-4,
+    np.testing.assert_allclose(np.asarray(model(jnp.asarray(tokens))), want, atol=1e-4,
                                rtol=1e-4)
 
 
@@ -123,7 +123,7 @@ def test_composite_checkpoint_loads_its_language_model(name, tied):
     model, config, _ = load_pretrained(folder)
     assert config.tie_embeddings == tied  # transformers 5 ties by the top-level field
     want = np.load(folder / "expected.npz")
-    logits = jax.jit(lambda m, t: m.logits(t))(model, jnp.asarray(want["tokens"]))
+    logits = jax.jit(lambda m, t: m(t))(model, jnp.asarray(want["tokens"]))
     np.testing.assert_allclose(np.asarray(logits), want["logits"], atol=1e-5, rtol=1e-5)
 
 

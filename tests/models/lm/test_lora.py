@@ -67,11 +67,11 @@ def outputs(base, tokens):
 
     @eqx.filter_jit
     def run(base, fresh, trained):
-        mixed = trained.logits(tokens, adapter_ids=ADAPTER_IDS)
-        refs = jnp.stack([merged(trained, i).logits(tokens[n:n + 1])[0]
+        mixed = trained(tokens, adapter_ids=ADAPTER_IDS)
+        refs = jnp.stack([merged(trained, i)(tokens[n:n + 1])[0]
                           for n, i in enumerate(ADAPTER_LIST)])
         logp = jnp.take_along_axis(jax.nn.log_softmax(mixed), targets[..., None], -1)
-        return dict(base=base.logits(tokens), fresh=fresh.logits(tokens, adapter_ids=ADAPTER_IDS),
+        return dict(base=base(tokens), fresh=fresh(tokens, adapter_ids=ADAPTER_IDS),
                     mixed=mixed, merged=refs, reference_loss=-logp.mean(),
                     loss=loss(trained, tokens, targets, adapter_ids=ADAPTER_IDS))
 
@@ -120,3 +120,40 @@ def test_add_lora_errors(base):
         add_lora(base, rank=0, key=jax.random.key(0))
     with pytest.raises(ConfigError, match=r"no Linear projection named \['qproj'\]"):
         add_lora(base, rank=2, key=jax.random.key(0), targets=("q_proj", "qproj"))
+
+
+def _relative_error(got, want):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+def test_float32_adapters_on_a_bfloat16_base():
+    """Mixed precision: the loss and adapter gradients of a bf16 base with f32 adapters are
+    those of the all-f32 model within bf16 rounding, and the gradients are f32."""
+    config = TransformerConfig(vocab_size=32, hidden_size=16, intermediate_size=32,
+                               num_layers=1, num_heads=2)
+    base = Transformer(config, key=jax.random.key(0), dtype=jnp.bfloat16)
+    mixed = randomize_b(add_lora(base, rank=2, key=jax.random.key(1), dtype=jnp.float32,
+                                 targets=("q_proj", "down_proj", "lm_head")), 2)
+    assert mixed.layers.attn.q_proj.lora.a.dtype == jnp.float32
+    assert mixed.lm_head.lora.b.dtype == jnp.float32
+    assert mixed.layers.attn.q_proj.weight.dtype == jnp.bfloat16
+    reference = jax.tree.map(lambda x: x.astype(jnp.float32) if eqx.is_inexact_array(x) else x,
+                             mixed)
+    tokens = jax.random.randint(jax.random.key(2), (2, 9), 0, 32)
+    adapters = lora_mask(mixed)
+
+    @eqx.filter_jit
+    def value_and_adapter_grads(model):
+        def of_adapters(lora, rest):
+            return loss(eqx.combine(lora, rest), tokens[:, :-1], tokens[:, 1:])
+        return jax.value_and_grad(of_adapters)(*eqx.partition(model, adapters))
+
+    (value, grads), (want, want_grads) = (value_and_adapter_grads(m) for m in (mixed, reference))
+    assert value.dtype == jnp.float32                      # the chunked loss accumulates in f32
+    np.testing.assert_allclose(value, want, rtol=2e-2)
+    for got, expected in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
+        assert got.dtype == jnp.float32
+        assert _relative_error(got, expected) < 5e-2
+    with pytest.raises(ConfigError, match="dtype must be a floating-point dtype"):
+        add_lora(base, rank=2, key=jax.random.key(1), dtype=jnp.int32)

@@ -44,8 +44,8 @@ def trained():
 def test_save_load_and_merge_compute_the_adapter(tmp_path, trained):
     base, model = trained
     tokens = jax.random.randint(jax.random.key(3), (2, 6), 0, CONFIG.vocab_size)
-    want = model.logits(tokens, adapter_ids=jnp.array([1, 1]))
-    assert not np.allclose(want, base.logits(tokens), atol=1e-3)
+    want = model(tokens, adapter_ids=jnp.array([1, 1]))
+    assert not np.allclose(want, base(tokens), atol=1e-3)
     save_lora(model, tmp_path, adapter=1, base_model="tiny")
     config = json.loads((tmp_path / "adapter_config.json").read_text())
     assert (config["r"], config["lora_alpha"], config["peft_type"]) == (3, 6.0, "LORA")
@@ -60,10 +60,10 @@ def test_save_load_and_merge_compute_the_adapter(tmp_path, trained):
     assert len(tensors) == 2 * (3 * CONFIG.num_layers + 1)
 
     loaded = load_lora(base, tmp_path)
-    np.testing.assert_allclose(loaded.logits(tokens), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(loaded(tokens), want, rtol=1e-5, atol=1e-5)
     merged = merge_lora(model, adapter=1)
     assert merged.layers.attn.q_proj.lora is None
-    np.testing.assert_allclose(merged.logits(tokens), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(merged(tokens), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("field, value", [
@@ -98,7 +98,7 @@ def peft_base():
 
 @eqx.filter_jit
 def _logits(model, tokens):
-    return model.logits(tokens)
+    return model(tokens)
 
 
 @pytest.mark.parametrize("name", ["rslora", "patterns", "lm_head", "all_linear"])
@@ -165,7 +165,7 @@ def test_live_peft_loads_the_adapter(tmp_path, trained):
     tokens = np.random.default_rng(0).integers(0, CONFIG.vocab_size, (2, 6))
     with torch.no_grad():
         want = hf(input_ids=torch.tensor(tokens)).logits.float().numpy()
-    got = model.logits(jnp.asarray(tokens), adapter_ids=jnp.array([1, 1]))
+    got = model(jnp.asarray(tokens), adapter_ids=jnp.array([1, 1]))
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
 
 

@@ -88,7 +88,8 @@ def test_scanned_forward_equals_unrolled(model, batch):
         variants = [model.with_options(**options)
                     for options in [{}, dict(remat="full", nested=2), dict(scan=False),
                                     dict(scan=False, remat="full")]]
-        return ([(m(tokens, mask=mask), m.hidden_states(tokens, mask=mask)) for m in variants],
+        return ([(m.last_hidden_state(tokens, mask=mask), m.hidden_states(tokens, mask=mask))
+                 for m in variants],
                 unrolled_hidden(model, tokens, mask))
 
     variants, (want_hidden, want_layers) = run(model)
@@ -132,9 +133,9 @@ def test_tied_head_and_logprobs(batch):
 
     @eqx.filter_jit
     def outputs(tied):
-        logits = tied(tokens) @ tied.embed.T
+        logits = tied.last_hidden_state(tokens) @ tied.embed.T
         want = jnp.take_along_axis(jax.nn.log_softmax(logits), targets[..., None], -1)[..., 0]
-        return (tied.logits(tokens), logits, logprobs(tied, tokens, targets), want,
+        return (tied(tokens), logits, logprobs(tied, tokens, targets), want,
                 loss(tied, tokens, targets, mask), reference_loss(tied, tokens, targets, mask))
 
     logits, want_logits, logp, want_logp, value, want_value = outputs(tied)
@@ -174,7 +175,7 @@ def test_explicit_head_dim_need_not_divide_hidden():
                                num_heads=4, num_kv_heads=2, head_dim=8)
     model = Transformer(config, key=jax.random.key(0))
     assert model.layers.attn.q_proj.weight.shape == (1, 30, 32)
-    hidden = eqx.filter_eval_shape(model, jnp.zeros((1, 3), jnp.int32))
+    hidden = eqx.filter_eval_shape(model.last_hidden_state, jnp.zeros((1, 3), jnp.int32))
     assert hidden.shape == (1, 3, 30)
 
 
@@ -194,3 +195,30 @@ def test_out_of_range_tokens(model, batch):
     # Under jit the ids cannot be checked; they embed as NaN so the loss is loudly NaN.
     assert np.isnan(eqx.filter_jit(loss)(model, bad, targets, mask))
     assert np.isfinite(eqx.filter_jit(loss)(model, tokens, targets, mask))
+
+
+def test_compute_dtype_bfloat16_with_float32_weights():
+    """Full fine-tuning in mixed precision: f32 weights, bf16 products, f32 gradients close to
+    the all-f32 ones."""
+    config = TransformerConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_layers=1,
+                               num_heads=2)
+    model = Transformer(config, key=jax.random.key(0))
+    tokens = jax.random.randint(jax.random.key(1), (2, 8), 0, 32)
+    targets, mask = jnp.roll(tokens, -1, axis=1), None
+    fast = model.with_options(compute_dtype=jnp.bfloat16)
+    assert fast.config.compute_dtype == jnp.bfloat16 and fast.embed is model.embed
+
+    @eqx.filter_jit
+    def run(m):
+        return m.last_hidden_state(tokens).dtype, eqx.filter_value_and_grad(loss)(
+            m, tokens, targets, mask)
+
+    (dtype, (value, grads)), (_, (want, want_grads)) = run(fast), run(model)
+    assert dtype == jnp.bfloat16
+    np.testing.assert_allclose(value, want, rtol=2e-2)
+    for got, expected in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
+        assert got.dtype == jnp.float32
+        err = np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-6)
+        assert err < 6e-2
+    with pytest.raises(ConfigError, match="compute_dtype must be a floating-point"):
+        model.with_options(compute_dtype=jnp.int32)
