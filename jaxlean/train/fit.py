@@ -171,7 +171,7 @@ def _build(
     layout = Layout.plan(params, trainable)
     frozen = layout.frozen(params)
     if pack:
-        theta = layout.pack(params)
+        theta = layout.pack_params(params)
         to_params = lambda theta, frozen: layout.merge(layout.unpack(theta), frozen)
     else:
         theta = layout.select(params)

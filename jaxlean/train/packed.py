@@ -33,7 +33,14 @@ from jax.sharding import PartitionSpec as P
 from jaxlean._pytree import is_array
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.parallel.mesh import axis_names
-from jaxlean.train._groups import Labels, Trainable, leaf_labels, trainable_flags
+from jaxlean.train._groups import (
+    Labels,
+    Trainable,
+    describe_trainable,
+    leaf_labels,
+    trainable_flags,
+)
+from jaxlean.train._packed_probe import check_exact, name
 from jaxlean.train.muon import MatrixTransformation
 
 __all__ = ["Labels", "Layout", "PackedState", "Trainable", "packed"]
@@ -178,6 +185,13 @@ class Layout:
             grow = leaf.local_size if matrix is None else leaf.local_size // int(np.prod(matrix))
             buffers[b] = dataclasses.replace(buffers[b], size=buffers[b].size + grow)
             leaves.append(leaf)
+        if not buffers:
+            arrays = [leaf.path for leaf in leaves if leaf is not None]
+            raise StructureError(
+                f"no parameter trains: {describe_trainable(trainable)} selected none of the "
+                f"{len(arrays)} array leaves of params"
+                + (f" (e.g. params{arrays[0]})" if arrays else "")
+                + "; only array leaves of floating dtype for which trainable holds are trained")
         order = sorted(range(len(buffers)), key=lambda b: buffers[b].part)
         renumber = {old: new for new, old in enumerate(order)}
         leaves = [leaf if leaf is None or leaf.buffer < 0
@@ -197,6 +211,11 @@ class Layout:
         leaves = self._flatten(tree, "the tree to pack")
         return tuple(self._pack_buffer(b, [leaves[i] for i in self._members(b)])
                      for b in range(len(self.buffers)))
+
+    def pack_params(self, params: Any) -> tuple[jax.Array, ...]:
+        """:meth:`pack` of concrete params as one jitted program (eagerly, every leaf shape
+        would compile a reshape of its own)."""
+        return jax.jit(self.pack)(self.select(params))
 
     def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:
         """The params tree with trainable leaves read from ``buffers`` and None elsewhere."""
@@ -249,6 +268,23 @@ class Layout:
                 f"{what} has structure {jax.tree_util.tree_structure(tree)}, but the params "
                 f"were planned with {self.treedef}") from None
 
+    def check_like(self, leaves: list[Any], what: str) -> None:
+        """Raise StructureError unless every trainable position of ``leaves`` (flattened up to
+        the params structure) is an array of its parameter's shape and dtype kind."""
+        for value, leaf in zip(leaves, self.leaves, strict=True):
+            if leaf is None or leaf.buffer < 0:
+                continue
+            if not is_array(value) and not isinstance(value, jax.core.Tracer):
+                raise StructureError(f"{what}{leaf.path} is {type(value).__name__}, but "
+                                     f"params{leaf.path} is an array of shape {leaf.shape}")
+            shape, dtype = tuple(value.shape), np.dtype(value.dtype)
+            if shape != leaf.shape:
+                raise StructureError(f"{what}{leaf.path} has shape {shape}, but "
+                                     f"params{leaf.path} has shape {leaf.shape}")
+            if _dtype_class(dtype) != _dtype_class(leaf.dtype):
+                raise StructureError(f"{what}{leaf.path} has dtype {dtype}, but "
+                                     f"params{leaf.path} has dtype {leaf.dtype}")
+
     def _members(self, b: int) -> list[int]:
         return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.buffer == b]
 
@@ -258,10 +294,11 @@ class Layout:
     def _pack_buffer(self, b: int, values: list[Any]) -> jax.Array:
         buffer = self.buffers[b]
         if buffer.matrix is None:
-            concat = lambda *blocks: jnp.concatenate([jnp.ravel(x) for x in blocks])
+            concat = lambda *blocks: jnp.concatenate(
+                [jnp.ravel(x).astype(buffer.dtype) for x in blocks])
         else:
             concat = lambda *blocks: jnp.concatenate(
-                [x.reshape(-1, *buffer.matrix) for x in blocks])
+                [x.reshape(-1, *buffer.matrix).astype(buffer.dtype) for x in blocks])
         if buffer.mesh is None:
             return concat(*values)
         specs = tuple(self._block_spec(i) for i in self._members(b))
@@ -297,6 +334,13 @@ class Layout:
         if buffer.matrix is None:
             return leaf.spec
         return P(buffer.axes, *(None,) * (len(leaf.shape) - 1))
+
+
+def _dtype_class(dtype: np.dtype) -> str:
+    """real floating, complex or other: a gradient's dtype must be of its parameter's class."""
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        return "complex"
+    return "float" if jnp.issubdtype(dtype, jnp.floating) else str(dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -369,28 +413,33 @@ class PackedState:
         return cls(children[0], layout)
 
 
-_MASKING_STATES = (optax.MaskedState, optax.MultiTransformState)
+def checked_init(tx: Any, layout: Layout, buffers: tuple, part: int = 0) -> Any:
+    """``tx.init`` on one part's packed ``buffers``, after checking that packing ``tx`` is exact.
 
-
-def _part_init(tx: Any, buffers: tuple, label: str | None) -> Any:
-    """``tx.init`` on a part's buffers; masks over the params tree are rejected with advice."""
-    advice = ("inside packed a transformation sees the packed buffers, not the params tree, so "
-              "optax.masked / optax.multi_transform / a weight-decay mask cannot select leaves "
-              "there; give packed a dict of transformations and labels= instead (e.g. "
-              "{'decay': optax.adamw(lr, weight_decay=0.1), 'no_decay': optax.adamw(lr, "
-              "weight_decay=0.0)}), or apply the mask outside packed")
+    A :class:`MatrixTransformation` is exact by its declaration; any other
+    transformation is checked (:mod:`jaxlean.train._packed_probe`) and refused
+    with a ConfigError naming it when it computes something per leaf.
+    """
+    label = layout.parts[part][0]
     where = "packed" if label is None else f"group {label!r} of packed"
+    ids = layout.part_buffers(part)
+    if not isinstance(tx, MatrixTransformation):
+        members = [layout._members(b) for b in ids]
+        on_part = sorted(i for m in members for i in m)
+        rank = {i: k for k, i in enumerate(on_part)}
+        structs = [None] * len(layout.leaves)
+        for i in on_part:
+            leaf = layout.leaves[i]
+            structs[i] = jax.ShapeDtypeStruct(leaf.shape, leaf.dtype)
+        tree = jax.tree_util.tree_unflatten(layout.treedef, structs)
+        shells = tuple(jax.ShapeDtypeStruct((layout.buffers[b].size,), layout.buffers[b].dtype)
+                       for b in ids)
+        check_exact(tx, tree, shells, [[rank[i] for i in m] for m in members], where)
     try:
-        state = tx.init(buffers)
+        return tx.init(buffers)
     except (ValueError, TypeError) as error:
-        raise ConfigError(f"{where}: initialising the transformation on the packed buffers "
-                          f"failed ({error}); if it holds a mask: {advice}") from error
-    masks = [x for x in jax.tree.leaves(state, is_leaf=lambda x: isinstance(x, _MASKING_STATES))
-             if isinstance(x, _MASKING_STATES)]
-    if masks:
-        raise ConfigError(f"{where}: the transformation contains {type(masks[0]).__name__}; "
-                          f"{advice}")
-    return state
+        raise ConfigError(f"{where}: initialising {name(tx)} on the packed buffers failed "
+                          f"({error})") from error
 
 
 def _transforms(tx: Any, labels: Labels) -> dict[str | None, Any]:
@@ -448,18 +497,21 @@ def packed(
     def part_tx(layout: Layout, part: int) -> optax.GradientTransformationExtraArgs:
         label, fallback = layout.parts[part]
         inner = transforms[label].fallback if fallback else transforms[label]
-        return optax.with_extra_args_support(inner)
+        return inner if isinstance(inner, MatrixTransformation) else \
+            optax.with_extra_args_support(inner)
 
     def init_fn(params: Any) -> PackedState:
         layout = Layout.plan(params, trainable, labels, transforms)
-        buffers = layout.pack(params)
-        inner = tuple(_part_init(part_tx(layout, p), _take(buffers, layout.part_buffers(p)),
-                                 layout.parts[p][0]) for p in range(len(layout.parts)))
+        buffers = layout.pack_params(params)
+        inner = tuple(checked_init(part_tx(layout, p), layout,
+                                   _take(buffers, layout.part_buffers(p)), p)
+                      for p in range(len(layout.parts)))
         return PackedState(inner, layout)
 
     def update_fn(updates: Any, state: PackedState, params: Any = None, **extra_args: Any):
         layout = state.layout
         grads = layout._flatten(updates, "updates")
+        layout.check_like(grads, "updates")
         buffers = layout.pack(updates)
         packed_params = None if params is None else layout.pack(params)
         new = list(buffers)
