@@ -32,7 +32,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxlean._pytree import is_array
 from jaxlean.errors import ConfigError, StructureError
-from jaxlean.parallel.mesh import axis_names
+from jaxlean.parallel.mesh import axis_names, constrain
 from jaxlean.train._groups import (
     Labels,
     Trainable,
@@ -54,7 +54,9 @@ class _Leaf:
 
     ``start`` counts elements in a flat buffer and matrices in a matrix buffer;
     ``local_shape`` is the leaf's block on one device as packed; ``spec`` the
-    leaf's own ``PartitionSpec`` when its buffer is sharded.
+    leaf's own ``PartitionSpec`` when its buffer is sharded; ``explicit`` the
+    leaf's sharding when it is split over Explicit mesh axes but packed into a
+    replicated buffer (its type carries the sharding: resharded on the way in and out).
     """
 
     path: str
@@ -64,6 +66,7 @@ class _Leaf:
     start: int = 0
     local_shape: tuple[int, ...] = ()
     spec: P | None = None
+    explicit: NamedSharding | None = None
 
     @property
     def local_size(self) -> int:
@@ -181,7 +184,9 @@ class Layout:
                 buffers.append(_Buffer(part, dtype, 0, matrix, place.mesh, place.axes))
             b = buffer_index[key]
             local_shape = shape if place.local_shape is None else place.local_shape
-            leaf = _Leaf(name, shape, dtype, b, buffers[b].size, local_shape, place.spec)
+            explicit = _explicit_sharding(value) if place.mesh is None else None
+            leaf = _Leaf(name, shape, dtype, b, buffers[b].size, local_shape, place.spec,
+                         explicit)
             grow = leaf.local_size if matrix is None else leaf.local_size // int(np.prod(matrix))
             buffers[b] = dataclasses.replace(buffers[b], size=buffers[b].size + grow)
             leaves.append(leaf)
@@ -288,6 +293,9 @@ class Layout:
     def _members(self, b: int) -> list[int]:
         return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.buffer == b]
 
+    def _member_leaves(self, b: int) -> list[_Leaf]:
+        return [self.leaves[i] for i in self._members(b)]
+
     def _frozen_indices(self) -> list[int]:
         return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.buffer < 0]
 
@@ -300,10 +308,12 @@ class Layout:
             concat = lambda *blocks: jnp.concatenate(
                 [x.reshape(-1, *buffer.matrix).astype(buffer.dtype) for x in blocks])
         if buffer.mesh is None:
-            return concat(*values)
+            return concat(*[v if leaf.explicit is None else
+                            constrain(v, NamedSharding(leaf.explicit.mesh, P()))
+                            for v, leaf in zip(values, self._member_leaves(b), strict=True)])
         specs = tuple(self._block_spec(i) for i in self._members(b))
         if buffer.matrix is not None:
-            values = [jax.lax.with_sharding_constraint(v, NamedSharding(buffer.mesh, s))
+            values = [constrain(v, NamedSharding(buffer.mesh, s))
                       for v, s in zip(values, specs, strict=True)]
         return jax.shard_map(concat, mesh=buffer.mesh, in_specs=specs,
                              out_specs=buffer.spec())(*values)
@@ -318,13 +328,14 @@ class Layout:
                          for leaf in leaves)
 
         if buffer.mesh is None:
-            return split(flat)
+            return tuple(x if leaf.explicit is None else constrain(x, leaf.explicit)
+                         for x, leaf in zip(split(flat), leaves, strict=True))
         specs = tuple(self._block_spec(i) for i in members)
         out = jax.shard_map(split, mesh=buffer.mesh, in_specs=buffer.spec(),
                             out_specs=specs)(flat)
         if buffer.matrix is None:
             return out
-        return tuple(jax.lax.with_sharding_constraint(x, NamedSharding(buffer.mesh, leaf.spec))
+        return tuple(constrain(x, NamedSharding(buffer.mesh, leaf.spec))
                      for x, leaf in zip(out, leaves, strict=True))
 
     def _block_spec(self, index: int) -> P:
@@ -334,6 +345,17 @@ class Layout:
         if buffer.matrix is None:
             return leaf.spec
         return P(buffer.axes, *(None,) * (len(leaf.shape) - 1))
+
+
+def _explicit_sharding(leaf: Any) -> NamedSharding | None:
+    """The sharding of a concrete leaf split over Explicit mesh axes, else None."""
+    sharding = getattr(leaf, "sharding", None)
+    if isinstance(leaf, jax.core.Tracer) or not isinstance(sharding, NamedSharding):
+        return None
+    types = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types, strict=True))
+    used = {name for entry in sharding.spec for name in axis_names(entry)}
+    explicit = any(types[name] == jax.sharding.AxisType.Explicit for name in used)
+    return sharding if explicit else None
 
 
 def _dtype_class(dtype: np.dtype) -> str:
