@@ -486,10 +486,18 @@ def packed(
 
     Trainable leaves are grouped by (group, dtype, sharding) and each group is
     concatenated into one buffer; each transformation sees its buffers (and the
-    packed params, for weight decay), so the state is a few arrays. Elementwise
-    transformations give the same updates as on the pytree; global-norm
-    clipping too within a group (the norm of the buffers is the norm of the
-    leaves). A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
+    packed params, for weight decay), so the state is a few arrays. ``init``
+    checks that this is exact for each transformation (its state at the real
+    shapes, a probe step per leaf vs packed: :mod:`jaxlean.train._packed_probe`):
+    elementwise ones (adam, sgd, lion, schedule-free, ...) and tree-wide
+    reductions (global-norm clipping) run on the buffers; one that computes per
+    leaf (lamb's trust ratio, adafactor, novograd, block RMS clipping) is
+    refused with a ConfigError naming it. Gradients must have the params'
+    tree, shapes and dtype class. On XLA:CPU, a jitted step over ordinary
+    per-leaf params compiles slower packed than per leaf when many leaves
+    share a shape (``jaxlean bench optim``): ``packed`` makes the state
+    small, not that compile faster.
+    A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
     ``[B, m, n]`` buffers of all its same-shape matrices, layers and modules
     together, and its fallback the leaves with fewer than two axes. Frozen
     leaves get no state and exactly-zero updates. Extra arguments of ``update``
@@ -507,12 +515,14 @@ def packed(
         An ``optax.GradientTransformationExtraArgs`` over the ordinary params pytree.
 
     Raises:
-        ConfigError: a dict without labels or labels without a dict; a
-            transformation that masks leaves (``optax.masked``,
-            ``multi_transform``, ``adamw(mask=...)``): use groups instead.
+        ConfigError: a dict without labels or labels without a dict; (at
+            ``init``) a transformation that is not exact on packed buffers (it
+            computes per leaf, or masks leaves by the params tree: use groups).
         StructureError: (at ``init``) a label that names no group, a leaf with
             fewer than two axes in a matrix group without fallback, masks that do
-            not fit the params; (at ``update``) trees of another structure.
+            not fit the params, a ``trainable`` that selects no leaf; (at
+            ``update``) gradients of another tree, shape or dtype class than the
+            params (naming the path and both).
     """
     transforms = _transforms(tx, labels)
 
