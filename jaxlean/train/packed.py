@@ -526,11 +526,9 @@ def packed(
     """
     transforms = _transforms(tx, labels)
 
-    def part_tx(layout: Layout, part: int) -> optax.GradientTransformationExtraArgs:
+    def part_tx(layout: Layout, part: int) -> Any:
         label, fallback = layout.parts[part]
-        inner = transforms[label].fallback if fallback else transforms[label]
-        return inner if isinstance(inner, MatrixTransformation) else \
-            optax.with_extra_args_support(inner)
+        return transforms[label].fallback if fallback else transforms[label]
 
     def init_fn(params: Any) -> PackedState:
         layout = Layout.plan(params, trainable, labels, transforms)
@@ -551,8 +549,9 @@ def packed(
         for p, part_state in enumerate(state.inner):
             ids = layout.part_buffers(p)
             part_params = None if packed_params is None else _take(packed_params, ids)
-            out, part_state = part_tx(layout, p).update(_take(buffers, ids), part_state,
-                                                       part_params, **extra_args)
+            transform = optax.with_extra_args_support(part_tx(layout, p))
+            out, part_state = transform.update(_take(buffers, ids), part_state, part_params,
+                                               **extra_args)
             for b, value in zip(ids, out, strict=True):
                 new[b] = value
             inner.append(part_state)
