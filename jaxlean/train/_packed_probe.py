@@ -152,9 +152,12 @@ def check_state(tx: Any, tree: Any, buffers: tuple) -> None:
         per_leaf, is_leaf=lambda x: like(x, treedef, shapes))
     got, got_def = jax.tree.flatten(packed, is_leaf=lambda x: like(x, buffer_def, buffer_shapes))
     if ref_def != got_def:
-        raise NotExact(f"its state has another structure on the packed buffers ({got_def}) "
-                       f"than on the params ({ref_def}): it keeps state per leaf")
+        raise NotExact("its state has another structure on the packed buffers than on the "
+                       "params: it keeps state per leaf")
     for (path, r), g in zip(ref, got, strict=True):
+        if like(r, treedef, shapes) != like(g, buffer_def, buffer_shapes):
+            raise NotExact(f"its state{_path(path)} is not the params' shape per leaf and the "
+                           "buffers' when packed")
         if like(r, treedef, shapes):
             wrong = [(leaf_path, tuple(x.shape), want) for (leaf_path, x), want in
                      zip(jax.tree_util.tree_leaves_with_path(r), shapes, strict=True)
@@ -170,8 +173,8 @@ def check_state(tx: Any, tree: Any, buffers: tuple) -> None:
 
 
 def _probe_data(tree: Any, seed: int) -> tuple[Any, Any]:
-    """Small random params and gradients shaped like ``tree`` (each axis at most 3), f32,
-    a different scale per leaf."""
+    """Small random params and gradients shaped like ``tree`` (each axis at most
+    ``_PROBE_DIM`` long), f32, a different scale per leaf."""
     rng = np.random.default_rng(seed)
     leaves, treedef = jax.tree.flatten(tree)
 
