@@ -85,6 +85,7 @@ EXACT = {
     "adagrad": lambda: optax.adagrad(1e-2),
     "schedule_free": lambda: optax.contrib.schedule_free_adamw(1e-2, warmup_steps=5),
     "multi_steps": lambda: optax.MultiSteps(optax.adam(1e-2), every_k_schedule=3),
+    "lars_without_trust_ratio": lambda: optax.lars(1e-2, trust_ratio_mask=False),
     "masked_all": lambda: optax.chain(optax.masked(optax.add_decayed_weights(0.1), True),
                                       optax.sgd(1e-2)),
     "reduce_on_plateau": lambda: optax.chain(
