@@ -66,6 +66,17 @@ def axis_names(entry: Any) -> tuple[str, ...]:
     return tuple(entry) if isinstance(entry, tuple) else (entry,)
 
 
+def constrain(x: Any, sharding: NamedSharding) -> Any:
+    """Lay ``x`` out as ``sharding`` inside a traced function, on any mesh ``jax.make_mesh`` makes.
+
+    Over Auto axes that is ``with_sharding_constraint``; where a mesh has Explicit
+    axes, arrays carry the sharding in their type, so there it is ``jax.sharding.reshard``.
+    """
+    if jax.sharding.AxisType.Explicit in sharding.mesh.axis_types:
+        return jax.sharding.reshard(x, sharding)
+    return jax.lax.with_sharding_constraint(x, sharding)
+
+
 def _checked_spec(path: str, leaf: Any, spec: P, mesh: Mesh, rule: str) -> P:
     """``spec`` padded to the leaf's rank, after checking it fits the leaf and the mesh."""
     shape = tuple(leaf.shape)

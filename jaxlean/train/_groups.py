@@ -65,6 +65,15 @@ def trainable_flags(paths: list[tuple], trainable: Trainable) -> list[bool]:
     return [bool(flag) for flag in flags]
 
 
+def describe_trainable(trainable: Trainable) -> str:
+    """``trainable`` in words, for errors: the predicate's name, a mask, or every leaf."""
+    if trainable is None:
+        return "trainable=None (every floating-point array leaf)"
+    if _is_function(trainable):
+        return f"trainable={getattr(trainable, '__qualname__', None) or repr(trainable)}"
+    return "the trainable mask"
+
+
 def leaf_labels(paths: list[tuple], params: Any, labels: Labels) -> list[str | None]:
     """One group name per leaf path from a label pytree or a function of the params."""
     if labels is None:

@@ -4,8 +4,8 @@ A Python loop of jitted steps pays a dispatch per step and, when the step is
 written with a loop over modules and a per-leaf optimizer, a trace and
 compile that grow with the model. :func:`fit` traces the step once, runs
 every epoch (shuffling by key, validation, early stopping with best-params
-restore) in one ``lax.while_loop`` and carries packed parameters and packed
-optimizer state (:mod:`jaxlean.train.packed`), so the loop carries a few arrays.
+restore) in one ``lax.while_loop`` and carries the parameters and the optimizer
+state packed by :func:`jaxlean.train.packed`, so the state is a few arrays.
 Progress reaches the host every ``log_every`` steps through ``jax.debug.callback``.
 
 The loop runs from a carry to a traced stop epoch, so with ``checkpoint=``
@@ -16,7 +16,7 @@ a requeued job ends with the result of an uninterrupted run.
 
 :func:`make_train_fn` returns the jitted-to-be training function and its
 arguments, for ahead-of-time compilation and benchmarks; ``pack=False``
-builds the unpacked reference (plain optax state, one array per leaf).
+builds the unpacked reference (plain optax state, one array per leaf and moment).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from jaxlean.train._groups import Trainable
 from jaxlean.train._progress import ProgressBar
 from jaxlean.train._resume import check_same_run, describe_run, resize_history, resumable_epochs
 from jaxlean.train.checkpoint import Checkpointer
-from jaxlean.train.packed import Layout
+from jaxlean.train.packed import Layout, packed
 
 LossFn = Callable[[Any, Any], jax.Array]
 
@@ -170,12 +170,13 @@ def _build(
 
     layout = Layout.plan(params, trainable)
     frozen = layout.frozen(params)
+    # The loop carries the trainable leaves as they are and, with ``pack``, the optimizer
+    # state packed: unpacking carried parameter buffers every step costs one slice per leaf
+    # in the loss and its gradient, which on XLA:CPU compiles slower than what packing saves.
+    theta = layout.select(params)
+    to_params = layout.merge
     if pack:
-        theta = layout.pack(params)
-        to_params = lambda theta, frozen: layout.merge(layout.unpack(theta), frozen)
-    else:
-        theta = layout.select(params)
-        to_params = layout.merge
+        tx = packed(tx)
     opt_state = tx.init(theta)
 
     def init(theta, opt_state) -> _Carry:
@@ -186,14 +187,7 @@ def _build(
 
     def run(carry: _Carry, stop_epoch, frozen, data, val_data, key) -> _Carry:
         def loss_and_grad(theta, batch):
-            if not pack:
-                return jax.value_and_grad(lambda t: loss_fn(to_params(t, frozen), batch))(theta)
-            # Differentiate w.r.t. the unpacked leaves and concatenate their gradients:
-            # the transpose of slicing a buffer (a pad per leaf) compiles far slower.
-            loss, grads = jax.value_and_grad(
-                lambda trainable: loss_fn(layout.merge(trainable, frozen), batch)
-            )(layout.unpack(theta))
-            return loss, layout.pack(grads)
+            return jax.value_and_grad(lambda t: loss_fn(to_params(t, frozen), batch))(theta)
 
         def run_epoch(carry: _Carry) -> _Carry:
             order = jax.random.permutation(jax.random.fold_in(key, carry.epoch), size)
@@ -340,8 +334,9 @@ def make_train_fn(
 
     ``jax.jit(fn)(*args)`` is what :func:`fit` runs; benchmarks AOT-compile it
     (``jax.jit(fn).trace(*args).lower().compile()``). With ``pack=True`` the
-    loop carries packed buffers and ``tx`` runs on them (as :func:`packed`);
-    with ``pack=False`` it is the unpacked reference: the same loop, same
+    loop runs ``packed(tx)`` (its state a few buffers; ``packed`` refuses a
+    ``tx`` it cannot run exactly); with ``pack=False`` it is the unpacked
+    reference: the same loop, same
     shuffling and the same losses, with ``tx`` on the pytree of trainable
     leaves (plain optax state, one array per leaf and moment).
 
@@ -361,7 +356,7 @@ def make_train_fn(
             validation loss (train loss without ``val_data``) and return the best params.
         log_every: steps between ``on_step`` calls (default: ~50 calls per run).
         trainable: which leaves train (pytree of bools or predicate on key path).
-        pack: packed buffers (True) or the unpacked reference (False).
+        pack: ``packed(tx)`` (True) or plain ``tx``, the unpacked reference (False).
         on_step: host callback ``(step, epoch, loss)``; on_epoch: ``(epoch, train, val)``.
 
     Returns:
@@ -404,8 +399,8 @@ def fit(
 
     Minibatches are drawn without replacement from a fresh permutation each
     epoch (see :func:`make_train_fn`); the last partial batch is dropped. The
-    loop carries packed params and packed optimizer state; ``loss_fn`` sees
-    ordinary params. With ``patience``, training stops after that many epochs
+    loop carries the params and the optimizer state of ``packed(tx)``;
+    ``loss_fn`` sees ordinary params. With ``patience``, training stops after that many epochs
     without improvement of the validation loss (the train loss without
     ``val_data``) and the best epoch's params are returned.
 
@@ -444,9 +439,11 @@ def fit(
             run resumed: a rich bar on a terminal, plain lines on stderr every
             ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) otherwise; False: silent.
         trainable: pytree of bools or predicate on the key path; frozen leaves do not change.
-        pack: carry packed buffers (default). ``False`` runs plain optax on the
-            pytree; on XLA:CPU it can compile faster for models with many
-            unstacked leaves, since unpacking costs one slice kernel per leaf.
+        pack: run ``packed(tx)``: optimizer state in a few buffers (default).
+            ``False`` runs plain optax on the pytree; on XLA:CPU it compiles
+            faster for models with many unstacked leaves, since getting each
+            leaf's update out of a buffer costs a slice kernel per leaf
+            (``jaxlean bench optim`` measures both).
         checkpoint: a directory (a :class:`Checkpointer` keeping the last 3
             steps, written in the background) or a :class:`Checkpointer` to
             save to and resume from; None for no checkpoints.

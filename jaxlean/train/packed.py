@@ -32,8 +32,15 @@ from jax.sharding import PartitionSpec as P
 
 from jaxlean._pytree import is_array
 from jaxlean.errors import ConfigError, StructureError
-from jaxlean.parallel.mesh import axis_names
-from jaxlean.train._groups import Labels, Trainable, leaf_labels, trainable_flags
+from jaxlean.parallel.mesh import axis_names, constrain
+from jaxlean.train._groups import (
+    Labels,
+    Trainable,
+    describe_trainable,
+    leaf_labels,
+    trainable_flags,
+)
+from jaxlean.train._packed_probe import check_exact, name
 from jaxlean.train.muon import MatrixTransformation
 
 __all__ = ["Labels", "Layout", "PackedState", "Trainable", "packed"]
@@ -47,7 +54,9 @@ class _Leaf:
 
     ``start`` counts elements in a flat buffer and matrices in a matrix buffer;
     ``local_shape`` is the leaf's block on one device as packed; ``spec`` the
-    leaf's own ``PartitionSpec`` when its buffer is sharded.
+    leaf's own ``PartitionSpec`` when its buffer is sharded; ``explicit`` the
+    leaf's sharding when it is split over Explicit mesh axes but packed into a
+    replicated buffer (its type carries the sharding: resharded on the way in and out).
     """
 
     path: str
@@ -57,6 +66,7 @@ class _Leaf:
     start: int = 0
     local_shape: tuple[int, ...] = ()
     spec: P | None = None
+    explicit: NamedSharding | None = None
 
     @property
     def local_size(self) -> int:
@@ -174,10 +184,19 @@ class Layout:
                 buffers.append(_Buffer(part, dtype, 0, matrix, place.mesh, place.axes))
             b = buffer_index[key]
             local_shape = shape if place.local_shape is None else place.local_shape
-            leaf = _Leaf(name, shape, dtype, b, buffers[b].size, local_shape, place.spec)
+            explicit = _explicit_sharding(value) if place.mesh is None else None
+            leaf = _Leaf(name, shape, dtype, b, buffers[b].size, local_shape, place.spec,
+                         explicit)
             grow = leaf.local_size if matrix is None else leaf.local_size // int(np.prod(matrix))
             buffers[b] = dataclasses.replace(buffers[b], size=buffers[b].size + grow)
             leaves.append(leaf)
+        if not buffers:
+            arrays = [leaf.path for leaf in leaves if leaf is not None]
+            raise StructureError(
+                f"no parameter trains: {describe_trainable(trainable)} selected none of the "
+                f"{len(arrays)} array leaves of params"
+                + (f" (e.g. params{arrays[0]})" if arrays else "")
+                + "; only array leaves of floating dtype for which trainable holds are trained")
         order = sorted(range(len(buffers)), key=lambda b: buffers[b].part)
         renumber = {old: new for new, old in enumerate(order)}
         leaves = [leaf if leaf is None or leaf.buffer < 0
@@ -197,6 +216,11 @@ class Layout:
         leaves = self._flatten(tree, "the tree to pack")
         return tuple(self._pack_buffer(b, [leaves[i] for i in self._members(b)])
                      for b in range(len(self.buffers)))
+
+    def pack_params(self, params: Any) -> tuple[jax.Array, ...]:
+        """:meth:`pack` of concrete params as one jitted program (eagerly, every leaf shape
+        would compile a reshape of its own)."""
+        return jax.jit(self.pack)(self.select(params))
 
     def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:
         """The params tree with trainable leaves read from ``buffers`` and None elsewhere."""
@@ -249,8 +273,28 @@ class Layout:
                 f"{what} has structure {jax.tree_util.tree_structure(tree)}, but the params "
                 f"were planned with {self.treedef}") from None
 
+    def check_like(self, leaves: list[Any], what: str) -> None:
+        """Raise StructureError unless every trainable position of ``leaves`` (flattened up to
+        the params structure) is an array of its parameter's shape and dtype kind."""
+        for value, leaf in zip(leaves, self.leaves, strict=True):
+            if leaf is None or leaf.buffer < 0:
+                continue
+            if not is_array(value) and not isinstance(value, jax.core.Tracer):
+                raise StructureError(f"{what}{leaf.path} is {type(value).__name__}, but "
+                                     f"params{leaf.path} is an array of shape {leaf.shape}")
+            shape, dtype = tuple(value.shape), np.dtype(value.dtype)
+            if shape != leaf.shape:
+                raise StructureError(f"{what}{leaf.path} has shape {shape}, but "
+                                     f"params{leaf.path} has shape {leaf.shape}")
+            if _dtype_class(dtype) != _dtype_class(leaf.dtype):
+                raise StructureError(f"{what}{leaf.path} has dtype {dtype}, but "
+                                     f"params{leaf.path} has dtype {leaf.dtype}")
+
     def _members(self, b: int) -> list[int]:
         return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.buffer == b]
+
+    def _member_leaves(self, b: int) -> list[_Leaf]:
+        return [self.leaves[i] for i in self._members(b)]
 
     def _frozen_indices(self) -> list[int]:
         return [i for i, leaf in enumerate(self.leaves) if leaf is not None and leaf.buffer < 0]
@@ -258,15 +302,18 @@ class Layout:
     def _pack_buffer(self, b: int, values: list[Any]) -> jax.Array:
         buffer = self.buffers[b]
         if buffer.matrix is None:
-            concat = lambda *blocks: jnp.concatenate([jnp.ravel(x) for x in blocks])
+            concat = lambda *blocks: jnp.concatenate(
+                [jnp.ravel(x).astype(buffer.dtype) for x in blocks])
         else:
             concat = lambda *blocks: jnp.concatenate(
-                [x.reshape(-1, *buffer.matrix) for x in blocks])
+                [x.reshape(-1, *buffer.matrix).astype(buffer.dtype) for x in blocks])
         if buffer.mesh is None:
-            return concat(*values)
+            return concat(*[v if leaf.explicit is None else
+                            constrain(v, NamedSharding(leaf.explicit.mesh, P()))
+                            for v, leaf in zip(values, self._member_leaves(b), strict=True)])
         specs = tuple(self._block_spec(i) for i in self._members(b))
         if buffer.matrix is not None:
-            values = [jax.lax.with_sharding_constraint(v, NamedSharding(buffer.mesh, s))
+            values = [constrain(v, NamedSharding(buffer.mesh, s))
                       for v, s in zip(values, specs, strict=True)]
         return jax.shard_map(concat, mesh=buffer.mesh, in_specs=specs,
                              out_specs=buffer.spec())(*values)
@@ -281,13 +328,14 @@ class Layout:
                          for leaf in leaves)
 
         if buffer.mesh is None:
-            return split(flat)
+            return tuple(x if leaf.explicit is None else constrain(x, leaf.explicit)
+                         for x, leaf in zip(split(flat), leaves, strict=True))
         specs = tuple(self._block_spec(i) for i in members)
         out = jax.shard_map(split, mesh=buffer.mesh, in_specs=buffer.spec(),
                             out_specs=specs)(flat)
         if buffer.matrix is None:
             return out
-        return tuple(jax.lax.with_sharding_constraint(x, NamedSharding(buffer.mesh, leaf.spec))
+        return tuple(constrain(x, NamedSharding(buffer.mesh, leaf.spec))
                      for x, leaf in zip(out, leaves, strict=True))
 
     def _block_spec(self, index: int) -> P:
@@ -297,6 +345,24 @@ class Layout:
         if buffer.matrix is None:
             return leaf.spec
         return P(buffer.axes, *(None,) * (len(leaf.shape) - 1))
+
+
+def _explicit_sharding(leaf: Any) -> NamedSharding | None:
+    """The sharding of a concrete leaf split over Explicit mesh axes, else None."""
+    sharding = getattr(leaf, "sharding", None)
+    if isinstance(leaf, jax.core.Tracer) or not isinstance(sharding, NamedSharding):
+        return None
+    types = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types, strict=True))
+    used = {name for entry in sharding.spec for name in axis_names(entry)}
+    explicit = any(types[name] == jax.sharding.AxisType.Explicit for name in used)
+    return sharding if explicit else None
+
+
+def _dtype_class(dtype: np.dtype) -> str:
+    """real floating, complex or other: a gradient's dtype must be of its parameter's class."""
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        return "complex"
+    return "float" if jnp.issubdtype(dtype, jnp.floating) else str(dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -369,28 +435,33 @@ class PackedState:
         return cls(children[0], layout)
 
 
-_MASKING_STATES = (optax.MaskedState, optax.MultiTransformState)
+def checked_init(tx: Any, layout: Layout, buffers: tuple, part: int = 0) -> Any:
+    """``tx.init`` on one part's packed ``buffers``, after checking that packing ``tx`` is exact.
 
-
-def _part_init(tx: Any, buffers: tuple, label: str | None) -> Any:
-    """``tx.init`` on a part's buffers; masks over the params tree are rejected with advice."""
-    advice = ("inside packed a transformation sees the packed buffers, not the params tree, so "
-              "optax.masked / optax.multi_transform / a weight-decay mask cannot select leaves "
-              "there; give packed a dict of transformations and labels= instead (e.g. "
-              "{'decay': optax.adamw(lr, weight_decay=0.1), 'no_decay': optax.adamw(lr, "
-              "weight_decay=0.0)}), or apply the mask outside packed")
+    A :class:`MatrixTransformation` is exact by its declaration; any other
+    transformation is checked (:mod:`jaxlean.train._packed_probe`) and refused
+    with a ConfigError naming it when it computes something per leaf.
+    """
+    label = layout.parts[part][0]
     where = "packed" if label is None else f"group {label!r} of packed"
+    ids = layout.part_buffers(part)
+    if not isinstance(tx, MatrixTransformation):
+        members = [layout._members(b) for b in ids]
+        on_part = sorted(i for m in members for i in m)
+        rank = {i: k for k, i in enumerate(on_part)}
+        structs = [None] * len(layout.leaves)
+        for i in on_part:
+            leaf = layout.leaves[i]
+            structs[i] = jax.ShapeDtypeStruct(leaf.shape, leaf.dtype)
+        tree = jax.tree_util.tree_unflatten(layout.treedef, structs)
+        shells = tuple(jax.ShapeDtypeStruct((layout.buffers[b].size,), layout.buffers[b].dtype)
+                       for b in ids)
+        check_exact(tx, tree, shells, [[rank[i] for i in m] for m in members], where)
     try:
-        state = tx.init(buffers)
+        return tx.init(buffers)
     except (ValueError, TypeError) as error:
-        raise ConfigError(f"{where}: initialising the transformation on the packed buffers "
-                          f"failed ({error}); if it holds a mask: {advice}") from error
-    masks = [x for x in jax.tree.leaves(state, is_leaf=lambda x: isinstance(x, _MASKING_STATES))
-             if isinstance(x, _MASKING_STATES)]
-    if masks:
-        raise ConfigError(f"{where}: the transformation contains {type(masks[0]).__name__}; "
-                          f"{advice}")
-    return state
+        raise ConfigError(f"{where}: initialising {name(tx)} on the packed buffers failed "
+                          f"({error})") from error
 
 
 def _transforms(tx: Any, labels: Labels) -> dict[str | None, Any]:
@@ -415,10 +486,18 @@ def packed(
 
     Trainable leaves are grouped by (group, dtype, sharding) and each group is
     concatenated into one buffer; each transformation sees its buffers (and the
-    packed params, for weight decay), so the state is a few arrays. Elementwise
-    transformations give the same updates as on the pytree; global-norm
-    clipping too within a group (the norm of the buffers is the norm of the
-    leaves). A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
+    packed params, for weight decay), so the state is a few arrays. ``init``
+    checks that this is exact for each transformation (its state at the real
+    shapes, a probe step per leaf vs packed: :mod:`jaxlean.train._packed_probe`):
+    elementwise ones (adam, sgd, lion, schedule-free, ...) and tree-wide
+    reductions (global-norm clipping) run on the buffers; one that computes per
+    leaf (lamb's trust ratio, adafactor, novograd, block RMS clipping) is
+    refused with a ConfigError naming it. Gradients must have the params'
+    tree, shapes and dtype class. On XLA:CPU, a jitted step over ordinary
+    per-leaf params compiles slower packed than per leaf when many leaves
+    share a shape (``jaxlean bench optim``): ``packed`` makes the state
+    small, not that compile faster.
+    A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
     ``[B, m, n]`` buffers of all its same-shape matrices, layers and modules
     together, and its fallback the leaves with fewer than two axes. Frozen
     leaves get no state and exactly-zero updates. Extra arguments of ``update``
@@ -436,30 +515,33 @@ def packed(
         An ``optax.GradientTransformationExtraArgs`` over the ordinary params pytree.
 
     Raises:
-        ConfigError: a dict without labels or labels without a dict; a
-            transformation that masks leaves (``optax.masked``,
-            ``multi_transform``, ``adamw(mask=...)``): use groups instead.
+        ConfigError: a dict without labels or labels without a dict; (at
+            ``init``) a transformation that is not exact on packed buffers (it
+            computes per leaf, or masks leaves by the params tree: use groups).
         StructureError: (at ``init``) a label that names no group, a leaf with
             fewer than two axes in a matrix group without fallback, masks that do
-            not fit the params; (at ``update``) trees of another structure.
+            not fit the params, a ``trainable`` that selects no leaf; (at
+            ``update``) gradients of another tree, shape or dtype class than the
+            params (naming the path and both).
     """
     transforms = _transforms(tx, labels)
 
-    def part_tx(layout: Layout, part: int) -> optax.GradientTransformationExtraArgs:
+    def part_tx(layout: Layout, part: int) -> Any:
         label, fallback = layout.parts[part]
-        inner = transforms[label].fallback if fallback else transforms[label]
-        return optax.with_extra_args_support(inner)
+        return transforms[label].fallback if fallback else transforms[label]
 
     def init_fn(params: Any) -> PackedState:
         layout = Layout.plan(params, trainable, labels, transforms)
-        buffers = layout.pack(params)
-        inner = tuple(_part_init(part_tx(layout, p), _take(buffers, layout.part_buffers(p)),
-                                 layout.parts[p][0]) for p in range(len(layout.parts)))
+        buffers = layout.pack_params(params)
+        inner = tuple(checked_init(part_tx(layout, p), layout,
+                                   _take(buffers, layout.part_buffers(p)), p)
+                      for p in range(len(layout.parts)))
         return PackedState(inner, layout)
 
     def update_fn(updates: Any, state: PackedState, params: Any = None, **extra_args: Any):
         layout = state.layout
         grads = layout._flatten(updates, "updates")
+        layout.check_like(grads, "updates")
         buffers = layout.pack(updates)
         packed_params = None if params is None else layout.pack(params)
         new = list(buffers)
@@ -467,8 +549,9 @@ def packed(
         for p, part_state in enumerate(state.inner):
             ids = layout.part_buffers(p)
             part_params = None if packed_params is None else _take(packed_params, ids)
-            out, part_state = part_tx(layout, p).update(_take(buffers, ids), part_state,
-                                                       part_params, **extra_args)
+            transform = optax.with_extra_args_support(part_tx(layout, p))
+            out, part_state = transform.update(_take(buffers, ids), part_state, part_params,
+                                               **extra_args)
             for b, value in zip(ids, out, strict=True):
                 new[b] = value
             inner.append(part_state)

@@ -115,7 +115,7 @@ def test_errors_name_the_path_and_say_what_to_do():
     with pytest.raises(ConfigError, match="labels= instead"):
         packed(masked).init(params)
     with pytest.raises(ConfigError, match="labels= instead"):
-        packed(optax.masked(optax.adam(1e-3), lambda p: jax.tree.map(lambda _: True, p))
+        packed(optax.masked(optax.adam(1e-3), lambda p: {"a": True, "b": {"c": False}})
                ).init(params)
 
 

@@ -262,3 +262,33 @@ def test_equinox_module_mask_is_a_pytree_not_a_predicate():
     updates, _ = tx.update(grads, tx.init(model), model)
     np.testing.assert_array_equal(updates.weight, -np.ones((2, 3)))
     np.testing.assert_array_equal(updates.bias, np.zeros(2))
+
+
+def test_gradients_must_match_the_params_by_path_shape_and_dtype_class():
+    params = {"a": jnp.ones((8, 4)), "b": jnp.ones(3, jnp.bfloat16)}
+    ptx = packed(optax.sgd(0.1))
+    state = ptx.init(params)
+    good = {"a": jnp.ones((8, 4)), "b": jnp.ones(3, jnp.bfloat16)}
+    with pytest.raises(StructureError, match=r"updates\['a'\] has shape \(4, 8\), but "
+                                             r"params\['a'\] has shape \(8, 4\)"):
+        ptx.update({**good, "a": jnp.ones((4, 8))}, state, params)
+    with pytest.raises(StructureError, match=r"updates\['b'\] has dtype int32.*bfloat16"):
+        ptx.update({**good, "b": jnp.ones(3, jnp.int32)}, state, params)
+    with pytest.raises(StructureError, match=r"updates\['a'\] is dict"):
+        ptx.update({**good, "a": {"x": jnp.ones((8, 4))}}, state, params)
+    with pytest.raises(StructureError, match="updates has structure"):
+        ptx.update({"a": good["a"]}, state, params)
+    updates, _ = ptx.update({**good, "b": jnp.ones(3, jnp.float32)}, state, params)
+    assert updates["b"].dtype == jnp.bfloat16  # another float dtype is cast to the param's
+
+
+def test_a_trainable_selection_of_nothing_is_refused_naming_it():
+    def is_lora_path(path):
+        return "lora" in jax.tree_util.keystr(path)
+
+    params = {"w": jnp.ones((2, 2)), "ids": jnp.arange(3)}
+    with pytest.raises(StructureError, match=r"no parameter trains: trainable=.*is_lora_path "
+                                             r"selected none of the 2 array leaves"):
+        packed(optax.adam(1e-3), is_lora_path).init(params)
+    with pytest.raises(StructureError, match="no parameter trains: trainable=None"):
+        packed(optax.adam(1e-3)).init({"ids": jnp.arange(3)})

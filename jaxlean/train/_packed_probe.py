@@ -1,0 +1,308 @@
+"""Is an optax transformation exact on packed buffers? Checked at ``init``, refused by name if not.
+
+Running a transformation on a concatenation of leaves gives the per-leaf
+result only if it treats every element alike: an update that reduces over a
+leaf (a norm, a trust ratio, an RMS clip) or keeps state shaped by a leaf's
+shape (a factored second moment) computes something else on a buffer. No
+list of known transformations decides this; two checks on the transformation
+itself do, for any transformation, at ``init``:
+
+1. state structure, at the real shapes and free (``jax.eval_shape``): the
+   per-leaf state must be the packed state with every params-shaped subtree in
+   place of the buffers; anything shaped by a leaf otherwise (``v_row``) fails;
+2. a probe: two steps on small random data, per leaf (on the params tree) and
+   packed, compared, eagerly (tiny programs JAX caches across calls). A few leaves per buffer
+   (at their tree positions, the others None) keep their number of axes (each
+   axis at most 2 long) and get a scale of their own, so a per-leaf reduction
+   changes the result.
+
+On failure the error names the transformation and, by probing its
+components (``chain``, ``masked``, wrappers that hold a transformation), the
+part that computes per leaf. The probe also runs when ``init`` is traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxlean.errors import ConfigError
+
+_PROBE_DIM = 2
+_PROBE_STEPS = 2
+_PROBE_RTOL = 1e-4
+_PROBE_LEAVES = 4
+
+
+class NotExact(Exception):
+    """Why a transformation is not exact on packed buffers (internal)."""
+
+
+_GENERIC = ("init_empty_state", "with_extra_args_support")
+
+
+def _head(function: Any) -> str | None:
+    qualname = getattr(function, "__qualname__", None)
+    if qualname is None:
+        return None
+    head = qualname.split(".<locals>")[0]
+    return head[: -len(".init")] if head.endswith(".init") else head  # a class (MultiSteps)
+
+
+def _unwrap(tx: Any) -> Any:
+    """``tx`` without ``with_extra_args_support`` wrappers around it."""
+    while _head(tx.update) == "with_extra_args_support":
+        held = [v for v in _cells(tx.update) if _is_tx(v)]
+        if len(held) != 1:
+            break
+        tx = held[0]
+    return tx
+
+
+def name(tx: Any) -> str:
+    """A readable name: the optax factory (``scale_by_adam``), with a chain's components."""
+    tx = _unwrap(tx)
+    head = _head(getattr(tx, "init", None))
+    if head is None:
+        return type(tx).__name__
+    if head in _GENERIC:
+        head = _head(tx.update) or head
+    inner = components(tx)
+    return f"{head}({', '.join(name(t) for t in inner)})" if inner else head
+
+
+def _cells(function: Any) -> list[Any]:
+    out = []
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    return out
+
+
+def _is_tx(value: Any) -> bool:
+    return callable(getattr(value, "init", None)) and callable(getattr(value, "update", None))
+
+
+def _held(tx: Any) -> list[Any]:
+    """Transformations held in the closures of ``tx``'s functions (directly or in a list)."""
+    cells = _cells(getattr(tx, "init", None)) + _cells(getattr(tx, "update", None))
+    return [v for cell in cells
+            for v in ([cell] if _is_tx(cell) or not isinstance(cell, list | tuple) else cell)
+            if _is_tx(v)]
+
+
+def components(tx: Any) -> list[Any]:
+    """The transformations ``tx`` is built from, read from its closures (none when opaque).
+
+    A wrapper holds its inner transformation (``masked``, ``schedule_free``); a
+    ``chain`` holds its components' ``init`` and ``update`` functions in order.
+    """
+    tx = _unwrap(tx)
+    seen, held = {id(tx.init), id(tx.update)}, []
+    for value in map(_unwrap, _held(tx)):  # a wrapper may hold its inner one twice
+        if not {id(value.init), id(value.update)} & seen:
+            seen |= {id(value.init), id(value.update)}
+            held.append(value)
+    if held:
+        return held
+    functions = lambda cells: [c for c in cells if isinstance(c, list | tuple) and c
+                               and not _is_tx(c) and all(callable(f) for f in c)]
+    init_lists = functions(_cells(getattr(tx, "init", None)))
+    update_lists = functions(_cells(getattr(tx, "update", None)))
+    if len(init_lists) == 1 and len(update_lists) == 1 and \
+            len(init_lists[0]) == len(update_lists[0]):
+        return [_unwrap(optax.GradientTransformationExtraArgs(i, u))
+                for i, u in zip(init_lists[0], update_lists[0], strict=True)]
+    return []
+
+
+def _path(path: tuple) -> str:
+    return jax.tree_util.keystr(path) or "<root>"
+
+
+def check_state(tx: Any, tree: Any, buffers: tuple) -> None:
+    """Raise NotExact unless ``tx``'s state on ``buffers`` is its state on ``tree``, packed.
+
+    ``tree`` is the params tree (shape structs, None off this part); ``buffers``
+    the part's buffers (shape structs). Evaluated abstractly: nothing runs.
+    """
+    treedef = jax.tree_util.tree_structure(tree)
+    shapes = [tuple(x.shape) for x in jax.tree.leaves(tree)]
+    buffer_def = jax.tree_util.tree_structure(buffers)
+    buffer_shapes = [tuple(b.shape) for b in buffers]
+
+    def like(node: Any, definition: Any, expected: list[tuple]) -> bool:
+        if jax.tree_util.tree_structure(node) != definition:
+            return False
+        if definition.num_nodes == 1:  # params is a single array: match it by shape too
+            return tuple(getattr(node, "shape", ())) == expected[0] and \
+                jnp.issubdtype(node.dtype, jnp.inexact)
+        return True
+
+    per_leaf = jax.eval_shape(tx.init, tree)
+    packed = jax.eval_shape(tx.init, buffers)
+    ref, ref_def = jax.tree_util.tree_flatten_with_path(
+        per_leaf, is_leaf=lambda x: like(x, treedef, shapes))
+    got, got_def = jax.tree.flatten(packed, is_leaf=lambda x: like(x, buffer_def, buffer_shapes))
+    if ref_def != got_def:
+        raise NotExact("its state has another structure on the packed buffers than on the "
+                       "params: it keeps state per leaf")
+    for (path, r), g in zip(ref, got, strict=True):
+        if like(r, treedef, shapes) != like(g, buffer_def, buffer_shapes):
+            raise NotExact(f"its state{_path(path)} is not the params' shape per leaf and the "
+                           "buffers' when packed")
+        if like(r, treedef, shapes):
+            wrong = [(leaf_path, tuple(x.shape), want) for (leaf_path, x), want in
+                     zip(jax.tree_util.tree_leaves_with_path(r), shapes, strict=True)
+                     if tuple(x.shape) != want]
+            if wrong:
+                leaf_path, shape, want = wrong[0]
+                raise NotExact(f"its state{_path(path)} holds an array of shape {shape} for "
+                               f"params{_path(leaf_path)} of shape {want}: state shaped by "
+                               "each leaf's shape (e.g. a factored moment)")
+        elif tuple(r.shape) != tuple(g.shape) or r.dtype != g.dtype:
+            raise NotExact(f"its state{_path(path)} is {r.dtype}{list(r.shape)} per leaf but "
+                           f"{g.dtype}{list(g.shape)} on the packed buffers")
+
+
+def _probe_data(tree: Any, seed: int) -> tuple[Any, Any]:
+    """Small random params and gradients shaped like ``tree`` (each axis at most
+    ``_PROBE_DIM`` long), f32, a different scale per leaf."""
+    rng = np.random.default_rng(seed)
+    leaves, treedef = jax.tree.flatten(tree)
+
+    def draw(x: Any) -> np.ndarray:
+        shape = tuple(min(d, _PROBE_DIM) for d in x.shape)
+        scale = 10.0 ** rng.uniform(-1.5, 1.5)
+        return np.asarray(rng.standard_normal(shape) * scale, np.float32)
+
+    params = [draw(x) for x in leaves]
+    grads = [[draw(x) for x in leaves] for _ in range(_PROBE_STEPS)]
+    return (jax.tree.unflatten(treedef, params),
+            [jax.tree.unflatten(treedef, g) for g in grads])
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    scale = float(np.max(np.abs(b))) if b.size else 0.0
+    return float(np.max(np.abs(a - b))) / max(scale, 1e-30) if a.size else 0.0
+
+
+def _sample(tree: Any, groups: list[list[int]]) -> tuple[Any, list[list[int]]]:
+    """``tree`` with at most ``_PROBE_LEAVES`` leaves per buffer (other positions None), those
+    of different numbers of axes first, and the buffers' index lists for it."""
+    leaves, treedef = jax.tree.flatten(tree)
+    keep = []
+    for group in groups:
+        by_ndim = {}
+        for i in group:
+            by_ndim.setdefault(leaves[i].ndim, i)
+        first = list(by_ndim.values())
+        keep += (first + [i for i in group if i not in first])[:_PROBE_LEAVES]
+    kept = sorted(keep)
+    rank = {i: k for k, i in enumerate(kept)}
+    sampled = jax.tree.unflatten(treedef, [x if i in rank else None
+                                           for i, x in enumerate(leaves)])
+    return sampled, [[rank[i] for i in group if i in rank] for group in groups]
+
+
+def check_values(tx: Any, tree: Any, groups: list[list[int]]) -> None:
+    """Raise NotExact unless two probe steps of ``tx`` packed equal those per leaf.
+
+    ``tree`` is the params tree (shape structs, None off this part); ``groups``
+    lists, per buffer, the indices (in ``jax.tree.leaves(tree)`` order) of its leaves.
+    The probe keeps a few leaves per buffer and runs eagerly.
+    """
+    tree, groups = _sample(tree, groups)
+    params, grads_seq = _probe_data(tree, seed=len(groups))
+    leaves_def = jax.tree_util.tree_structure(params)
+    tx = optax.with_extra_args_support(tx)
+
+    def pack(t: Any) -> tuple:  # in NumPy: eager concatenations would each compile
+        leaves = [np.asarray(x) for x in jax.tree.leaves(t)]
+        return tuple(jnp.asarray(np.concatenate([leaves[i].ravel() for i in g])) for g in groups)
+
+    results = []
+    with jax.ensure_compile_time_eval():  # run now, also when ``init`` is being traced
+        params = jax.tree.map(jnp.asarray, params)
+        ref_params, ref_state = params, tx.init(params)
+        pk_params = pack(params)
+        pk_state = tx.init(pk_params)
+        for step, grads in enumerate(grads_seq):
+            value = jnp.float32(1.0 / (step + 1))
+            grads = jax.tree.map(jnp.asarray, grads)
+            ref_updates, ref_state = tx.update(grads, ref_state, ref_params, value=value)
+            pk_updates, pk_state = tx.update(pack(grads), pk_state, pk_params, value=value)
+            if jax.tree_util.tree_structure(ref_updates) != leaves_def:
+                raise NotExact("its updates have another structure than the params")
+            results.append((ref_updates, tuple(pk_updates)))
+            ref_params = optax.apply_updates(ref_params, ref_updates)
+            pk_params = optax.apply_updates(pk_params, pk_updates)
+    for step, (ref_updates, pk_updates) in enumerate(results):
+        with_paths = jax.tree_util.tree_leaves_with_path(ref_updates)
+        for group, buffer in zip(groups, pk_updates, strict=True):
+            flat, start = np.asarray(buffer, np.float32), 0
+            for i in group:
+                leaf_path, want = with_paths[i]
+                got = flat[start:start + want.size].reshape(want.shape)
+                start += want.size
+                error = _relative(got, np.asarray(want, np.float32))
+                if not error <= _PROBE_RTOL:
+                    raise NotExact(
+                        f"a probe step ({step + 1}) on the packed buffers differs from the "
+                        f"per-leaf result by {error:.1e} (relative) at params{_path(leaf_path)}:"
+                        " it computes something per leaf (a norm, an RMS, a trust ratio) that "
+                        "packing computes over the whole buffer")
+
+
+def _fails(tx: Any, checks: list[Callable[[Any], None]]) -> bool:
+    try:
+        for check in checks:
+            check(tx)
+    except NotExact:
+        return True
+    except Exception:  # a component that cannot run alone is not blamed
+        return False
+    return False
+
+
+def _culprits(tx: Any, checks: list[Callable[[Any], None]]) -> list[Any]:
+    """The innermost components of ``tx`` that fail ``checks`` alone; ``[tx]`` if none does."""
+    failing = [c for c in components(tx) if _fails(c, checks)]
+    return [x for c in failing for x in _culprits(c, checks)] or [tx]
+
+
+def check_exact(tx: Any, tree: Any, buffers: tuple, groups: list[list[int]], where: str) -> None:
+    """Raise ConfigError naming ``tx`` (and its per-leaf components) unless packing is exact.
+
+    Args:
+        tx: the transformation of one part.
+        tree: the params tree as shape structs, None at leaves off this part.
+        buffers: the part's buffers as shape structs.
+        groups: per buffer, the indices of its leaves in ``jax.tree.leaves(tree)``.
+        where: "packed" or "group 'x' of packed", for the message.
+    """
+    checks = [lambda t: check_state(t, tree, buffers), lambda t: check_values(t, tree, groups)]
+    try:
+        for check in checks:
+            check(tx)
+    except NotExact as reason:
+        culprits = [name(c) for c in _culprits(tx, checks)]
+        blamed = "" if culprits == [name(tx)] else f"; per leaf: {', '.join(culprits)}"
+        raise ConfigError(
+            f"{where}: optax transformation {name(tx)} is not exact on packed buffers: "
+            f"{reason}{blamed}. Use it per leaf (plain optax, outside packed), or a "
+            "transformation that treats every element alike") from None
+    except (TypeError, ValueError) as error:
+        raise ConfigError(
+            f"{where}: optax transformation {name(tx)} could not be checked on packed "
+            f"buffers: a probe step raised {type(error).__name__}: {error}. If it holds a "
+            "mask or labels over the params tree, give packed a dict of transformations and "
+            "labels= instead (optax.masked / multi_transform / adamw(mask=...) "
+            "cannot select leaves of a packed buffer)") from error
