@@ -55,11 +55,15 @@ class MatrixTransformation(NamedTuple):
         init, update: as in ``optax.GradientTransformationExtraArgs``.
         fallback: the transformation for leaves with fewer than two axes
             (biases, norms, scalars), or None to reject them.
+        sees_params: what in the matrix part reads the params tree itself (a
+            weight-decay mask), or None; :func:`jaxlean.packed` refuses it by this
+            name, since inside packed it would see buffers, not the params.
     """
 
     init: Any
     update: Any
     fallback: optax.GradientTransformation | None = None
+    sees_params: str | None = None
 
 
 class MatrixState(NamedTuple):
@@ -253,4 +257,7 @@ def muon(
         optax.add_decayed_weights(weight_decay, weight_decay_mask),
         optax.scale_by_learning_rate(learning_rate),
     )
-    return matrix_transform(tx, fallback)
+    matrices = matrix_transform(tx, fallback)
+    if weight_decay_mask is None:
+        return matrices
+    return matrices._replace(sees_params="muon's weight_decay_mask")

@@ -172,9 +172,9 @@ class Layout:
             if fallback and tx.fallback is None:
                 raise StructureError(
                     f"params{name} has shape {shape}, but group {label!r} is a matrix "
-                    "optimizer and needs at least two axes; give it a fallback "
-                    "(e.g. muon(..., fallback=optax.adamw(...))) or label this leaf with "
-                    "another group")
+                    "optimizer and needs at least two axes; give it a fallback (e.g. "
+                    "matrix_transform(tx, fallback=optax.adamw(...))) or label this leaf "
+                    "with another group")
             matrix = shape[-2:] if isinstance(tx, MatrixTransformation) and not fallback else None
             part = part_index.setdefault((label, fallback), len(part_index))
             place = _placement(value, matrix is not None)
@@ -445,6 +445,10 @@ def checked_init(tx: Any, layout: Layout, buffers: tuple, part: int = 0) -> Any:
     label = layout.parts[part][0]
     where = "packed" if label is None else f"group {label!r} of packed"
     ids = layout.part_buffers(part)
+    if isinstance(tx, MatrixTransformation) and tx.sees_params:
+        raise ConfigError(f"{where}: {tx.sees_params} would see the packed buffers, not your "
+                          "params; give the leaves that differ their own group with labels= "
+                          "(e.g. {'decay': muon(...), 'no_decay': muon(..., weight_decay=0)})")
     if not isinstance(tx, MatrixTransformation):
         members = [layout._members(b) for b in ids]
         on_part = sorted(i for m in members for i in m)
