@@ -1,6 +1,6 @@
 """packed on meshes as ``jax.make_mesh`` makes them: Explicit and Auto axes, 4 forced devices.
 
-One subprocess runs every case: packed AdamW and a matrix transformation
+One subprocess runs every case: packed AdamW, packed Muon and a matrix transformation
 (``[B, m, n]`` buffers of sharded stacks) against plain optax per leaf, each
 leaf keeping its sharding, on Explicit axes (with and without ``jax.set_mesh``)
 and on Auto axes.
@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np, optax
     from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
     from jaxlean._random import normal
-    from jaxlean.train.muon import matrix_transform
+    from jaxlean.train.muon import matrix_transform, muon
     from jaxlean.train.packed import packed
 
     def normalize_matrices():
@@ -34,6 +34,7 @@ SCRIPT = textwrap.dedent("""
         mat = optax.chain(normalize_matrices(), optax.sgd(0.05))
         yield "matrix", packed(matrix_transform(mat, fallback=optax.adamw(0.1))), \\
             optax.multi_transform({"m": mat, "v": optax.adamw(0.1)}, matrix_or_vector)
+        yield "muon", packed(muon(0.05)), muon(0.05)
 
     loss = lambda p: sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in jax.tree.leaves(p))
 
@@ -80,4 +81,4 @@ SCRIPT = textwrap.dedent("""
 @pytest.mark.slow
 def test_packed_keeps_shardings_on_explicit_and_auto_axes_on_four_devices(run_on_devices):
     stdout = run_on_devices(SCRIPT, devices=4, timeout=300)
-    assert stdout.count("passed") == 6
+    assert stdout.count("passed") == 9
