@@ -6,7 +6,8 @@ after). Side by side in one process: (a) that loop differentiated by
 ``jax.grad``, (b) ``tree_solve`` with the implicit rule, (c) on path graphs
 ``lax.linalg.tridiagonal_solve``; then a 10k-compartment HH cell for 1,000 /
 10,000 / 100,000 steps with and without time checkpointing, and jaxley on the
-same cell if installed (see ``_cable_case``).
+same cell if installed (see ``_cable_case``); and the gradient of a cell with a
+user-defined channel and 100 synapses against jaxley (``_cable_synapse_case``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.bench._cable_case import cable_timings
+from jaxlean.bench._cable_synapse_case import synapse_cable_timings
 from jaxlean.bench._measure import aot_compile, wall_time
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 from jaxlean.bench._solver_cases import (
@@ -117,7 +119,7 @@ def _plots(result, timings, sizes, dtypes):
                                  "nodes", "seconds per call", series, logx=True, logy=True))
 
 
-@register("solver", "tree/tridiagonal solve gradients vs autodiff loop; HH cable vs jaxley")
+@register("solver", "tree/tridiagonal solve gradients vs autodiff loop; cables vs jaxley")
 def run(ctx: BenchContext) -> BenchResult:
     result = BenchResult("solver", "implicit-diff tree solves vs autodiff through the loop")
     sizes = [1_000, 10_000] if ctx.quick else [1_000, 10_000, 100_000]
@@ -134,6 +136,8 @@ def run(ctx: BenchContext) -> BenchResult:
         "n^2 (about 0.5-1 s per call at 10k here, so minutes per call at 100k).")
     cable_timings(ctx, result, n_compartments=1_000 if ctx.quick else 10_000,
                   step_counts=[100, 1_000] if ctx.quick else [1_000, 10_000, 100_000])
+    synapse_cable_timings(ctx, result, n_compartments=1_000 if ctx.quick else 10_000,
+                          steps=200 if ctx.quick else 1_000)
     result.notes.append(f"backend {jax.default_backend()}; tree_solve schedule "
                         "'sequential' (Hines) on CPU, 'level' on GPU.")
     return result
