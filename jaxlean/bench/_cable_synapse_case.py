@@ -15,7 +15,9 @@ step taken from a step-counter state and the spike times given as parameters,
 delivered as jaxlean (and NEURON) deliver them. The A-type channel is a jaxley
 ``Channel`` with the same formulas. Before timing, both run the model through
 the stimulated spike and the synaptic input and their voltages at the soma, the
-farthest tip and a synapse must agree within ``SAME_TOLERANCE_MV``.
+farthest tip and a synapse must agree within ``SAME_TOLERANCE_MV``; then the
+timed losses must agree within it too, and their gradients within
+``SAME_GRADIENT_RTOL``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ N_SYNAPSES, SPIKES_PER_SYNAPSE = 100, 3
 SYNAPSE = {"weight_expsyn": 0.002, "tau_expsyn": 2.0}  # uS, ms
 TRAINABLE = {"g_na": "HH_gNa", "gbar_ka": "Ka_gbar", "weight_expsyn": "Syn_weight"}
 KA_GBAR, KA_Q10, KA_Q10_CELSIUS = 0.01, 3.0, 22.0
+SAME_GRADIENT_RTOL = 0.02  # float32 and jaxley's finite-difference linearisation: ~0.5 %
 
 
 def _ka_gates(v, p):
@@ -235,6 +238,31 @@ def check_same_model(cell: Cell, branches: np.ndarray, sites: np.ndarray) -> str
     return text
 
 
+def _check_timed_run(compiled: list, starts: list, case: str) -> str:
+    """The timed losses (mean somatic voltage) within ``SAME_TOLERANCE_MV`` and their gradients
+    within ``SAME_GRADIENT_RTOL`` of each other, in words.
+
+    ``compiled``: jaxley's loss and gradient, then jaxlean's; ``starts``: their arguments.
+
+    Raises:
+      SidesDisagreeError: they are not.
+    """
+    theirs_loss, theirs_grad, ours_loss, ours_grad = (
+        run.executable(start) for run, start in zip(compiled, starts, strict=True))
+    theirs_grad = {k: float(v[0]) for group in theirs_grad for k, v in group.items()}
+    relative = {name: abs(float(ours_grad[name]) - theirs_grad[peer]) / abs(theirs_grad[peer])
+                for name, peer in TRAINABLE.items()}
+    loss_difference = abs(float(ours_loss) - float(theirs_loss))
+    text = (f"{case}: the timed losses differ by {loss_difference:.1e} mV (tolerance "
+            f"{SAME_TOLERANCE_MV}), their gradients by at most {max(relative.values()):.1e} "
+            f"relative ({', '.join(f'{k} {v:.1e}' for k, v in relative.items())}; tolerance "
+            f"{SAME_GRADIENT_RTOL}).")
+    if not (loss_difference <= SAME_TOLERANCE_MV
+            and max(relative.values()) <= SAME_GRADIENT_RTOL):
+        raise SidesDisagreeError(f"{text} They disagree: no jaxley comparison is reported.")
+    return text
+
+
 def synapse_cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int,
                           steps: int) -> None:
     """jaxlean vs jaxley (when importable): forward and gradient of the user-model cell."""
@@ -255,11 +283,11 @@ def synapse_cable_timings(ctx: BenchContext, result: BenchResult, n_compartments
     for loss, start in (_jaxley(branches, sites, times, steps), _ours(cell, steps, times)):
         compiled += [aot_compile(loss, start), aot_compile(jax.grad(loss), start)]
         starts += [start, start]
+    case = f"HH + A-type K + {N_SYNAPSES} ExpSyn, {n_compartments // 1000}k comp, {steps} steps"
+    result.notes.append(_check_timed_run(compiled, starts, case))
     theirs_f, theirs_g, ours_f, ours_g = time_alternating(
-        *[(c.executable, (start,)) for c, start in zip(compiled, starts, strict=True)],
+        *[(run.executable, (start,)) for run, start in zip(compiled, starts, strict=True)],
         repeats=3, min_seconds=0.05)
-    case = (f"HH + A-type K + {N_SYNAPSES} ExpSyn, {n_compartments // 1000}k comp, "
-            f"{steps} steps")
     result.compare(case, "forward", "s", theirs_f, ours_f, "simulate", "jaxley 0.14")
     result.compare(case, "gradient", "s", theirs_g, ours_g, "simulate", "jaxley 0.14")
     for metric, theirs, ours in (("forward temp", *compiled[0::2]),
