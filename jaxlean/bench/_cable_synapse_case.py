@@ -48,7 +48,10 @@ N_SYNAPSES, SPIKES_PER_SYNAPSE = 100, 3
 SYNAPSE = {"weight_expsyn": 0.002, "tau_expsyn": 2.0}  # uS, ms
 TRAINABLE = {"g_na": "HH_gNa", "gbar_ka": "Ka_gbar", "weight_expsyn": "Syn_weight"}
 KA_GBAR, KA_Q10, KA_Q10_CELSIUS = 0.01, 3.0, 22.0
-SAME_GRADIENT_RTOL = 0.02  # float32 and jaxley's finite-difference linearisation: ~0.5 %
+# jaxley's float32 gradient is off by up to 1.6 % at 10k compartments and 1000 steps (its
+# finite-difference linearisation of channel currents); jaxlean's by 1e-5; in float64 the two
+# agree to 1e-11 (measured at 1k compartments, 200 steps).
+SAME_GRADIENT_RTOL = 0.05
 
 
 def _ka_gates(v, p):
