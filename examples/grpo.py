@@ -19,6 +19,7 @@ Prints one line per step and ``result: {json}`` (the rewards per step) at the en
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -77,9 +78,11 @@ def reward(completion: np.ndarray, length: int, answer: int) -> float:
     return closeness if ended else 0.5 * closeness
 
 
-def grpo_loss(model, inputs, targets, old, ref, advantages, attention, mask, *, kl_coef):
-    out = policy_loss(model, inputs, targets, old, advantages, attention_mask=attention,
-                      mask=mask, ref_logprobs=ref, kl_coef=kl_coef, clip_eps=0.2)
+def grpo_loss(model, inputs, targets, old_logprobs, advantages, *, kl_coef, **batch):
+    """The GRPO objective and its statistics (``batch``: attention and loss masks, the
+    reference's log-probs)."""
+    out = policy_loss(model, inputs, targets, old_logprobs, advantages, kl_coef=kl_coef,
+                      clip_eps=0.2, **batch)
     return out.loss, out
 
 
@@ -106,14 +109,16 @@ def main(argv: list[str] | None = None) -> dict:
     reference, config, _ = load_pretrained(out / "base", progress=False)
     policy = add_lora(reference, rank=8, key=jax.random.key(args.seed + 1),
                       targets=("q_proj", "v_proj", "up_proj", "down_proj"))
-    # Placed (committed) as the train step returns them, so generate does not compile twice;
-    # the base arrays stay shared with the reference.
+    # Put both models on the device explicitly: the train step returns the policy's
+    # adapters placed there, and generate compiles once per placement of its inputs, so a
+    # policy left unplaced would make the first rollout's compilation wasted (the base
+    # arrays stay shared with the reference; nothing is copied).
     reference, policy = jax.device_put((reference, policy), jax.devices()[0])
     tx = packed(optax.adam(args.lr), trainable=is_lora_path)
     state = tx.init(policy)
-    # donate=False: the policy shares its frozen base arrays with the reference.
-    step = make_train_step(lambda *a: grpo_loss(*a, kl_coef=args.kl_coef), tx, has_aux=True,
-                           donate=False)
+    # The policy shares its frozen base arrays with the reference: the step leaves them be.
+    step = make_train_step(functools.partial(grpo_loss, kl_coef=args.kl_coef), tx,
+                           has_aux=True, metrics=True)
     reference_logprobs = eqx.filter_jit(
         lambda model, inputs, targets, attention: logprobs(model, inputs, targets,
                                                            attention_mask=attention))
@@ -140,13 +145,13 @@ def main(argv: list[str] | None = None) -> dict:
         inputs, targets, attention, mask, old = training_batch(rollout)
         ref = reference_logprobs(reference, inputs, targets, attention)
         for _ in range(args.updates):
-            policy, state, (_, stats) = step(policy, state, inputs, targets, old, ref,
-                                             jnp.asarray(advantages, jnp.float32), attention,
-                                             mask)
+            policy, state, (metrics, stats) = step(
+                policy, state, inputs, targets, old, jnp.asarray(advantages, jnp.float32),
+                attention_mask=attention, mask=mask, ref_logprobs=ref)
         history.append(float(rewards.mean()))
         print(f"step {i:3d}  reward {rewards.mean():.3f}  kl {float(stats.kl):.4f}  "
-              f"clip {float(stats.clip_fraction):.3f}  {lengths.sum() / seconds:8.0f} tokens/s",
-              flush=True)
+              f"clip {float(stats.clip_fraction):.3f}  grad norm {float(metrics.grad_norm):.3f}"
+              f"  {lengths.sum() / seconds:8.0f} tokens/s", flush=True)
 
     save_lora(policy, out / "adapter", base_model=str(out / "base"))
     result = {"rewards": history, "adapter": sorted(p.name for p in (out / "adapter").iterdir()),

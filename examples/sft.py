@@ -76,10 +76,9 @@ def collate(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def sft_loss(model, input_ids, attention_mask, labels):
-    """Mean cross-entropy of each next token whose label is not -100 (labels shifted as HF does)."""
-    targets = labels[:, 1:]
-    return loss(model, input_ids[:, :-1], targets, mask=targets != IGNORE,
-                attention_mask=attention_mask[:, :-1])
+    """Mean cross-entropy of each next token whose label is not -100 (labels shifted as HF
+    does; the loss skips -100 targets itself, as ``transformers`` does)."""
+    return loss(model, input_ids[:, :-1], labels[:, 1:], attention_mask=attention_mask[:, :-1])
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -104,8 +103,11 @@ def main(argv: list[str] | None = None) -> dict:
     train = [questions[i] for i in order[16:]]
     losses = []
     for i in range(args.steps):
-        batch = collate([train[j] for j in rng.integers(0, len(train), args.batch)])
-        model, state, value = step(model, state, *map(jnp.asarray, batch))
+        ids, attention, labels = collate([train[j] for j in rng.integers(0, len(train),
+                                                                     args.batch)])
+        model, state, value = step(model, state, jnp.asarray(ids),
+                                   attention_mask=jnp.asarray(attention),
+                                   labels=jnp.asarray(labels))
         losses.append(float(value))
         if i % 10 == 0 or i == args.steps - 1:
             print(f"step {i:4d}  loss {losses[-1]:.4f}", flush=True)

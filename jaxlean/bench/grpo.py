@@ -175,6 +175,6 @@ def run(ctx: BenchContext) -> BenchResult:
         result.compare(f"B,C,H,V={size}", "loss+grad time", "s", timings["tunix"],
                        timings["jaxlean"], "jaxlean", "tunix")
     else:
-        result.notes.append("tunix: google-tunix is not installed (pip install google-tunix), "
-                            "its side is not measured")
+        result.notes.append('tunix: google-tunix is not installed (`pip install '
+                            '"jaxlean[peers]"`), its side is not measured')
     return result
