@@ -98,7 +98,7 @@ def test_hh_on_the_soma_equals_generic_hh_everywhere_masked():
         ours = _trace(somatic, params)
         reference = _trace(base.insert(pas).insert(HH_GENERIC), masked)
         for name in ("v", "m", "i_k"):
-            np.testing.assert_allclose(ours[name], reference[name], rtol=1e-10, atol=1e-10,
+            np.testing.assert_allclose(ours[name], reference[name], rtol=1e-12, atol=1e-13,
                                        err_msg=name)
         assert float(np.ptp(ours["v"])) > 50.0  # it spikes
 
