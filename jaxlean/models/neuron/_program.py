@@ -130,8 +130,7 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
     def to_nodes(x):  # per compartment -> per node, a junction copying its owner
         return jnp.concatenate([x, x[cell.junction_owner]]) if junctions else x
 
-    membrane_scale = np.concatenate([np.full(n, 1e3), np.zeros(junctions)]).astype(
-        p["capacitance"].dtype)
+    has_membrane = np.arange(cell.tree.n) < n
     capacitance_dt = pad(p["capacitance"] / dt)
     celsius = p["celsius"][0]
     own, scale, speed = [], [], []
@@ -140,8 +139,7 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
         everywhere = ins.compartments is None
         own.append({k: p[k] if mechanism.point else to_nodes(p[k]) if everywhere
                     else ins.gather(p[k]) for k in mechanism.parameters})
-        scale.append(1e-3 / area[ins.compartments] if mechanism.point
-                     else membrane_scale if everywhere else 1e3)
+        scale.append(1e-3 / area[ins.compartments] if mechanism.point else 1e3)
         speed.append(mechanism.speed(celsius))
     stimulus_scale = 1e-3 / area[plan.targets]
     clamp_scale = 1e-3 / area[plan.clamped]
@@ -179,6 +177,8 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
             g_clamp = x["on"] / clamp_values["rs"]
             diag = diag.at[plan.clamped].add(clamp_scale * g_clamp)
             rhs = rhs.at[plan.clamped].add(clamp_scale * g_clamp * x["vc"])
+        if junctions:  # no membrane: drop what the mechanisms inserted everywhere put there
+            diag, rhs = jnp.where(has_membrane, diag, 0.0), jnp.where(has_membrane, rhs, 0.0)
         v_new = tree_solve(cell.tree, lower, diag_axial + diag, upper, rhs)
         for k, ins in enumerate(plan.insertions):
             name = ins.mechanism.name
