@@ -10,8 +10,8 @@ voltage solves ``(C/dt + G + axial) v_new = C/dt v + G E + stimulus`` with
 at the new voltage and thresholds are checked.
 
 The step works on every node of the solver's tree, junctions included: a
-junction is a node without membrane (zero capacitance, the currents of the
-mechanisms inserted everywhere multiplied by zero there), so its row stays
+junction is a node without membrane: whatever the mechanisms inserted everywhere
+put on its diagonal and right-hand side is replaced by zero, so its row stays
 purely axial. Those mechanisms carry states on junctions too (starting as their
 owner's, without effect). This avoids slicing the voltage to the compartments
 and padding the matrix back around the solve, which slowed the gradient (the
