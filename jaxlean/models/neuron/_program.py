@@ -8,6 +8,14 @@ currents at the present states give the membrane conductance and drive, the
 voltage solves ``(C/dt + G + axial) v_new = C/dt v + G E + stimulus`` with
 :func:`jaxlean.linalg.tree_solve`, then the states advance by exponential Euler
 at the new voltage and thresholds are checked.
+
+The step works on every node of the solver's tree, junctions included: a
+junction is a node without membrane: whatever the mechanisms inserted everywhere
+put on its diagonal and right-hand side is replaced by zero, so its row stays
+purely axial. Those mechanisms carry states on junctions too (starting as their
+owner's, without effect). This avoids slicing the voltage to the compartments
+and padding the matrix back around the solve, which slowed the gradient (the
+backward pass of those pads). Outside the loop, states are per compartment.
 """
 
 from __future__ import annotations
@@ -115,13 +123,22 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
     n, junctions = cell.n, cell.tree.n - cell.n
     p = parameters.expand(cell, params, plan.insertions)
     lower, diag_axial, upper, area = static_matrix(cell, p)
-    capacitance_dt = p["capacitance"] / dt
+
+    def pad(x):
+        return jnp.concatenate([x, jnp.zeros(junctions, x.dtype)]) if junctions else x
+
+    def to_nodes(x):  # per compartment -> per node, a junction copying its owner
+        return jnp.concatenate([x, x[cell.junction_owner]]) if junctions else x
+
+    has_membrane = np.arange(cell.tree.n) < n
+    capacitance_dt = pad(p["capacitance"] / dt)
     celsius = p["celsius"][0]
     own, scale, speed = [], [], []
     for ins in plan.insertions:
         mechanism = ins.mechanism
-        own.append({k: p[k] if mechanism.point else ins.gather(p[k])
-                    for k in mechanism.parameters})
+        everywhere = ins.compartments is None
+        own.append({k: p[k] if mechanism.point else to_nodes(p[k]) if everywhere
+                    else ins.gather(p[k]) for k in mechanism.parameters})
         scale.append(1e-3 / area[ins.compartments] if mechanism.point else 1e3)
         speed.append(mechanism.speed(celsius))
     stimulus_scale = 1e-3 / area[plan.targets]
@@ -134,13 +151,9 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
     if plan.clamped.size:
         xs["vc"], xs["on"] = clamp.command(clamp_values, dt, first, steps)
 
-    def pad(x):
-        return jnp.concatenate([x, jnp.zeros(junctions, x.dtype)]) if junctions else x
-
     def step(carry, x):
         v, states = carry["v"], dict(carry["states"])
-        membrane = v[:n]
-        diag, rhs = capacitance_dt, capacitance_dt * membrane
+        diag, rhs = capacitance_dt, capacitance_dt * v
         flows = {}
         for k, ins in enumerate(plan.insertions):
             mechanism, name = ins.mechanism, ins.mechanism.name
@@ -149,7 +162,7 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
                 states[name] = {**states[name], **{
                     s: states[name][s] + arrived * jump
                     for s, jump in mechanism.on_spike(own[k]).items()}}
-            local = ins.gather(membrane)
+            local = ins.gather(v)
             for current, (g, e) in mechanism.conductances(states[name], own[k]).items():
                 g = jnp.broadcast_to(g, local.shape)
                 flows[current] = g * (local - e)
@@ -164,30 +177,38 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
             g_clamp = x["on"] / clamp_values["rs"]
             diag = diag.at[plan.clamped].add(clamp_scale * g_clamp)
             rhs = rhs.at[plan.clamped].add(clamp_scale * g_clamp * x["vc"])
-        v_new = tree_solve(cell.tree, lower, diag_axial + pad(diag), upper, pad(rhs))
-        membrane_new = v_new[:n]
+        if junctions:  # no membrane: drop what the mechanisms inserted everywhere put there
+            diag, rhs = jnp.where(has_membrane, diag, 0.0), jnp.where(has_membrane, rhs, 0.0)
+        v_new = tree_solve(cell.tree, lower, diag_axial + diag, upper, rhs)
         for k, ins in enumerate(plan.insertions):
             name = ins.mechanism.name
-            states[name] = ins.mechanism.step(states[name], ins.gather(membrane_new), dt,
+            states[name] = ins.mechanism.step(states[name], ins.gather(v_new), dt,
                                               speed[k], own[k])
         if plan.clamped.size:
-            flows["i_clamp"] = g_clamp * (x["vc"] - membrane_new[plan.clamped])
+            flows["i_clamp"] = g_clamp * (x["vc"] - v_new[plan.clamped])
         new = {"v": v_new, "states": states, "step": carry["step"] + 1}
         if plan.detectors.size:
-            new["detect"] = spikes.detect(carry["detect"], membrane[plan.detectors],
-                                          membrane_new[plan.detectors], plan.threshold,
+            new["detect"] = spikes.detect(carry["detect"], v[plan.detectors],
+                                          v_new[plan.detectors], plan.threshold,
                                           (carry["step"] + 1) * dt)
         return new, _record(plan, new, flows)
 
     step = jax.checkpoint(step, policy=_save_only_solves)
-    carry = dict(state)
+    everywhere = {ins.mechanism.name for ins in plan.insertions if ins.compartments is None}
+
+    def states_on(resize: Callable, states: dict) -> dict:
+        return {name: jax.tree.map(resize, s) if name in everywhere else s
+                for name, s in states.items()}
+
+    carry = {**state, "states": states_on(to_nodes, state["states"])}
     if plan.detectors.size:
         carry["detect"] = (jnp.full((plan.detectors.size, plan.max_spikes), jnp.inf,
                                     capacitance_dt.dtype),
                            jnp.zeros(plan.detectors.size, jnp.int32))
     carry, trace = _loop(plan, step, carry, xs)
     out = {**trace, "t": (first + (jnp.arange(steps // plan.every) + 1) * plan.every) * dt,
-           "final": {k: carry[k] for k in ("v", "states", "step")}}
+           "final": {"v": carry["v"], "states": states_on(lambda a: a[:n], carry["states"]),
+                     "step": carry["step"]}}
     if plan.detectors.size:
         out["spikes"], out["spike_count"] = carry["detect"]
     return out
