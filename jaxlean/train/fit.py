@@ -42,6 +42,12 @@ from jaxlean.train.packed import Layout, packed
 
 LossFn = Callable[[Any, Any], jax.Array]
 
+QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
+"""XLA compiler options of ``fit(quick_compile=True)``: no LLVM optimisation of the CPU
+kernels. On the PMM seed workload (16 modules, batch 20, XLA:CPU) they halve the training
+program's compile and make each step ~1.6x slower, so they pay off for runs of up to about
+200 such steps; for ``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
+
 
 class TrainOutput(NamedTuple):
     """What the function of :func:`make_train_fn` returns (all device arrays).
@@ -403,6 +409,7 @@ def fit(
     pack: bool = True,
     checkpoint: str | os.PathLike | Checkpointer | None = None,
     checkpoint_every: int = 1,
+    quick_compile: bool = False,
 ) -> tuple[Any, History]:
     """Train ``params`` on ``data`` with ``tx``: every epoch inside one jitted ``while_loop``.
 
@@ -425,7 +432,7 @@ def fit(
     ``tx`` (its transformations and settings, schedules included; values of
     unknown types by type only), shape, dtype and a content hash of every
     array of ``data`` and ``val_data``, ``batch_size``, ``key``, ``patience``,
-    ``pack``, the params' structure and trained and frozen leaves. A call that
+    ``pack``, ``quick_compile``, the params' structure and trained and frozen leaves. A call that
     differs in any of them raises instead of resuming, naming it and both
     values (``loss_fn`` is not compared). A schedule built from ``epochs``
     changes with it, so extending such a run is refused by name. A run that
@@ -457,6 +464,11 @@ def fit(
             steps, written in the background) or a :class:`Checkpointer` to
             save to and resume from; None for no checkpoints.
         checkpoint_every: epochs between checkpoints.
+        quick_compile: compile the training program with :data:`QUICK_COMPILE_OPTIONS`
+            (no backend optimisation): for runs whose run time is small next to
+            their compile time. Off by default: steps run slower, and results
+            may differ from the default's in the last bits (a checkpointed run
+            records it and resumes only with the same setting).
 
     Returns:
         ``(params, history)``: trained params (same structure and dtypes) and a
@@ -482,7 +494,9 @@ def fit(
                      trainable=trainable, pack=pack, on_step=bar.on_step if progress else None,
                      on_epoch=bar.on_epoch if progress else None)
     steps_per_epoch = program.steps_per_epoch
-    run = jax.jit(program.run)
+    if not isinstance(quick_compile, bool):
+        raise ConfigError(f"quick_compile must be True or False, got {quick_compile!r}")
+    run = jax.jit(program.run, compiler_options=QUICK_COMPILE_OPTIONS if quick_compile else None)
     carry = program.init(program.theta, program.opt_state)
     out = None
     checkpointer = checkpoint if isinstance(checkpoint, Checkpointer) or checkpoint is None \
@@ -497,7 +511,8 @@ def fit(
             if checkpointer is not None:
                 run_info = describe_run(params=params, data=data, val_data=val_data, tx=tx,
                                         epochs=epochs, batch_size=batch_size, patience=patience,
-                                        key=key, pack=pack, layout=program.layout)
+                                        key=key, pack=pack, layout=program.layout,
+                                        quick_compile=quick_compile)
                 carry = _restore(checkpointer, carry, run_info, epochs, compile_run)
                 resumed_epoch = None if checkpointer.latest_step() is None else int(carry.epoch)
             if resumed_epoch is not None:
