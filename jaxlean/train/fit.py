@@ -44,9 +44,9 @@ LossFn = Callable[[Any, Any], jax.Array]
 
 QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
 """XLA compiler options of ``fit(quick_compile=True)``: no LLVM optimisation of the CPU
-kernels. On the PMM seed workload (16 modules, batch 20, XLA:CPU) they halve the training
-program's compile and make each step ~1.6x slower, so they pay off for runs of up to about
-200 such steps; for ``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
+kernels. On the PMM seed workload (16 modules, batch 20, XLA:CPU) they cut the training
+program's compile by 40-50% and make each step ~1.6x slower: they pay off for runs of up to
+about 100 such steps. For ``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
 
 
 class TrainOutput(NamedTuple):
