@@ -24,6 +24,7 @@ part that computes per leaf. The probe also runs when ``init`` is traced.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -213,6 +214,23 @@ def _sample(tree: Any, groups: list[list[int]]) -> tuple[Any, list[list[int]]]:
     return sampled, [[rank[i] for i in group if i in rank] for group in groups]
 
 
+_COMPILED: OrderedDict[tuple, Any] = OrderedDict()
+_COMPILED_KEPT = 32
+
+
+def _compiled(lowered: Any) -> Any:
+    """``lowered`` compiled, reused for the same program text and argument and result trees
+    (every ``init`` of the same optimizer on the same probe shapes traces a new function but
+    the same program). The probe runs for microseconds: XLA does not optimise its kernels."""
+    key = (lowered.as_text(), lowered.in_tree, lowered.out_tree)
+    if key not in _COMPILED:
+        _COMPILED[key] = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
+        if len(_COMPILED) > _COMPILED_KEPT:
+            _COMPILED.popitem(last=False)
+    _COMPILED.move_to_end(key)
+    return _COMPILED[key]
+
+
 def check_values(tx: Any, tree: Any, groups: list[list[int]]) -> None:
     """Raise NotExact unless two probe steps of ``tx`` packed equal those per leaf.
 
@@ -246,7 +264,7 @@ def check_values(tx: Any, tree: Any, groups: list[list[int]]) -> None:
         return results
 
     # Compiled and called, it runs now also when ``init`` is being traced.
-    results = jax.jit(probe).lower(params, grads_seq).compile()(params, grads_seq)
+    results = _compiled(jax.jit(probe).lower(params, grads_seq))(params, grads_seq)
     for step, (ref_updates, pk_updates) in enumerate(results):
         with_paths = jax.tree_util.tree_leaves_with_path(ref_updates)
         for group, buffer in zip(groups, pk_updates, strict=True):

@@ -33,7 +33,10 @@ def test_fit_compiles_no_eager_operation(caplog):
         fit(loss, params, data, optax.adam(1e-2), epochs=2, batch_size=13, key=key,
             progress=False)
     compiled = [m.group(1) for r in caplog.records if (m := _COMPILING.match(r.getMessage()))]
-    assert sorted(compiled) == ["jit(init_fn)", "jit(probe)", "jit(run)"], compiled
+    # The probe's program may be reused from an earlier call on the same probe shapes.
+    assert set(compiled) <= {"jit(probe)", "jit(init_fn)", "jit(run)"}, compiled
+    assert (compiled.count("jit(init_fn)"), compiled.count("jit(run)")) == (1, 1), compiled
+    assert compiled.count("jit(probe)") <= 1, compiled
 
 
 def test_quick_compile_trains_the_same_run(tmp_path):
