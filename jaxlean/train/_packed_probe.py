@@ -11,7 +11,8 @@ itself do, for any transformation, at ``init``:
    per-leaf state must be the packed state with every params-shaped subtree in
    place of the buffers; anything shaped by a leaf otherwise (``v_row``) fails;
 2. a probe: two steps on small random data, per leaf (on the params tree) and
-   packed, compared, eagerly (tiny programs JAX caches across calls). A few leaves per buffer
+   packed, compared, as one small jitted program (eagerly, every operation at every probe
+   shape would compile a program of its own). A few leaves per buffer
    (at their tree positions, the others None) keep their number of axes (each
    axis at most 2 long) and get a scale of their own, so a per-leaf reduction
    changes the result.
@@ -23,6 +24,7 @@ part that computes per leaf. The probe also runs when ``init`` is traced.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -212,31 +214,46 @@ def _sample(tree: Any, groups: list[list[int]]) -> tuple[Any, list[list[int]]]:
     return sampled, [[rank[i] for i in group if i in rank] for group in groups]
 
 
+_COMPILED: OrderedDict[tuple, Any] = OrderedDict()
+_COMPILED_KEPT = 32
+
+
+def _compiled(lowered: Any) -> Any:
+    """``lowered`` compiled, reused for the same program text and argument and result trees
+    (every ``init`` of the same optimizer on the same probe shapes traces a new function but
+    the same program). The probe runs for microseconds: XLA does not optimise its kernels."""
+    key = (lowered.as_text(), lowered.in_tree, lowered.out_tree)
+    if key not in _COMPILED:
+        _COMPILED[key] = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
+        if len(_COMPILED) > _COMPILED_KEPT:
+            _COMPILED.popitem(last=False)
+    _COMPILED.move_to_end(key)
+    return _COMPILED[key]
+
+
 def check_values(tx: Any, tree: Any, groups: list[list[int]]) -> None:
     """Raise NotExact unless two probe steps of ``tx`` packed equal those per leaf.
 
     ``tree`` is the params tree (shape structs, None off this part); ``groups``
     lists, per buffer, the indices (in ``jax.tree.leaves(tree)`` order) of its leaves.
-    The probe keeps a few leaves per buffer and runs eagerly.
+    The probe keeps a few leaves per buffer and runs as one jitted program.
     """
     tree, groups = _sample(tree, groups)
     params, grads_seq = _probe_data(tree, seed=len(groups))
     leaves_def = jax.tree_util.tree_structure(params)
     tx = optax.with_extra_args_support(tx)
 
-    def pack(t: Any) -> tuple:  # in NumPy: eager concatenations would each compile
-        leaves = [np.asarray(x) for x in jax.tree.leaves(t)]
-        return tuple(jnp.asarray(np.concatenate([leaves[i].ravel() for i in g])) for g in groups)
+    def pack(t: Any) -> tuple:
+        leaves = jax.tree.leaves(t)
+        return tuple(jnp.concatenate([leaves[i].ravel() for i in g]) for g in groups)
 
-    results = []
-    with jax.ensure_compile_time_eval():  # run now, also when ``init`` is being traced
-        params = jax.tree.map(jnp.asarray, params)
+    def probe(params: Any, grads_seq: list) -> list:
+        results = []
         ref_params, ref_state = params, tx.init(params)
         pk_params = pack(params)
         pk_state = tx.init(pk_params)
         for step, grads in enumerate(grads_seq):
             value = jnp.float32(1.0 / (step + 1))
-            grads = jax.tree.map(jnp.asarray, grads)
             ref_updates, ref_state = tx.update(grads, ref_state, ref_params, value=value)
             pk_updates, pk_state = tx.update(pack(grads), pk_state, pk_params, value=value)
             if jax.tree_util.tree_structure(ref_updates) != leaves_def:
@@ -244,6 +261,10 @@ def check_values(tx: Any, tree: Any, groups: list[list[int]]) -> None:
             results.append((ref_updates, tuple(pk_updates)))
             ref_params = optax.apply_updates(ref_params, ref_updates)
             pk_params = optax.apply_updates(pk_params, pk_updates)
+        return results
+
+    # Compiled and called, it runs now also when ``init`` is being traced.
+    results = _compiled(jax.jit(probe).lower(params, grads_seq))(params, grads_seq)
     for step, (ref_updates, pk_updates) in enumerate(results):
         with_paths = jax.tree_util.tree_leaves_with_path(ref_updates)
         for group, buffer in zip(groups, pk_updates, strict=True):

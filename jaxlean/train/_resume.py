@@ -6,7 +6,7 @@ records the run's identity as small JSON values stored with every checkpoint:
 
 - ``tx``: the optimizer's structure and settings (:mod:`jaxlean.train._describe`);
 - ``data`` / ``val_data``: shape, dtype and a content hash of every array;
-- ``batch_size``, ``patience``, ``pack`` and the shuffle ``key``;
+- ``batch_size``, ``patience``, ``pack``, ``quick_compile`` (when on) and the shuffle ``key``;
 - the model: each params leaf (trained or frozen, dtype, shape; functions and
   other static leaves described as in ``tx``) and a hash of the pytree structure;
 - ``epochs``, which may grow: a longer run continues the checkpointed one.
@@ -41,11 +41,16 @@ def _structure_hash(params: Any) -> str:
 
 def describe_run(*, params: Any, data: Any, val_data: Any, tx: optax.GradientTransformation,
                  epochs: int, batch_size: int, patience: int | None, key: jax.Array,
-                 pack: bool, layout: Layout) -> dict:
-    """The checkpoint metadata of one ``fit`` call: every option a resume must match."""
+                 pack: bool, layout: Layout, quick_compile: bool = False) -> dict:
+    """The checkpoint metadata of one ``fit`` call: every option a resume must match.
+
+    ``quick_compile`` is recorded only when on, so checkpoints written without it still match.
+    """
     fields: dict[str, Any] = {"epochs": int(epochs), "batch_size": int(batch_size),
                               "patience": None if patience is None else int(patience),
                               "pack": bool(pack), "key": array_text(key, by_value=True)}
+    if quick_compile:
+        fields["quick_compile"] = True
     for name, tree in (("data", data), ("val_data", val_data)):
         if tree is None:
             fields[name] = None

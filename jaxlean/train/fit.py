@@ -42,6 +42,12 @@ from jaxlean.train.packed import Layout, packed
 
 LossFn = Callable[[Any, Any], jax.Array]
 
+QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
+"""XLA compiler options of ``fit(quick_compile=True)``: no LLVM optimisation of the CPU
+kernels. On the PMM seed workload (16 modules, batch 20, XLA:CPU) they cut the training
+program's compile by 40-50% and make each step ~1.6x slower: they pay off for runs of up to
+about 100 such steps. For ``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
+
 
 class TrainOutput(NamedTuple):
     """What the function of :func:`make_train_fn` returns (all device arrays).
@@ -133,18 +139,20 @@ def _check_options(epochs: int, batch_size: int, patience: int | None,
 
 @dataclasses.dataclass(frozen=True)
 class _Program:
-    """The training run in three pieces, so it can stop at any epoch and go on later.
+    """The training run as one function of a carry, so it can stop at any epoch and go on later.
 
     ``run(carry, stop_epoch, frozen, data, val_data, key)`` runs epochs from
     ``carry`` until ``carry.epoch`` reaches the traced ``stop_epoch`` (or
-    early stopping or a non-finite loss ends the run): one compiled program
-    serves a whole run and every segment of a checkpointed one, so both
-    execute the same loop body on the same carry values.
+    early stopping or a non-finite loss ends the run) and returns the carry and
+    its :class:`TrainOutput`: one compiled program serves a whole run, its
+    result included, and every segment of a checkpointed one, so both execute
+    the same loop body on the same carry values. ``init`` builds the first
+    carry on the host (NumPy), so nothing compiles on the way to the loop but
+    the optimizer's ``init``.
     """
 
     init: Callable[[Any, Any], _Carry]
-    run: Callable[..., _Carry]
-    finish: Callable[[_Carry, Any], TrainOutput]
+    run: Callable[..., tuple[_Carry, TrainOutput]]
     layout: Layout
     theta: Any
     frozen: Any
@@ -177,15 +185,18 @@ def _build(
     to_params = layout.merge
     if pack:
         tx = packed(tx)
-    opt_state = tx.init(theta)
+    # One small program: eagerly, packing and every state leaf's zeros would each compile.
+    opt_state = jax.jit(tx.init)(theta)
 
     def init(theta, opt_state) -> _Carry:
-        nan_hist = jnp.full((epochs,), jnp.nan, jnp.float32)
-        return _Carry(theta, opt_state, theta if patience is not None else None, jnp.int32(0),
-                      nan_hist, nan_hist, jnp.float32(jnp.inf), jnp.int32(0), jnp.int32(0),
-                      jnp.int32(-1), jnp.bool_(False))
+        nan_hist = np.full((epochs,), np.nan, np.float32)
+        carry = (np.int32(0), nan_hist, nan_hist, np.float32(np.inf), np.int32(0), np.int32(0),
+                 np.int32(-1), np.bool_(False))
+        return _Carry(theta, opt_state, theta if patience is not None else None,
+                      *jax.device_put(carry))
 
-    def run(carry: _Carry, stop_epoch, frozen, data, val_data, key) -> _Carry:
+    def run(carry: _Carry, stop_epoch, frozen, data, val_data, key
+            ) -> tuple[_Carry, TrainOutput]:
         def loss_and_grad(theta, batch):
             return jax.value_and_grad(lambda t: loss_fn(to_params(t, frozen), batch))(theta)
 
@@ -250,15 +261,19 @@ def _build(
                 go &= carry.since_best < patience
             return go
 
-        return jax.lax.while_loop(keep_going, run_epoch, carry)
+        final = jax.lax.while_loop(keep_going, run_epoch, carry)
+        return final, _output(final, layout, frozen, patience)
 
-    def finish(final: _Carry, frozen) -> TrainOutput:
-        result = final.best_theta if patience is not None else final.theta
-        trained = layout.strip_static(to_params(result, frozen))
-        return TrainOutput(trained, final.train_hist, final.val_hist, final.epoch,
-                           final.best_epoch, final.bad_step, final.bad_in_validation)
+    return _Program(init, run, layout, theta, frozen, opt_state, steps_per_epoch)
 
-    return _Program(init, run, finish, layout, theta, frozen, opt_state, steps_per_epoch)
+
+def _output(carry: _Carry, layout: Layout, frozen: Any, patience: int | None) -> TrainOutput:
+    """The :class:`TrainOutput` of a finished carry: the best params with ``patience``, else
+    the last (no arithmetic: also outside a program, for a run resumed at its end)."""
+    result = carry.best_theta if patience is not None else carry.theta
+    trained = layout.strip_static(layout.merge(result, frozen))
+    return TrainOutput(trained, carry.train_hist, carry.val_hist, carry.epoch,
+                       carry.best_epoch, carry.bad_step, carry.bad_in_validation)
 
 
 def _finished(carry: _Carry, epochs: int, patience: int | None) -> bool:
@@ -371,8 +386,8 @@ def make_train_fn(
                      trainable=trainable, pack=pack, on_step=on_step, on_epoch=on_epoch)
 
     def train(theta, frozen, opt_state, data, val_data, key) -> TrainOutput:
-        final = program.run(program.init(theta, opt_state), epochs, frozen, data, val_data, key)
-        return program.finish(final, frozen)
+        carry = program.init(theta, opt_state)
+        return program.run(carry, epochs, frozen, data, val_data, key)[1]
 
     return train, (program.theta, program.frozen, program.opt_state, data, val_data, key)
 
@@ -394,6 +409,7 @@ def fit(
     pack: bool = True,
     checkpoint: str | os.PathLike | Checkpointer | None = None,
     checkpoint_every: int = 1,
+    quick_compile: bool = False,
 ) -> tuple[Any, History]:
     """Train ``params`` on ``data`` with ``tx``: every epoch inside one jitted ``while_loop``.
 
@@ -416,7 +432,7 @@ def fit(
     ``tx`` (its transformations and settings, schedules included; values of
     unknown types by type only), shape, dtype and a content hash of every
     array of ``data`` and ``val_data``, ``batch_size``, ``key``, ``patience``,
-    ``pack``, the params' structure and trained and frozen leaves. A call that
+    ``pack``, ``quick_compile``, the params' structure and trained and frozen leaves. A call that
     differs in any of them raises instead of resuming, naming it and both
     values (``loss_fn`` is not compared). A schedule built from ``epochs``
     changes with it, so extending such a run is refused by name. A run that
@@ -448,6 +464,11 @@ def fit(
             steps, written in the background) or a :class:`Checkpointer` to
             save to and resume from; None for no checkpoints.
         checkpoint_every: epochs between checkpoints.
+        quick_compile: compile the training program with :data:`QUICK_COMPILE_OPTIONS`
+            (no backend optimisation): for runs whose run time is small next to
+            their compile time. Off by default: steps run slower, and results
+            may differ from the default's in the last bits (a checkpointed run
+            records it and resumes only with the same setting).
 
     Returns:
         ``(params, history)``: trained params (same structure and dtypes) and a
@@ -473,21 +494,25 @@ def fit(
                      trainable=trainable, pack=pack, on_step=bar.on_step if progress else None,
                      on_epoch=bar.on_epoch if progress else None)
     steps_per_epoch = program.steps_per_epoch
-    run, finish = jax.jit(program.run), jax.jit(program.finish)
+    if not isinstance(quick_compile, bool):
+        raise ConfigError(f"quick_compile must be True or False, got {quick_compile!r}")
+    run = jax.jit(program.run, compiler_options=QUICK_COMPILE_OPTIONS if quick_compile else None)
     carry = program.init(program.theta, program.opt_state)
+    out = None
     checkpointer = checkpoint if isinstance(checkpoint, Checkpointer) or checkpoint is None \
         else Checkpointer(checkpoint)
     resumed_epoch = None
 
     def compile_run(carry: Any) -> None:
-        run.lower(carry, jnp.int32(epochs), program.frozen, data, val_data, key).compile()
+        run.lower(carry, np.int32(epochs), program.frozen, data, val_data, key).compile()
 
     try:
         with bar:
             if checkpointer is not None:
                 run_info = describe_run(params=params, data=data, val_data=val_data, tx=tx,
                                         epochs=epochs, batch_size=batch_size, patience=patience,
-                                        key=key, pack=pack, layout=program.layout)
+                                        key=key, pack=pack, layout=program.layout,
+                                        quick_compile=quick_compile)
                 carry = _restore(checkpointer, carry, run_info, epochs, compile_run)
                 resumed_epoch = None if checkpointer.latest_step() is None else int(carry.epoch)
             if resumed_epoch is not None:
@@ -496,10 +521,12 @@ def fit(
             while not _finished(carry, epochs, patience):
                 stop = epochs if checkpointer is None else min(
                     epochs, (int(carry.epoch) // checkpoint_every + 1) * checkpoint_every)
-                carry = run(carry, jnp.int32(stop), program.frozen, data, val_data, key)
+                carry, out = run(carry, np.int32(stop), program.frozen, data, val_data, key)
                 if checkpointer is not None and int(carry.bad_step) < 0:
                     checkpointer.save(int(carry.epoch), carry, run_info)
-            out = jax.block_until_ready(finish(carry, program.frozen))
+            if out is None:  # resumed at the end: the run's result from its carry, no loop
+                out = _output(carry, program.layout, program.frozen, patience)
+            out = jax.block_until_ready(out)
             bar.finish(int(out.epochs_run) * steps_per_epoch)
     finally:
         if checkpointer is not None and checkpointer is not checkpoint:

@@ -1,0 +1,55 @@
+"""What fit compiles: the packing probe, the optimizer's init and the loop, nothing eager;
+``quick_compile`` trains the same run and is part of a checkpointed run's identity."""
+
+import logging
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxlean.errors import CheckpointError, ConfigError
+from jaxlean.train.fit import fit
+
+_COMPILING = re.compile(r"Compiling (\S+) with")
+
+
+def _problem(features: int, examples: int):
+    rng = np.random.default_rng(features)
+    x = rng.standard_normal((examples, features)).astype(np.float32)
+    data = {"x": jnp.asarray(x), "y": jnp.asarray(np.tanh(x @ np.linspace(-1, 1, features)))}
+    params = {"w": jnp.zeros(features), "b": jnp.zeros(())}
+    loss = lambda p, batch: jnp.mean((jnp.tanh(batch["x"] @ p["w"] + p["b"]) - batch["y"]) ** 2)
+    return loss, params, data
+
+
+def test_fit_compiles_no_eager_operation(caplog):
+    # Shapes no other test uses, so no eager operation of them is already compiled.
+    loss, params, data = _problem(features=11, examples=13)
+    key = jax.random.key(0)
+    with caplog.at_level(logging.WARNING, logger="jax"), jax.log_compiles():
+        fit(loss, params, data, optax.adam(1e-2), epochs=2, batch_size=13, key=key,
+            progress=False)
+    compiled = [m.group(1) for r in caplog.records if (m := _COMPILING.match(r.getMessage()))]
+    # The probe's program may be reused from an earlier call on the same probe shapes.
+    assert set(compiled) <= {"jit(probe)", "jit(init_fn)", "jit(run)"}, compiled
+    assert (compiled.count("jit(init_fn)"), compiled.count("jit(run)")) == (1, 1), compiled
+    assert compiled.count("jit(probe)") <= 1, compiled
+
+
+def test_quick_compile_trains_the_same_run(tmp_path):
+    loss, params, data = _problem(features=3, examples=24)
+    options = dict(epochs=3, batch_size=8, key=jax.random.key(1), progress=False)
+    default, default_history = fit(loss, params, data, optax.adam(0.1), **options)
+    quick, quick_history = fit(loss, params, data, optax.adam(0.1), quick_compile=True,
+                               checkpoint=tmp_path, **options)
+    for name in ("w", "b"):
+        np.testing.assert_allclose(quick[name], default[name], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(quick_history.train_loss, default_history.train_loss, rtol=1e-5)
+    assert not np.allclose(quick["w"], params["w"])  # it trained
+    with pytest.raises(CheckpointError, match="quick_compile is absent here, True"):
+        fit(loss, params, data, optax.adam(0.1), checkpoint=tmp_path, **options)
+    with pytest.raises(ConfigError, match="quick_compile"):
+        fit(loss, params, data, optax.adam(0.1), quick_compile=1, **options)
