@@ -115,8 +115,8 @@ def test_stacks_are_orthogonalised_matrix_by_matrix():
     got, want = train([(muon(LR, **options), params),
                        (optax.contrib.muon(LR, **options), per_matrix(params))], 5)
     want = restack(want, params)
-    for name in params:
-        np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7, err_msg=name)
+    for name in params:  # batched against one-by-one matmuls: rounding differs (jax 0.12: 5e-6)
+        np.testing.assert_allclose(got[name], want[name], rtol=2e-5, atol=2e-6, err_msg=name)
 
 
 def test_batched_muon_in_packed_matches_optax_muon_matrix_by_matrix():
@@ -132,7 +132,8 @@ def test_batched_muon_in_packed_matches_optax_muon_matrix_by_matrix():
     assert matrix_buffers == [((4, 8), 2 + 1 + 4), ((8, 4), 1 + 2)]
     got, want = train([(tx, params), (optax.contrib.muon(LR, **options), per_matrix(params))], 4)
     for name, value in restack(want, params).items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-6, atol=1e-7, err_msg=name)
+        # batched against one-by-one matmuls: rounding differs (jax 0.12: up to 5e-6)
+        np.testing.assert_allclose(got[name], value, rtol=2e-5, atol=2e-6, err_msg=name)
 
 
 @pytest.mark.parametrize("mask", [lambda p: jax.tree.map(lambda x: True, p),
