@@ -80,6 +80,14 @@ def _jaxley_cell(branches: np.ndarray, steps: int):
     cell.set("radius", 1.0)
     cell.set("axial_resistivity", 100.0)
     cell.insert(HH())
+    return stimulated_jaxley_cell(cell, steps)
+
+
+def stimulated_jaxley_cell(cell, steps: int):
+    """A built jaxley ``cell`` at jaxlean's ``v_init``, states initialised, with the somatic
+    current step of :func:`_stimulus_args` and the soma recorded."""
+    import jaxley as jx
+
     cell.set("v", CELL["v_init"][0])
     cell.init_states()
     amplitude, start, duration, t_max = _stimulus_args(steps)

@@ -33,8 +33,8 @@ from jaxlean.bench._cable_case import (
     SAME_TOLERANCE_MV,
     _jaxlean_cell,
     _stimulus,
-    _stimulus_args,
     branch_parents,
+    stimulated_jaxley_cell,
 )
 from jaxlean.bench._measure import SidesDisagreeError, aot_compile, time_alternating
 from jaxlean.bench._registry import BenchContext, BenchResult
@@ -184,13 +184,7 @@ def _jaxley_cell(branches: np.ndarray, sites: np.ndarray, times: np.ndarray, ste
     synapses.set("Syn_tau", SYNAPSE["tau_expsyn"])
     for k in range(SPIKES_PER_SYNAPSE):
         synapses.set(f"Syn_t{k}", times[:, k])
-    cell.set("v", CELL["v_init"][0])
-    cell.init_states()
-    amplitude, start, duration, t_max = _stimulus_args(steps)
-    cell.branch(0).comp(0).stimulate(jx.step_current(start, duration, amplitude, DT, t_max),
-                                     verbose=False)
-    cell.branch(0).comp(0).record(verbose=False)
-    return cell
+    return stimulated_jaxley_cell(cell, steps)
 
 
 def _jaxley(branches: np.ndarray, sites: np.ndarray, times: np.ndarray, steps: int):
