@@ -222,6 +222,7 @@ def _compiled(lowered: Any) -> Any:
     """``lowered`` compiled, reused for the same program text and argument and result trees
     (every ``init`` of the same optimizer on the same probe shapes traces a new function but
     the same program). The probe runs for microseconds: XLA does not optimise its kernels."""
+    # the text prints every constant (no elision), so equal keys are equal programs
     key = (lowered.as_text(), lowered.in_tree, lowered.out_tree)
     if key not in _COMPILED:
         _COMPILED[key] = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
