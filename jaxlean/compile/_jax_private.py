@@ -220,6 +220,16 @@ def process_index() -> int:
     return int(state.process_id or 0)
 
 
+def process_count() -> int:
+    """How many processes ``jax.distributed.initialize`` joined (1 before it), read
+    without starting a backend; :func:`jax.process_count` when JAX keeps it elsewhere."""
+    path = "jax._src.distributed.global_state.process_id"
+    if path in _problems:
+        return jax.process_count()
+    state = importlib.import_module("jax._src.distributed").global_state
+    return int(getattr(state, "num_processes", None) or 1)
+
+
 def replace_accelerator_hash(make: Callable[[Callable], Callable]) -> bool:
     """Replace the accelerator part of JAX's cache key by ``make(original)``.
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jax
 
-from jaxlean.compile import _jax_private, health, multiprocess_key
+from jaxlean.compile import _jax_private, cpu_collectives, health, multiprocess_key
 from jaxlean.compile.directory import default_cache_dir, prune
 from jaxlean.compile.file_cache import SafeFileCache
 from jaxlean.compile.stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
@@ -116,8 +116,10 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
         be enabled.
 
     Raises:
-        CacheError: on invalid arguments, or when the installed JAX lacks an
-            internal the cache setup needs (the message names it and the version).
+        CacheError: on invalid arguments, when the installed JAX lacks an
+            internal the cache setup needs (the message names it and the version),
+            or in a multi-process CPU run with XLA:CPU's concurrency-optimized
+            scheduler on (see :mod:`jaxlean.compile.cpu_collectives`).
     """
     if min_compile_secs < 0:
         raise CacheError(f"min_compile_secs must be >= 0, got {min_compile_secs}")
@@ -127,6 +129,7 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
     directory = Path(path).expanduser() if path is not None else default_cache_dir()
     install_listeners()
     _jax_private.require("enable_compilation_cache", *_jax_private.STORE_INTERNALS)
+    cpu_collectives.check_cache_is_safe()
     if not multiprocess_key.install():
         problem = _jax_private.problems().get(multiprocess_key.INTERNAL, "")
         warnings.warn(f"jaxlean: {problem}; skipped: in multi-process CPU runs only "

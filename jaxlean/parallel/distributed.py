@@ -15,6 +15,7 @@ import os
 
 import jax
 
+from jaxlean.compile import cpu_collectives
 from jaxlean.errors import ConfigError
 
 ENV_COORDINATOR = "JAXLEAN_COORDINATOR"
@@ -57,7 +58,10 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
     Call it first, before anything touches a JAX device. Arguments win over the
     environment; with neither, a SLURM job step of several tasks is detected by
     ``jax.distributed``; otherwise the run is single-process. On CPU the
-    cross-process collectives use Gloo.
+    cross-process collectives use Gloo, and XLA:CPU's concurrency-optimized scheduler
+    is turned off unless ``XLA_FLAGS`` sets it: with it, executables loaded from the
+    persistent cache run their collectives out of order (see
+    :mod:`jaxlean.compile.cpu_collectives`).
 
     Args:
         coordinator: ``host:port`` of process 0 (``$JAXLEAN_COORDINATOR``).
@@ -92,6 +96,7 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         how, kwargs = "single process", None
     if kwargs is not None:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        cpu_collectives.keep_collectives_in_order()
         try:
             jax.distributed.initialize(**kwargs)
         except RuntimeError as error:

@@ -54,11 +54,11 @@ def _launch_two(cache: Path) -> list[dict]:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
-    outs = []
-    for proc, (out, err) in zip(procs, done, strict=True):
-        assert proc.returncode == 0, out[-2000:] + err[-4000:]
-        outs.append(_result(out))
-    return outs
+    if any(proc.returncode != 0 for proc in procs):
+        raise AssertionError("\n".join(
+            f"--- process {i}: exit {proc.returncode}\n{out[-2000:]}{err[-4000:]}"
+            for i, (proc, (out, err)) in enumerate(zip(procs, done, strict=True))))
+    return [_result(out) for out, _ in done]
 
 
 @pytest.mark.slow
