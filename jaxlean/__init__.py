@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "TreeError": "jaxlean.errors",
     "Tree": "jaxlean.linalg",
     "tree_solve": "jaxlean.linalg",
+    "tree_solve_in_layout": "jaxlean.linalg",
     "tridiagonal_solve": "jaxlean.linalg",
     "TokenStats": "jaxlean.loss.chunked",
     "VocabParallel": "jaxlean.loss.chunked",

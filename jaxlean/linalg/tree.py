@@ -194,3 +194,34 @@ def tree_solve(tree: Tree, lower: jax.Array, diag: jax.Array, upper: jax.Array,
     x = jnp.moveaxis(x[:-1], 0, -2)
     x = check_finite(x, "tree_solve", x.ndim - 2) if check else x
     return x[..., 0] if vector_rhs else x
+
+
+def tree_solve_in_layout(tree: Tree, lower: jax.Array, diag: jax.Array, upper: jax.Array,
+                         b: jax.Array, *, schedule: Schedule | None = None) -> jax.Array:
+    """:func:`tree_solve` for vectors already in the solver's layout, with implicit derivatives.
+
+    For a caller that solves many times (a time loop) and keeps its vectors in
+    that layout throughout: no permutation, padding or reshaping per call, so
+    neither the forward nor the backward pass moves data around the solve.
+
+    Args:
+      tree: numbered as its solver walks it (``tree.local is None``; for any
+        tree, :attr:`Tree.local` is).
+      lower, diag, upper, b: shape ``(n + 1,)``: the ``n`` nodes, then a dummy
+        entry with ``lower = upper = b = 0`` and ``diag = 1``. ``lower`` and
+        ``upper`` must be zero at roots too (they are the dummy's couplings).
+
+    Returns:
+      ``x`` of shape ``(n + 1,)``, its last entry 0.
+    """
+    schedule = default_schedule() if schedule is None else schedule
+    if schedule not in SCHEDULES:
+        raise ConfigError(f"schedule must be one of {SCHEDULES}; got {schedule!r}")
+    if tree.local is not None:
+        raise StructureError("tree_solve_in_layout needs a tree in its solver's numbering "
+                             "(pass tree.local)")
+    for name, entries in (("lower", lower), ("diag", diag), ("upper", upper), ("b", b)):
+        if jnp.shape(entries) != (tree.n + 1,):
+            raise StructureError(f"{name} must have shape ({tree.n + 1},) (nodes and the dummy); "
+                                 f"got {jnp.shape(entries)}")
+    return implicit_linear_solve(*_solver(tree, schedule), (lower, diag, upper), b)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxlean.errors import NonFiniteError, TreeError
-from jaxlean.linalg import Tree, tree_solve
+from jaxlean.errors import NonFiniteError, StructureError, TreeError
+from jaxlean.linalg import Tree, tree_solve, tree_solve_in_layout
 
 SCHEDULES = ["sequential", "level"]
 SETTINGS = settings(max_examples=8, deadline=None,
@@ -230,3 +230,40 @@ def test_solver_numbering_puts_parents_first_and_is_skipped_when_already_so():
     np.testing.assert_array_equal(
         local[1:], np.argsort(tree.permutation)[renamed[tree.permutation[1:]]])
     assert Tree.from_parents(np.array([-1, 0, 0, 1, 1])).local is None
+
+
+@pytest.mark.parametrize("schedule,dtype,tol", [("sequential", jnp.float32, 1e-5),
+                                                ("level", jnp.float64, 1e-12)])
+def test_solve_in_layout_matches_tree_solve(schedule, dtype, tol):
+    parents = np.array([4, -1, 1, 1, 2, 4, 3, 9, -1, 8, 5, 0])  # two roots, any numbering
+    tree = Tree.from_parents(parents)
+    weights = np.linspace(-1.0, 2.0, parents.size)
+    with jax.enable_x64(dtype == jnp.float64):
+
+        def layout(a, fill):  # the dummy appended, in the solver's order
+            return jnp.concatenate([a, jnp.full(1, fill, dtype)])[tree.to_local]
+
+        def in_layout(lower, diag, upper, b):  # roots' couplings zeroed, as the layout needs
+            lower, upper = (jnp.where(parents < 0, 0, a) for a in (lower, upper))
+            x = tree_solve_in_layout(tree.local, layout(lower, 0), layout(diag, 1),
+                                     layout(upper, 0), layout(b, 0), schedule=schedule)
+            x = x[tree.from_local]
+            return jnp.sum(weights * x[:-1]), x
+
+        def reference(*args):
+            x = tree_solve(tree, *args, schedule=schedule)
+            return jnp.sum(weights * x), x
+
+        args = dominant_system(parents, 5, dtype)
+        (_, ours), grads = jax.jit(jax.value_and_grad(in_layout, (0, 1, 2, 3), has_aux=True))(
+            *args)
+        (_, theirs), expected = jax.jit(jax.value_and_grad(reference, (0, 1, 2, 3),
+                                                           has_aux=True))(*args)
+        assert float(ours[-1]) == 0.0
+        np.testing.assert_allclose(ours[:-1], theirs, rtol=tol, atol=tol)
+        for mine, want in zip(grads, expected, strict=True):
+            np.testing.assert_allclose(mine, want, rtol=tol, atol=tol)
+    with pytest.raises(StructureError, match=r"tree\.local"):
+        tree_solve_in_layout(tree, *(jnp.ones(parents.size + 1),) * 4)
+    with pytest.raises(StructureError, match="nodes and the dummy"):
+        tree_solve_in_layout(tree.local, *(jnp.ones(parents.size),) * 4)

@@ -6,16 +6,18 @@ the numbers (parameters, stimuli, spike times, clamp levels, initial state).
 Per step, in NEURON's fixed-step order: input spikes arrive, every mechanism's
 currents at the present states give the membrane conductance and drive, the
 voltage solves ``(C/dt + G + axial) v_new = C/dt v + G E + stimulus`` with
-:func:`jaxlean.linalg.tree_solve`, then the states advance by exponential Euler
-at the new voltage and thresholds are checked.
+:func:`jaxlean.linalg.tree_solve_in_layout`, then the states advance by
+exponential Euler at the new voltage and thresholds are checked.
 
-The step works on every node of the solver's tree, junctions included: a
-junction is a node without membrane: whatever the mechanisms inserted everywhere
-put on its diagonal and right-hand side is replaced by zero, so its row stays
-purely axial. Those mechanisms carry states on junctions too (starting as their
-owner's, without effect). This avoids slicing the voltage to the compartments
-and padding the matrix back around the solve, which slowed the gradient (the
-backward pass of those pads). Outside the loop, states are per compartment.
+The loop keeps its vectors in the solver's layout (:class:`Layout`): every node
+of the solver's tree in the solver's order, then its dummy entry, so no step
+permutes, slices or pads around the solve, in the forward or the backward pass
+(each of those cost as much as the solve itself). Junctions and the dummy are
+nodes without membrane: whatever the mechanisms inserted everywhere put on
+their diagonal and right-hand side is replaced by zero, so a junction's row
+stays purely axial and the dummy's the identity. Those mechanisms carry states
+there too (starting as their owner's, without effect). Outside the loop, values
+are per compartment in the cell's numbering.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from jax import lax
 from jax.extend.core import Primitive
 
-from jaxlean.linalg import tree_solve
+from jaxlean.linalg import Tree, tree_solve_in_layout
 from jaxlean.models.neuron import clamp, spikes
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron._time import Checkpoint, scan_steps
@@ -118,29 +120,62 @@ def program(plan: Plan) -> Callable:
     return jax.jit(lambda *args: _run(plan, *args))
 
 
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where the time loop keeps each node: the solver's order, then its dummy entry.
+
+    The loop's vectors are laid out as :func:`tree_solve_in_layout` wants them,
+    so no step permutes or pads around the solve (in the forward or the
+    backward pass). ``order[i]`` is the node at position ``i`` (``nodes`` for
+    the dummy); ``position[j]`` is where node ``j`` sits.
+    """
+
+    tree: Tree
+    order: np.ndarray
+    position: np.ndarray
+
+    @classmethod
+    def of(cls, cell: Cell) -> Layout:
+        tree = cell.tree
+        return cls(tree if tree.local is None else tree.local, tree.to_local, tree.from_local)
+
+    def put(self, x: jax.Array, fill: float = 0.0) -> jax.Array:
+        """One value per node (compartments, then junctions) -> this layout."""
+        return jnp.concatenate([x, jnp.full((1,), fill, x.dtype)])[self.order]
+
+    def take(self, x: jax.Array, nodes: int) -> jax.Array:
+        """This layout -> the first ``nodes`` nodes in their own numbering."""
+        return x[self.position[:nodes]]
+
+
 def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
     cell, dt, steps = plan.cell, plan.dt, plan.steps
-    n, junctions = cell.n, cell.tree.n - cell.n
+    n = cell.n
+    layout = Layout.of(cell)
+    at = layout.position  # a node's (compartment's) position in the layout
     p = parameters.expand(cell, params, plan.insertions)
     lower, diag_axial, upper, area = static_matrix(cell, p)
-
-    def pad(x):
-        return jnp.concatenate([x, jnp.zeros(junctions, x.dtype)]) if junctions else x
+    lower, diag_axial, upper = layout.put(lower), layout.put(diag_axial, 1.0), layout.put(upper)
 
     def to_nodes(x):  # per compartment -> per node, a junction copying its owner
-        return jnp.concatenate([x, x[cell.junction_owner]]) if junctions else x
+        return jnp.concatenate([x, x[cell.junction_owner]])
 
-    has_membrane = np.arange(cell.tree.n) < n
-    capacitance_dt = pad(p["capacitance"] / dt)
+    def to_layout(x):  # per compartment -> the loop's layout
+        return layout.put(to_nodes(x))
+
+    has_membrane = layout.order < n
+    capacitance_dt = jnp.where(has_membrane, to_layout(p["capacitance"] / dt), 0.0)
     celsius = p["celsius"][0]
-    own, scale, speed = [], [], []
+    own, scale, speed, where = [], [], [], []
     for ins in plan.insertions:
         mechanism = ins.mechanism
         everywhere = ins.compartments is None
-        own.append({k: p[k] if mechanism.point else to_nodes(p[k]) if everywhere
+        own.append({k: p[k] if mechanism.point else to_layout(p[k]) if everywhere
                     else ins.gather(p[k]) for k in mechanism.parameters})
         scale.append(1e-3 / area[ins.compartments] if mechanism.point else 1e3)
         speed.append(mechanism.speed(celsius))
+        where.append(None if everywhere else at[ins.compartments])
+    targets, clamped, detectors = at[plan.targets], at[plan.clamped], at[plan.detectors]
     stimulus_scale = 1e-3 / area[plan.targets]
     clamp_scale = 1e-3 / area[plan.clamped]
     state = initial_state(cell, plan.insertions, p) if initial is None else initial
@@ -150,6 +185,9 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
                        for name, times in spike_times.items()}}
     if plan.clamped.size:
         xs["vc"], xs["on"] = clamp.command(clamp_values, dt, first, steps)
+
+    def gather(k, x):
+        return x if where[k] is None else x[where[k]]
 
     def step(carry, x):
         v, states = carry["v"], dict(carry["states"])
@@ -162,36 +200,35 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
                 states[name] = {**states[name], **{
                     s: states[name][s] + arrived * jump
                     for s, jump in mechanism.on_spike(own[k]).items()}}
-            local = ins.gather(v)
+            local = gather(k, v)
             for current, (g, e) in mechanism.conductances(states[name], own[k]).items():
                 g = jnp.broadcast_to(g, local.shape)
                 flows[current] = g * (local - e)
-                if ins.compartments is None:
+                if where[k] is None:
                     diag, rhs = diag + scale[k] * g, rhs + scale[k] * g * e
                 else:
-                    diag = diag.at[ins.compartments].add(scale[k] * g)
-                    rhs = rhs.at[ins.compartments].add(scale[k] * g * e)
+                    diag = diag.at[where[k]].add(scale[k] * g)
+                    rhs = rhs.at[where[k]].add(scale[k] * g * e)
         if plan.targets.size:
-            rhs = rhs.at[plan.targets].add(stimulus_scale * x["current"])
+            rhs = rhs.at[targets].add(stimulus_scale * x["current"])
         if plan.clamped.size:
             g_clamp = x["on"] / clamp_values["rs"]
-            diag = diag.at[plan.clamped].add(clamp_scale * g_clamp)
-            rhs = rhs.at[plan.clamped].add(clamp_scale * g_clamp * x["vc"])
-        if junctions:  # no membrane: drop what the mechanisms inserted everywhere put there
-            diag, rhs = jnp.where(has_membrane, diag, 0.0), jnp.where(has_membrane, rhs, 0.0)
-        v_new = tree_solve(cell.tree, lower, diag_axial + diag, upper, rhs)
+            diag = diag.at[clamped].add(clamp_scale * g_clamp)
+            rhs = rhs.at[clamped].add(clamp_scale * g_clamp * x["vc"])
+        # no membrane at junctions and the dummy: drop what mechanisms inserted everywhere put there
+        diag, rhs = jnp.where(has_membrane, diag, 0.0), jnp.where(has_membrane, rhs, 0.0)
+        v_new = tree_solve_in_layout(layout.tree, lower, diag_axial + diag, upper, rhs)
         for k, ins in enumerate(plan.insertions):
             name = ins.mechanism.name
-            states[name] = ins.mechanism.step(states[name], ins.gather(v_new), dt,
+            states[name] = ins.mechanism.step(states[name], gather(k, v_new), dt,
                                               speed[k], own[k])
         if plan.clamped.size:
-            flows["i_clamp"] = g_clamp * (x["vc"] - v_new[plan.clamped])
+            flows["i_clamp"] = g_clamp * (x["vc"] - v_new[clamped])
         new = {"v": v_new, "states": states, "step": carry["step"] + 1}
         if plan.detectors.size:
-            new["detect"] = spikes.detect(carry["detect"], v[plan.detectors],
-                                          v_new[plan.detectors], plan.threshold,
-                                          (carry["step"] + 1) * dt)
-        return new, _record(plan, new, flows)
+            new["detect"] = spikes.detect(carry["detect"], v[detectors], v_new[detectors],
+                                          plan.threshold, (carry["step"] + 1) * dt)
+        return new, _record(plan, at, new, flows)
 
     step = jax.checkpoint(step, policy=_save_only_solves)
     everywhere = {ins.mechanism.name for ins in plan.insertions if ins.compartments is None}
@@ -200,29 +237,35 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
         return {name: jax.tree.map(resize, s) if name in everywhere else s
                 for name, s in states.items()}
 
-    carry = {**state, "states": states_on(to_nodes, state["states"])}
+    carry = {"v": layout.put(state["v"]), "states": states_on(to_layout, state["states"]),
+             "step": state["step"]}
     if plan.detectors.size:
         carry["detect"] = (jnp.full((plan.detectors.size, plan.max_spikes), jnp.inf,
                                     capacitance_dt.dtype),
                            jnp.zeros(plan.detectors.size, jnp.int32))
     carry, trace = _loop(plan, step, carry, xs)
     out = {**trace, "t": (first + (jnp.arange(steps // plan.every) + 1) * plan.every) * dt,
-           "final": {"v": carry["v"], "states": states_on(lambda a: a[:n], carry["states"]),
+           "final": {"v": layout.take(carry["v"], cell.tree.n),
+                     "states": states_on(lambda a: layout.take(a, n), carry["states"]),
                      "step": carry["step"]}}
     if plan.detectors.size:
         out["spikes"], out["spike_count"] = carry["detect"]
     return out
 
 
-def _record(plan: Plan, new: dict, flows: dict) -> dict[str, jax.Array]:
+def _record(plan: Plan, at: np.ndarray, new: dict, flows: dict) -> dict[str, jax.Array]:
+    """The recorded values of a step; ``at`` maps compartments to the loop's layout."""
     out = {}
     for name, (k, positions) in plan.sites.items():
+        # positions index compartments for "v" and mechanisms inserted everywhere
+        everywhere = name == "v" or (k is not None and plan.insertions[k].compartments is None)
+        where = at[positions] if everywhere else positions
         if name == "v":
-            out[name] = new["v"][positions]
+            out[name] = new["v"][where]
         elif k is None or name in flows:
-            out[name] = flows[name][positions]
+            out[name] = flows[name][where]
         else:
-            out[name] = new["states"][plan.insertions[k].mechanism.name][name][positions]
+            out[name] = new["states"][plan.insertions[k].mechanism.name][name][where]
     return out
 
 

@@ -4,7 +4,7 @@ Units are NEURON's: mV, ms, um, uF/cm2, S/cm2, ohm*cm, nA, uS, degC. The cell is
 discretised as NEURON does it (see :mod:`jaxlean.models.neuron.cell`); its
 channels and synapses are :class:`~jaxlean.models.neuron.mechanisms.Mechanism`
 data. Each step solves the backward-Euler system with
-:func:`jaxlean.linalg.tree_solve` (see :mod:`jaxlean.models.neuron._program`),
+:func:`jaxlean.linalg.tree_solve_in_layout` (see :mod:`jaxlean.models.neuron._program`),
 so the gradient of a whole simulation costs about one more solve per step.
 Everything in ``params`` is differentiable; ``checkpoint`` bounds the memory of
 the backward pass of long simulations, and a run can be continued from the

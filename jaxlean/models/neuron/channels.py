@@ -21,43 +21,44 @@ GATES = ("m", "h", "n")
 _SERIES_BELOW = 0.05
 
 
-def _vtrap(x: jax.Array, y: float) -> jax.Array:
-    """``x / (exp(x / y) - 1)`` with its limit ``y (1 - x / 2y)`` near ``x = 0`` (grad-safe)."""
+def _vtrap_and_slope(x: jax.Array, y: float) -> tuple[jax.Array, jax.Array]:
+    """``x / (exp(x / y) - 1)`` and its derivative in ``x``, sharing one ``expm1``.
+
+    The value takes its limit ``y (1 - u / 2)`` for ``|u| < 1e-6`` (``u = x / y``),
+    the slope ``(1 - u - q) / expm1(u)`` (``q = u / expm1(u)``) a Taylor series
+    for ``|u| < 0.05``, where the formula would cancel. Both are grad-safe.
+    """
     u = x / y
     small = jnp.abs(u) < 1e-6
     safe = jnp.where(small, 1.0, u)
-    return y * jnp.where(small, 1.0 - u / 2.0, safe / jnp.expm1(safe))
-
-
-def _vtrap_slope(x: jax.Array, y: float) -> jax.Array:
-    """``d/dx`` of :func:`_vtrap`: ``(1 - u - q) / expm1(u)`` with ``q = u / expm1(u)``.
-
-    A Taylor series replaces the formula for ``|u| < 0.05``, where it would cancel.
-    """
-    u = x / y
-    small = jnp.abs(u) < _SERIES_BELOW
-    safe = jnp.where(small, 1.0, u)
     em = jnp.expm1(safe)
-    return jnp.where(small, -0.5 + u / 6.0 - u**3 / 180.0, (1.0 - safe - safe / em) / em)
+    q = safe / em
+    value = y * jnp.where(small, 1.0 - u / 2.0, q)
+    slope = jnp.where(jnp.abs(u) < _SERIES_BELOW, -0.5 + u / 6.0 - u**3 / 180.0,
+                      (1.0 - safe - q) / em)
+    return value, slope
+
+
+def _rates_and_slopes(v: jax.Array) -> dict[str, tuple[jax.Array, jax.Array, jax.Array,
+                                                        jax.Array]]:
+    """``(alpha, beta, d alpha / dv, d beta / dv)`` of each gate at ``v`` (mV); the slopes
+    are dead code (removed by XLA) where only the rates are used."""
+    m_alpha, m_slope = _vtrap_and_slope(-(v + 40.0), 10.0)
+    n_alpha, n_slope = _vtrap_and_slope(-(v + 55.0), 10.0)
+    m_beta = 4.0 * jnp.exp(-(v + 65.0) / 18.0)
+    h_alpha = 0.07 * jnp.exp(-(v + 65.0) / 20.0)
+    h_beta = 1.0 / (jnp.exp(-(v + 35.0) / 10.0) + 1.0)
+    n_beta = 0.125 * jnp.exp(-(v + 65.0) / 80.0)
+    return {
+        "m": (0.1 * m_alpha, m_beta, -0.1 * m_slope, -m_beta / 18.0),
+        "h": (h_alpha, h_beta, -h_alpha / 20.0, h_beta * (1.0 - h_beta) / 10.0),
+        "n": (0.01 * n_alpha, n_beta, -0.01 * n_slope, -n_beta / 80.0),
+    }
 
 
 def rates(v: jax.Array) -> dict[str, tuple[jax.Array, jax.Array]]:
     """Opening and closing rates (1/ms) of each gate at membrane voltage ``v`` (mV)."""
-    return {
-        "m": (0.1 * _vtrap(-(v + 40.0), 10.0), 4.0 * jnp.exp(-(v + 65.0) / 18.0)),
-        "h": (0.07 * jnp.exp(-(v + 65.0) / 20.0), 1.0 / (jnp.exp(-(v + 35.0) / 10.0) + 1.0)),
-        "n": (0.01 * _vtrap(-(v + 55.0), 10.0), 0.125 * jnp.exp(-(v + 65.0) / 80.0)),
-    }
-
-
-def _rate_slopes(v: jax.Array, rate: dict[str, tuple[jax.Array, jax.Array]]):
-    """``(d alpha / dv, d beta / dv)`` of each gate, given the rates at ``v``."""
-    h_beta = rate["h"][1]
-    return {
-        "m": (-0.1 * _vtrap_slope(-(v + 40.0), 10.0), -rate["m"][1] / 18.0),
-        "h": (-rate["h"][0] / 20.0, h_beta * (1.0 - h_beta) / 10.0),
-        "n": (-0.01 * _vtrap_slope(-(v + 55.0), 10.0), -rate["n"][1] / 80.0),
-    }
+    return {gate: (a, b) for gate, (a, b, _, _) in _rates_and_slopes(v).items()}
 
 
 def steady_state(v: jax.Array) -> dict[str, jax.Array]:
@@ -87,11 +88,8 @@ def advance(gates: dict[str, jax.Array], v: jax.Array, dt: float,
 def _advance_jvp(dt, primals, tangents):
     gates, v, speed = primals
     gates_dot, v_dot, speed_dot = tangents
-    rate = rates(v)
-    slopes = _rate_slopes(v, rate)
     new, tangent = {}, {}
-    for gate, (a, b) in rate.items():
-        a_slope, b_slope = slopes[gate]
+    for gate, (a, b, a_slope, b_slope) in _rates_and_slopes(v).items():
         total, total_slope = a + b, a_slope + b_slope
         steady = a / total
         steady_slope = (a_slope - steady * total_slope) / total

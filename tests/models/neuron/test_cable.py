@@ -242,7 +242,8 @@ def test_bad_checkpoint_options():
             simulate(cell, cell.params(), [], 0.1, 1.0, checkpoint=option)
 
 
-def test_gate_step_derivative_matches_autodiff_of_the_formula():
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+def test_gate_step_derivative_matches_autodiff_of_the_formula(dtype):
     """The hand-written derivative of the HH gate step equals autodiff of the plain formula."""
     from jaxlean.models.neuron import channels
 
@@ -252,21 +253,25 @@ def test_gate_step_derivative_matches_autodiff_of_the_formula():
             out[gate] = a / (a + b) + (gates[gate] - a / (a + b)) * jnp.exp(-dt * (a + b))
         return out
 
-    with jax.enable_x64():
+    values, slopes = ((1e-14, 1e-15), (1e-9, 1e-12)) if dtype == jnp.float64 else \
+        ((1e-6, 1e-7), (1e-5, 1e-6))
+    with jax.enable_x64(dtype == jnp.float64):
         # include voltages at and near the removable singularities of the rates (-40, -55 mV)
         v = jnp.concatenate([jnp.linspace(-100.0, 60.0, 321),
                              jnp.array([-40.0, -40.0 + 1e-7, -40.3, -39.6, -55.0, -54.8, -55.4])])
+        v = v.astype(dtype)
         rng = np.random.default_rng(2)
-        gates = {g: jnp.asarray(rng.uniform(0.05, 0.95, v.size)) for g in channels.GATES}
-        tangents = ({g: jnp.asarray(rng.normal(size=v.size)) for g in channels.GATES},
-                    jnp.asarray(rng.normal(size=v.size)))
+        gates = {g: jnp.asarray(rng.uniform(0.05, 0.95, v.size), dtype) for g in channels.GATES}
+        tangents = ({g: jnp.asarray(rng.normal(size=v.size), dtype) for g in channels.GATES},
+                    jnp.asarray(rng.normal(size=v.size), dtype))
         new, derivative = jax.jvp(lambda g, u: channels.advance(g, u, 0.025), (gates, v), tangents)
         new_ref, derivative_ref = jax.jvp(lambda g, u: plain_step(g, u, 0.025), (gates, v),
                                           tangents)
         for gate in channels.GATES:
-            np.testing.assert_allclose(new[gate], new_ref[gate], rtol=1e-14, atol=1e-15)
-            np.testing.assert_allclose(derivative[gate], derivative_ref[gate], rtol=1e-9,
-                                       atol=1e-12, err_msg=gate)
+            assert new[gate].dtype == derivative[gate].dtype == dtype
+            np.testing.assert_allclose(new[gate], new_ref[gate], *values)
+            np.testing.assert_allclose(derivative[gate], derivative_ref[gate], *slopes,
+                                       err_msg=gate)
 
 
 @pytest.mark.parametrize("change,match", [
