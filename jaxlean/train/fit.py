@@ -48,6 +48,30 @@ kernels. On the PMM seed workload (16 modules, batch 20, XLA:CPU) they cut the t
 program's compile by 40-50% and make each step ~1.6x slower: they pay off for runs of up to
 about 100 such steps. For ``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
 
+QUICK_COMPILE_MAX_STEPS = 16
+"""``fit(quick_compile=None)`` compiles with :data:`QUICK_COMPILE_OPTIONS` when the run has
+at most this many steps (``epochs`` x minibatches) and no checkpoint. Skipping XLA's
+optimisation saves about 45% of the compile and costs about 0.6 of a step per step, so it
+pays off unless one step takes more than about 1/20 of the compile at this many steps (the
+PMM chain's step takes about 1/100 of it; ``jaxlean bench pypmm_fresh`` measures both)."""
+
+
+def resolve_quick_compile(quick_compile: bool | None, steps: int, checkpointed: bool) -> bool:
+    """Whether ``fit`` compiles its loop with :data:`QUICK_COMPILE_OPTIONS`.
+
+    ``None`` decides by the run's length (:data:`QUICK_COMPILE_MAX_STEPS`), except with a
+    checkpoint: a checkpointed run is off unless asked, so one extended by more epochs
+    resumes with the same compiled loop.
+
+    Raises:
+        ConfigError: ``quick_compile`` is not True, False or None.
+    """
+    if quick_compile is None:
+        return not checkpointed and steps <= QUICK_COMPILE_MAX_STEPS
+    if not isinstance(quick_compile, bool):
+        raise ConfigError(f"quick_compile must be True, False or None, got {quick_compile!r}")
+    return quick_compile
+
 
 class TrainOutput(NamedTuple):
     """What the function of :func:`make_train_fn` returns (all device arrays).
@@ -409,7 +433,7 @@ def fit(
     pack: bool = True,
     checkpoint: str | os.PathLike | Checkpointer | None = None,
     checkpoint_every: int = 1,
-    quick_compile: bool = False,
+    quick_compile: bool | None = None,
 ) -> tuple[Any, History]:
     """Train ``params`` on ``data`` with ``tx``: every epoch inside one jitted ``while_loop``.
 
@@ -437,8 +461,8 @@ def fit(
     values (``loss_fn`` is not compared). A schedule built from ``epochs``
     changes with it, so extending such a run is refused by name. A run that
     hits a non-finite loss is not saved past its last good checkpoint, so a
-    rerun raises the same error. Every run, checkpointed or not, executes the
-    same compiled loop.
+    rerun raises the same error. Every run with the same ``quick_compile``,
+    checkpointed or not, executes the same compiled loop.
 
     Args:
         loss_fn: ``loss_fn(params, batch) -> scalar`` loss.
@@ -466,9 +490,10 @@ def fit(
         checkpoint_every: epochs between checkpoints.
         quick_compile: compile the training program with :data:`QUICK_COMPILE_OPTIONS`
             (no backend optimisation): for runs whose run time is small next to
-            their compile time. Off by default: steps run slower, and results
-            may differ from the default's in the last bits (a checkpointed run
-            records it and resumes only with the same setting).
+            their compile time. Steps run slower, and results may differ from an
+            optimised program's in the last bits (a checkpointed run records it
+            and resumes only with the same setting). ``None`` (default): on for a
+            run of at most :data:`QUICK_COMPILE_MAX_STEPS` steps without ``checkpoint``.
 
     Returns:
         ``(params, history)``: trained params (same structure and dtypes) and a
@@ -494,8 +519,8 @@ def fit(
                      trainable=trainable, pack=pack, on_step=bar.on_step if progress else None,
                      on_epoch=bar.on_epoch if progress else None)
     steps_per_epoch = program.steps_per_epoch
-    if not isinstance(quick_compile, bool):
-        raise ConfigError(f"quick_compile must be True or False, got {quick_compile!r}")
+    quick_compile = resolve_quick_compile(quick_compile, epochs * steps_per_epoch,
+                                          checkpoint is not None)
     run = jax.jit(program.run, compiler_options=QUICK_COMPILE_OPTIONS if quick_compile else None)
     carry = program.init(program.theta, program.opt_state)
     out = None
