@@ -42,18 +42,22 @@ from jaxlean.train.packed import Layout, packed
 
 LossFn = Callable[[Any, Any], jax.Array]
 
-QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
-"""XLA compiler options of ``fit(quick_compile=True)``: no LLVM optimisation of the CPU
-kernels. On the PMM seed workload (16 modules, batch 20, XLA:CPU) they cut the training
-program's compile by 40-50% and make each step ~1.6x slower: they pay off for runs of up to
-about 100 such steps. For ``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
+QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0,
+                         "xla_cpu_use_fusion_emitters": False}
+"""XLA compiler options of ``fit(quick_compile=True)``: XLA:CPU's direct LLVM IR emitters
+instead of its MLIR fusion emitters, and no LLVM optimisation of the kernels they emit. On
+the PMM seed workload (16 modules, batch 20, XLA:CPU) the training program compiles in about
+a fifth of the time (a third of it with the optimisation level alone; the emitters alone,
+optimised, compile slower) and each step runs ~1.3-1.6x slower: they pay off for runs of
+up to a few hundred such steps. Other backends ignore the CPU option. For
+``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
 
-QUICK_COMPILE_MAX_STEPS = 16
+QUICK_COMPILE_MAX_STEPS = 32
 """``fit(quick_compile=None)`` compiles with :data:`QUICK_COMPILE_OPTIONS` when the run has
-at most this many steps (``epochs`` x minibatches) and no checkpoint. Skipping XLA's
-optimisation saves about 45% of the compile and costs about 0.6 of a step per step, so it
-pays off unless one step takes more than about 1/20 of the compile at this many steps (the
-PMM chain's step takes about 1/100 of it; ``jaxlean bench pypmm_fresh`` measures both)."""
+at most this many steps (``epochs`` x minibatches) and no checkpoint: a tenth of the runs
+for which quick compiling pays off on the PMM chain (``jaxlean bench first_epoch`` measures
+the compile it saves and the time per step it costs), so it pays off unless a step takes
+more than about 1/40 of the optimised compile."""
 
 
 def resolve_quick_compile(quick_compile: bool | None, steps: int, checkpointed: bool) -> bool:
@@ -209,8 +213,9 @@ def _build(
     to_params = layout.merge
     if pack:
         tx = packed(tx)
-    # One small program: eagerly, packing and every state leaf's zeros would each compile.
-    opt_state = jax.jit(tx.init)(theta)
+    # One small program (eagerly, packing and every state leaf's zeros would each compile),
+    # run once: not worth XLA's optimisation.
+    opt_state = jax.jit(tx.init, compiler_options=QUICK_COMPILE_OPTIONS)(theta)
 
     def init(theta, opt_state) -> _Carry:
         nan_hist = np.full((epochs,), np.nan, np.float32)
