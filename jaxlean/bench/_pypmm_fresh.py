@@ -10,8 +10,9 @@ one JSON line. Sides:
   pyPMM ran (``scan``: the seed branch's scanned chain is in it);
 - ``jaxlean`` / ``jaxlean_optimised``: :func:`jaxlean.train.fit.fit` on the same
   chain with pyPMM's complex Adam, ``quick_compile`` by its default rule / off;
-- ``aot_step``: the ahead-of-time compile (trace, lower, compile) of the bare
-  gradient + optimizer step of the same chain, nothing run: the floor;
+- ``aot_step`` / ``aot_step_quick``: the ahead-of-time compile (trace, lower,
+  compile) of the bare gradient + optimizer step of the same chain, nothing run:
+  the floor, with XLA's default options / fit's quick ones;
 - ``same``: both models with pyPMM's parameters on random inputs: output and
   gradient differences, and outputs after one epoch of each one's training.
 
@@ -102,7 +103,7 @@ def _jaxlean_first_epoch(depth: int, quick_compile: bool | None) -> dict[str, An
     return {"first_epoch_s": time.perf_counter() - start}
 
 
-def _aot_step(depth: int) -> dict[str, Any]:
+def _aot_step(depth: int, compiler_options: dict | None = None) -> dict[str, Any]:
     import equinox as eqx
     import jax
     import optax
@@ -119,7 +120,7 @@ def _aot_step(depth: int) -> dict[str, Any]:
         return optax.apply_updates(params, updates), opt_state, loss
 
     start = time.perf_counter()
-    jax.jit(step).trace(params, opt_state, data).lower().compile()
+    jax.jit(step).trace(params, opt_state, data).lower().compile(compiler_options)
     return {"compile_s": time.perf_counter() - start}
 
 
@@ -181,10 +182,14 @@ def _rebuild(depth: int, pypmm_params: dict, names: list[str]) -> Any:
 
 def run_side(side: str, depth: int) -> dict[str, Any]:
     """What one fresh process measures (see the module docstring)."""
+    from jaxlean.train.fit import QUICK_COMPILE_OPTIONS
+
     sides = {"pypmm": lambda: _pypmm_first_epoch(depth),
              "jaxlean": lambda: _jaxlean_first_epoch(depth, None),
              "jaxlean_optimised": lambda: _jaxlean_first_epoch(depth, False),
-             "aot_step": lambda: _aot_step(depth), "same": lambda: _same(depth)}
+             "aot_step": lambda: _aot_step(depth),
+             "aot_step_quick": lambda: _aot_step(depth, QUICK_COMPILE_OPTIONS),
+             "same": lambda: _same(depth)}
     return sides[side]()
 
 
