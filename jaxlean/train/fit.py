@@ -54,24 +54,26 @@ up to a few hundred such steps. Other backends ignore the CPU option. For
 
 QUICK_COMPILE_MAX_STEPS = 32
 """``fit(quick_compile=None)`` compiles with :data:`QUICK_COMPILE_OPTIONS` when the run has
-at most this many steps (``epochs`` x minibatches) and no checkpoint: a tenth of the runs
+at most this many steps (``epochs`` x minibatches), no checkpoint and runs on XLA:CPU (where
+the rule was measured; elsewhere it stays off unless asked): a tenth of the runs
 for which quick compiling pays off on the PMM chain (``jaxlean bench first_epoch`` measures
 the compile it saves and the time per step it costs), so it pays off unless a step takes
 more than about 1/40 of the optimised compile."""
 
 
-def resolve_quick_compile(quick_compile: bool | None, steps: int, checkpointed: bool) -> bool:
+def resolve_quick_compile(quick_compile: bool | None, steps: int, checkpointed: bool,
+                          platform: str) -> bool:
     """Whether ``fit`` compiles its loop with :data:`QUICK_COMPILE_OPTIONS`.
 
-    ``None`` decides by the run's length (:data:`QUICK_COMPILE_MAX_STEPS`), except with a
-    checkpoint: a checkpointed run is off unless asked, so one extended by more epochs
-    resumes with the same compiled loop.
+    ``None`` decides by the run's length (:data:`QUICK_COMPILE_MAX_STEPS`) on the ``"cpu"``
+    platform, except with a checkpoint: a checkpointed run is off unless asked, so one
+    extended by more epochs resumes with the same compiled loop.
 
     Raises:
         ConfigError: ``quick_compile`` is not True, False or None.
     """
     if quick_compile is None:
-        return not checkpointed and steps <= QUICK_COMPILE_MAX_STEPS
+        return platform == "cpu" and not checkpointed and steps <= QUICK_COMPILE_MAX_STEPS
     if not isinstance(quick_compile, bool):
         raise ConfigError(f"quick_compile must be True, False or None, got {quick_compile!r}")
     return quick_compile
@@ -498,7 +500,8 @@ def fit(
             their compile time. Steps run slower, and results may differ from an
             optimised program's in the last bits (a checkpointed run records it
             and resumes only with the same setting). ``None`` (default): on for a
-            run of at most :data:`QUICK_COMPILE_MAX_STEPS` steps without ``checkpoint``.
+            run of at most :data:`QUICK_COMPILE_MAX_STEPS` steps on XLA:CPU without
+            ``checkpoint``.
 
     Returns:
         ``(params, history)``: trained params (same structure and dtypes) and a
@@ -525,7 +528,7 @@ def fit(
                      on_epoch=bar.on_epoch if progress else None)
     steps_per_epoch = program.steps_per_epoch
     quick_compile = resolve_quick_compile(quick_compile, epochs * steps_per_epoch,
-                                          checkpoint is not None)
+                                          checkpoint is not None, jax.default_backend())
     run = jax.jit(program.run, compiler_options=QUICK_COMPILE_OPTIONS if quick_compile else None)
     carry = program.init(program.theta, program.opt_state)
     out = None

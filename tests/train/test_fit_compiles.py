@@ -57,10 +57,11 @@ def test_quick_compile_trains_the_same_run(tmp_path):
         fit(loss, params, data, optax.adam(0.1), quick_compile=1, **options)
 
 
-def test_quick_compile_by_default_only_for_short_runs_without_checkpoint():
+def test_quick_compile_by_default_only_for_short_runs_on_cpu_without_checkpoint():
     short, long = QUICK_COMPILE_MAX_STEPS, QUICK_COMPILE_MAX_STEPS + 1
-    assert resolve_quick_compile(None, short, checkpointed=False)
-    assert not resolve_quick_compile(None, long, checkpointed=False)
-    assert not resolve_quick_compile(None, short, checkpointed=True)
-    assert resolve_quick_compile(True, long, checkpointed=True)
-    assert not resolve_quick_compile(False, short, checkpointed=False)
+    assert resolve_quick_compile(None, short, checkpointed=False, platform="cpu")
+    assert not resolve_quick_compile(None, long, checkpointed=False, platform="cpu")
+    assert not resolve_quick_compile(None, short, checkpointed=True, platform="cpu")
+    assert not resolve_quick_compile(None, short, checkpointed=False, platform="gpu")
+    assert resolve_quick_compile(True, long, checkpointed=True, platform="gpu")
+    assert not resolve_quick_compile(False, short, checkpointed=False, platform="cpu")
