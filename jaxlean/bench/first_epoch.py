@@ -177,7 +177,8 @@ def run(ctx: BenchContext) -> BenchResult:
 
     effect = _quick_compile_effect(1 if ctx.quick else 2, ctx)
     case = f"depth 16 training program, batch {EXAMPLES}: quick_compile"
-    names = {"variant": "quick (no backend optimisation)", "baseline_name": "optimised"}
+    names = {"variant": "quick (direct IR emitters, no LLVM optimisation)",
+             "baseline_name": "optimised"}
     for metric in ("compile", "step"):
         result.compare(case, "trace+lower+compile" if metric == "compile" else "time per step",
                        "s", effect["optimised"][metric], effect["quick"][metric], **names)
@@ -190,7 +191,8 @@ def run(ctx: BenchContext) -> BenchResult:
         "steps were not slower in this run")
     result.notes.append(
         f"fit turns quick_compile on by default for runs of at most {QUICK_COMPILE_MAX_STEPS} "
-        "steps without a checkpoint (the seed's run is 1 step). First epochs are medians of "
+        "steps on XLA:CPU without a checkpoint (the seed's run is 1 step). First epochs are "
+        "medians of "
         f"{rounds} fresh process(es) per side, the sides in turn; a process's time is its "
         "train()/fit() call after imports and model construction (the AOT side: trace, lower "
         "and compile of the step), as the seed's test times it.")
