@@ -221,11 +221,13 @@ _COMPILED_KEPT = 32
 def _compiled(lowered: Any) -> Any:
     """``lowered`` compiled, reused for the same program text and argument and result trees
     (every ``init`` of the same optimizer on the same probe shapes traces a new function but
-    the same program). The probe runs for microseconds: XLA does not optimise its kernels."""
+    the same program). The probe runs for microseconds: XLA does not optimise its kernels
+    (and emits them directly, without its slower-to-compile MLIR fusion emitters)."""
     # the text prints every constant (no elision), so equal keys are equal programs
     key = (lowered.as_text(), lowered.in_tree, lowered.out_tree)
     if key not in _COMPILED:
-        _COMPILED[key] = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
+        _COMPILED[key] = lowered.compile(compiler_options={
+            "xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False})
         if len(_COMPILED) > _COMPILED_KEPT:
             _COMPILED.popitem(last=False)
     _COMPILED.move_to_end(key)

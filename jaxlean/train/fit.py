@@ -42,11 +42,41 @@ from jaxlean.train.packed import Layout, packed
 
 LossFn = Callable[[Any, Any], jax.Array]
 
-QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
-"""XLA compiler options of ``fit(quick_compile=True)``: no LLVM optimisation of the CPU
-kernels. On the PMM seed workload (16 modules, batch 20, XLA:CPU) they cut the training
-program's compile by 40-50% and make each step ~1.6x slower: they pay off for runs of up to
-about 100 such steps. For ``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
+QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0,
+                         "xla_cpu_use_fusion_emitters": False}
+"""XLA compiler options of ``fit(quick_compile=True)``: XLA:CPU's direct LLVM IR emitters
+instead of its MLIR fusion emitters, and no LLVM optimisation of the kernels they emit. On
+the PMM seed workload (16 modules, batch 20, XLA:CPU) the training program compiles in about
+a fifth of the time (a third of it with the optimisation level alone; the emitters alone,
+optimised, compile slower) and each step runs ~1.3-1.6x slower: they pay off for runs of
+up to a few hundred such steps. Other backends ignore the CPU option. For
+``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
+
+QUICK_COMPILE_MAX_STEPS = 32
+"""``fit(quick_compile=None)`` compiles with :data:`QUICK_COMPILE_OPTIONS` when the run has
+at most this many steps (``epochs`` x minibatches), no checkpoint and runs on XLA:CPU (where
+the rule was measured; elsewhere it stays off unless asked): a tenth of the runs
+for which quick compiling pays off on the PMM chain (``jaxlean bench first_epoch`` measures
+the compile it saves and the time per step it costs), so it pays off unless a step takes
+more than about 1/40 of the optimised compile."""
+
+
+def resolve_quick_compile(quick_compile: bool | None, steps: int, checkpointed: bool,
+                          platform: str) -> bool:
+    """Whether ``fit`` compiles its loop with :data:`QUICK_COMPILE_OPTIONS`.
+
+    ``None`` decides by the run's length (:data:`QUICK_COMPILE_MAX_STEPS`) on the ``"cpu"``
+    platform, except with a checkpoint: a checkpointed run is off unless asked, so one
+    extended by more epochs resumes with the same compiled loop.
+
+    Raises:
+        ConfigError: ``quick_compile`` is not True, False or None.
+    """
+    if quick_compile is None:
+        return platform == "cpu" and not checkpointed and steps <= QUICK_COMPILE_MAX_STEPS
+    if not isinstance(quick_compile, bool):
+        raise ConfigError(f"quick_compile must be True, False or None, got {quick_compile!r}")
+    return quick_compile
 
 
 class TrainOutput(NamedTuple):
@@ -185,8 +215,9 @@ def _build(
     to_params = layout.merge
     if pack:
         tx = packed(tx)
-    # One small program: eagerly, packing and every state leaf's zeros would each compile.
-    opt_state = jax.jit(tx.init)(theta)
+    # One small program (eagerly, packing and every state leaf's zeros would each compile),
+    # run once: not worth XLA's optimisation.
+    opt_state = jax.jit(tx.init, compiler_options=QUICK_COMPILE_OPTIONS)(theta)
 
     def init(theta, opt_state) -> _Carry:
         nan_hist = np.full((epochs,), np.nan, np.float32)
@@ -409,7 +440,7 @@ def fit(
     pack: bool = True,
     checkpoint: str | os.PathLike | Checkpointer | None = None,
     checkpoint_every: int = 1,
-    quick_compile: bool = False,
+    quick_compile: bool | None = None,
 ) -> tuple[Any, History]:
     """Train ``params`` on ``data`` with ``tx``: every epoch inside one jitted ``while_loop``.
 
@@ -437,8 +468,8 @@ def fit(
     values (``loss_fn`` is not compared). A schedule built from ``epochs``
     changes with it, so extending such a run is refused by name. A run that
     hits a non-finite loss is not saved past its last good checkpoint, so a
-    rerun raises the same error. Every run, checkpointed or not, executes the
-    same compiled loop.
+    rerun raises the same error. Every run with the same ``quick_compile``,
+    checkpointed or not, executes the same compiled loop.
 
     Args:
         loss_fn: ``loss_fn(params, batch) -> scalar`` loss.
@@ -466,9 +497,11 @@ def fit(
         checkpoint_every: epochs between checkpoints.
         quick_compile: compile the training program with :data:`QUICK_COMPILE_OPTIONS`
             (no backend optimisation): for runs whose run time is small next to
-            their compile time. Off by default: steps run slower, and results
-            may differ from the default's in the last bits (a checkpointed run
-            records it and resumes only with the same setting).
+            their compile time. Steps run slower, and results may differ from an
+            optimised program's in the last bits (a checkpointed run records it
+            and resumes only with the same setting). ``None`` (default): on for a
+            run of at most :data:`QUICK_COMPILE_MAX_STEPS` steps on XLA:CPU without
+            ``checkpoint``.
 
     Returns:
         ``(params, history)``: trained params (same structure and dtypes) and a
@@ -494,8 +527,8 @@ def fit(
                      trainable=trainable, pack=pack, on_step=bar.on_step if progress else None,
                      on_epoch=bar.on_epoch if progress else None)
     steps_per_epoch = program.steps_per_epoch
-    if not isinstance(quick_compile, bool):
-        raise ConfigError(f"quick_compile must be True or False, got {quick_compile!r}")
+    quick_compile = resolve_quick_compile(quick_compile, epochs * steps_per_epoch,
+                                          checkpoint is not None, jax.default_backend())
     run = jax.jit(program.run, compiler_options=QUICK_COMPILE_OPTIONS if quick_compile else None)
     carry = program.init(program.theta, program.opt_state)
     out = None

@@ -1,5 +1,6 @@
 """What fit compiles: the packing probe, the optimizer's init and the loop, nothing eager;
-``quick_compile`` trains the same run and is part of a checkpointed run's identity."""
+``quick_compile`` trains the same run, is on by default for short runs without a checkpoint
+and is part of a checkpointed run's identity."""
 
 import logging
 import re
@@ -11,7 +12,7 @@ import optax
 import pytest
 
 from jaxlean.errors import CheckpointError, ConfigError
-from jaxlean.train.fit import fit
+from jaxlean.train.fit import QUICK_COMPILE_MAX_STEPS, fit, resolve_quick_compile
 
 _COMPILING = re.compile(r"Compiling (\S+) with")
 
@@ -42,7 +43,8 @@ def test_fit_compiles_no_eager_operation(caplog):
 def test_quick_compile_trains_the_same_run(tmp_path):
     loss, params, data = _problem(features=3, examples=24)
     options = dict(epochs=3, batch_size=8, key=jax.random.key(1), progress=False)
-    default, default_history = fit(loss, params, data, optax.adam(0.1), **options)
+    default, default_history = fit(loss, params, data, optax.adam(0.1), quick_compile=False,
+                                   **options)
     quick, quick_history = fit(loss, params, data, optax.adam(0.1), quick_compile=True,
                                checkpoint=tmp_path, **options)
     for name in ("w", "b"):
@@ -53,3 +55,13 @@ def test_quick_compile_trains_the_same_run(tmp_path):
         fit(loss, params, data, optax.adam(0.1), checkpoint=tmp_path, **options)
     with pytest.raises(ConfigError, match="quick_compile"):
         fit(loss, params, data, optax.adam(0.1), quick_compile=1, **options)
+
+
+def test_quick_compile_by_default_only_for_short_runs_on_cpu_without_checkpoint():
+    short, long = QUICK_COMPILE_MAX_STEPS, QUICK_COMPILE_MAX_STEPS + 1
+    assert resolve_quick_compile(None, short, checkpointed=False, platform="cpu")
+    assert not resolve_quick_compile(None, long, checkpointed=False, platform="cpu")
+    assert not resolve_quick_compile(None, short, checkpointed=True, platform="cpu")
+    assert not resolve_quick_compile(None, short, checkpointed=False, platform="gpu")
+    assert resolve_quick_compile(True, long, checkpointed=True, platform="gpu")
+    assert not resolve_quick_compile(False, short, checkpointed=False, platform="cpu")

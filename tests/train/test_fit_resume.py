@@ -71,7 +71,7 @@ def test_resumed_fit_equals_uninterrupted_and_plain_fit(tmp_path, capsys):
     params, data = _params(), _data()
     run = lambda **kw: fit(_loss, params, data, optax.adam(1e-2), epochs=5, batch_size=8,
                            key=jax.random.key(2), **{"progress": False, **kw})
-    plain = run()
+    plain = run(quick_compile=False)  # the loop a checkpointed run compiles by default
     assert plain[1].resumed_epoch is None
     full, steps = _checkpointed(tmp_path, run, epochs_kept=2)
     assert steps == [1, 2, 3, 4, 5]

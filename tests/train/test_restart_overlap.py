@@ -79,7 +79,8 @@ def test_resumed_fit_compiles_its_loop_once_while_reading(tmp_path):
     loss = lambda params, batch: jnp.mean((batch[0] @ params["w"] - batch[1]) ** 2)
     options = dict(batch_size=8, key=jax.random.key(0), progress=False,
                    params={"w": jnp.zeros((3, 1))}, data=data, tx=optax.adam(0.1))
-    whole, whole_history = fit(loss, epochs=4, **options)
+    # quick_compile=False: the loop a checkpointed run compiles by default
+    whole, whole_history = fit(loss, epochs=4, quick_compile=False, **options)
     fit(loss, epochs=2, checkpoint=tmp_path, **options)
     before = cache_stats().functions["jit(run)"]
     resumed, history = fit(loss, epochs=4, checkpoint=tmp_path, **options)
