@@ -19,6 +19,7 @@ many tokens as keep one ``[C, V]`` float32 block under :data:`ONEPASS_BLOCK_BYTE
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -69,17 +70,28 @@ class Stats(NamedTuple):
 PerToken = Callable[[Stats, Any, Any], jax.Array]
 
 
+def _dividing(n_tokens: int, limit: int) -> int:
+    """The largest chunk of at most ``limit`` tokens that divides ``n_tokens`` (no padded
+    copy of the hidden states), unless that is below ``limit / 2``."""
+    for chunk in range(min(limit, n_tokens), max(1, limit // 2) - 1, -1):
+        if n_tokens % chunk == 0:
+            return chunk
+    return limit
+
+
 def onepass_plan(n_tokens: int, vocab: int, width: int, is_matrix: bool, chunk_size: int,
-                 want: _Want, dtype: Any) -> _Plan:
+                 want: _Want, dtype: Any, heads: int = 1) -> _Plan:
     """Token chunks over the whole vocabulary: a matrix head's chunk keeps ``[C, V]``
-    float32 under :data:`ONEPASS_BLOCK_BYTES`. A head larger than
+    float32 under :data:`ONEPASS_BLOCK_BYTES` (for each of ``heads`` heads) and
+    divides the tokens where it can. A head larger than
     :data:`WHOLE_HEAD_BYTES` is multiplied by vocabulary blocks as in
     :func:`jaxlean.loss.chunked.token_logprobs`, so that no ``[H, V]`` product (or
     float32 copy of a 16-bit head) exists besides the gradient accumulator."""
     limit = chunk_size
     if is_matrix:
-        limit = min(limit, max(8, ONEPASS_BLOCK_BYTES // (4 * vocab)))
-    plan = _make_plan(n_tokens, vocab, width, is_matrix, limit, None, want, dtype)
+        limit = min(limit, max(8, ONEPASS_BLOCK_BYTES // (4 * vocab * heads)))
+    plan = _make_plan(n_tokens, vocab, width, is_matrix, _dividing(max(n_tokens, 1), limit),
+                      None, want, dtype)
     if is_matrix and 4 * width * vocab <= WHOLE_HEAD_BYTES:
         plan = plan._replace(block=vocab, n_blocks=1)
     return plan
@@ -296,3 +308,126 @@ def onepass_sum(hidden: jax.Array, head: Head, ids: jax.Array, phi: PerToken, da
     total, stats = fn(ops.operands, chunk(hidden), chunk(ids.astype(jnp.int32)),
                       jax.tree.map(chunk, data), (jax.tree.map(chunk, fixed), real))
     return total, Stats(*(lax.stop_gradient(unchunk(s, plan, batch)) for s in stats))
+
+
+# ----------------------------------------------------------------------------- divergences
+
+#: ``f(log p_student [C, V], log p_teacher [C, V], teacher's top-k mask or None)``, summed
+#: over the vocabulary to give each token's divergence.
+Pointwise = Callable[[jax.Array, jax.Array, Any], jax.Array]
+
+
+def divergence_loss(student: HeadOps, teacher: HeadOps, plan: _Plan, f: Pointwise, top_k: int,
+                    phi: Callable[[jax.Array, Any, Any], jax.Array]):
+    """custom_vjp ``(ops_s, hs [n, C, Hs], ops_t, ht [n, C, Ht], data, fixed) ->
+    (sum of phi(divergence, data, fixed), divergence [n, C])``, gradients in the forward.
+
+    Each chunk's two ``[C, V]`` logit blocks give both logsumexps, the divergence and
+    its logits cotangents ``(f_a - p_s S_a) / T`` at once: 3 student and 1 teacher
+    ``[C, H] x [H, V]`` products, like full logits (3 teacher ones when the teacher is
+    differentiated too).
+    """
+    inv_t = plan.inv_temperature
+
+    def run(ops_s, hs, ops_t, ht, data, fixed, need):
+        need_s, need_hs, need_t, need_ht, need_data = need or (False,) * 5
+        grads = need is not None
+
+        def logits(head, ops, h, need_ops, need_h):
+            if grads and (need_ops or need_h):
+                out, pullback = head.vjp(ops, h, need_ops, need_h)
+            else:
+                out, pullback = head.logits(ops, h), None
+            return out.astype(plan.dtype) * inv_t, pullback
+
+        def step(carry, xs):
+            total, acc_s, acc_t = carry
+            h_s, h_t, d, fx = xs
+            ls, pull_s = logits(student, ops_s, h_s, need_s, need_hs)
+            lt, pull_t = logits(teacher, ops_t, h_t, need_t, need_ht)
+            a = ls - jax.nn.logsumexp(ls, axis=-1, keepdims=True)
+            b = lt - jax.nn.logsumexp(lt, axis=-1, keepdims=True)
+            sel = None
+            if top_k:
+                ids = lax.top_k(lt, top_k)[1]
+                cols = jnp.arange(plan.vocab)
+                sel = functools.reduce(jnp.logical_or, [cols == ids[:, j:j + 1]
+                                                        for j in range(top_k)])
+            if not grads:
+                div = jnp.sum(f(a, b, sel), -1)
+                return (total + jnp.sum(phi(div, d, fx)), acc_s, acc_t), (div, None, None, None)
+            values, vjp_f = jax.vjp(lambda a, b: f(a, b, sel), a, b)
+            fa, fb = vjp_f(jnp.ones_like(values))
+            div = jnp.sum(values, -1)
+            per_token, vjp_phi = jax.vjp(lambda x, dd: phi(x, dd, fx), div, d)
+            g, g_data = vjp_phi(jnp.ones_like(per_token))
+            dhs = dht = None
+            if pull_s is not None:
+                dl = g[:, None] * (fa - jnp.exp(a) * jnp.sum(fa, -1, keepdims=True)) * inv_t
+                acc_s, dhs = pull_s(dl, acc_s)
+            if pull_t is not None:
+                dl = g[:, None] * (fb - jnp.exp(b) * jnp.sum(fb, -1, keepdims=True)) * inv_t
+                acc_t, dht = pull_t(dl, acc_t)
+            return ((total + jnp.sum(per_token), acc_s, acc_t),
+                    (div, dhs, dht, g_data if need_data else None))
+
+        like = jax.tree.leaves((ops_s, hs, ops_t, ht, data))
+        acc_s = student.grad_init(ops_s, *like) if need_s else None
+        acc_t = teacher.grad_init(ops_t, *like) if need_t else None
+        (total, acc_s, acc_t), (div, dhs, dht, d_data) = lax.scan(
+            step, (_zeros((), plan.dtype, *like), acc_s, acc_t), (hs, ht, data, fixed))
+        return total, div, (acc_s, dhs, acc_t, dht, d_data)
+
+    @jax.custom_vjp
+    def loss(ops_s, hs, ops_t, ht, data, fixed):
+        total, div, _ = run(ops_s, hs, ops_t, ht, data, fixed, None)
+        return total, div
+
+    def fwd(ops_s, hs, ops_t, ht, data, fixed):
+        need = (_perturbed(ops_s), hs.perturbed, _perturbed(ops_t), ht.perturbed,
+                _perturbed(data))
+        args = _values((ops_s, hs, ops_t, ht, data, fixed))
+        total, div, res = run(*args, need)
+        return (total, div), (res, args[:5])
+
+    def bwd(res, g):
+        (acc_s, dhs, acc_t, dht, d_data), (ops_s, hs, ops_t, ht, data) = res
+        g_total = g[0]
+        if isinstance(g_total, SymbolicZero):
+            return None, None, None, None, None, None
+        scaled = lambda x, like: None if x is None else (g_total * x).astype(like.dtype)
+        return (None if acc_s is None else student.cotangent(ops_s, g_total, acc_s),
+                scaled(dhs, hs),
+                None if acc_t is None else teacher.cotangent(ops_t, g_total, acc_t),
+                scaled(dht, ht), None if d_data is None else _scale(g_total, d_data, data),
+                None)
+
+    loss.defvjp(fwd, bwd, symbolic_zeros=True)
+    return loss
+
+
+def onepass_divergence_sum(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array,
+                           head_t: Head, f: Pointwise, top_k: int, phi: Callable, data: Any,
+                           fixed: Any, temperature: float, chunk_size: int, vocab: int,
+                           dtype: Any) -> jax.Array:
+    """``sum_t phi(divergence_t, data_t, fixed_t)`` between a student and a teacher head
+    (one pass, gradients in the forward; see :func:`divergence_loss`)."""
+    batch = hidden_s.shape[:-1]
+    n_tokens = math.prod(batch)
+    both_matrix = all(isinstance(h, (jax.Array, np.ndarray)) for h in (head_s, head_t))
+    width = max(hidden_s.shape[-1], hidden_t.shape[-1])
+    plan = onepass_plan(n_tokens, vocab, width, both_matrix, chunk_size,
+                        _Want(temperature=temperature), dtype, heads=2)
+    student = HeadOps(head_s, plan, hidden_s.shape[-1], hidden_s.dtype)
+    teacher = HeadOps(head_t, plan, hidden_t.shape[-1], hidden_t.dtype)
+    real = jnp.arange(plan.chunk * plan.n_chunks).reshape(plan.n_chunks, plan.chunk) < n_tokens
+
+    def padded_phi(div, d, fx):
+        fx, is_real = fx
+        return jnp.where(is_real, phi(div, d, fx), 0)
+
+    chunk = lambda x: chunk_tokens(x, plan, len(batch))
+    fn = divergence_loss(student, teacher, plan, f, top_k, padded_phi)
+    total, _ = fn(student.operands, chunk(hidden_s), teacher.operands, chunk(hidden_t),
+                  jax.tree.map(chunk, data), (jax.tree.map(chunk, fixed), real))
+    return total
