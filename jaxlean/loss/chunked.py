@@ -14,6 +14,10 @@ caller using ``jax.checkpoint``. Accumulation is float32 for bf16 inputs.
 The top-k is a running merge of each block's top-k, so it needs no ``[T, V]``
 array either.
 
+:func:`cross_entropy` with ``"mean"`` or ``"sum"`` (on one device, with the
+vocabulary unsplit) instead computes each chunk's gradient in the forward pass and
+skips the recomputation (:mod:`jaxlean.loss.onepass`).
+
 The head is an ``[H, V]`` matrix or a callable ``chunk [C, H] -> logits [C, V]``
 (LoRA on the head, tied embeddings, a bias, soft-capping). Gradients reach a
 callable head's parameters in two ways, both handled inside the custom VJP:

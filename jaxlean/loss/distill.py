@@ -9,6 +9,12 @@ function ``f(log p_s, log p_t)``, so it is computed in the chunked machinery of
 teacher's top-k ids), a second the per-token divergence and the sums its
 gradient needs, and the custom VJP recomputes each block's two logit blocks to
 accumulate the gradients, so neither ``[T, V]`` logit matrix ever exists.
+
+That recomputing path serves ``reduction="none"``, explicit vocabulary blocks and
+vocabulary-parallel heads. The scalar losses (``"mean"``, ``"sum"``) otherwise take
+the one-pass path of :mod:`jaxlean.loss.onepass`: chunks over the whole vocabulary
+whose gradients are computed in the forward pass (3 student and 1 teacher head
+products, as for full logits).
 """
 
 from __future__ import annotations
