@@ -167,6 +167,8 @@ def run(ctx: BenchContext) -> BenchResult:
                 for name, loss in sides.items()}
     timings = dict(zip(compiled, time_alternating(*[(f, args) for f in compiled.values()],
                                                   repeats=5), strict=True))
+    result.target("jaxlean / full-logits loss+grad wall time",
+                  timings["jaxlean"] / timings["full logits"], 1.0)
     for name, timing in timings.items():
         if name != "full logits":
             result.compare(f"B,C,H,V={size}", "loss+grad time", "s", timings["full logits"],

@@ -14,6 +14,10 @@ caller using ``jax.checkpoint``. Accumulation is float32 for bf16 inputs.
 The top-k is a running merge of each block's top-k, so it needs no ``[T, V]``
 array either.
 
+:func:`cross_entropy` with ``"mean"`` or ``"sum"`` (on one device, with the
+vocabulary unsplit) instead computes each chunk's gradient in the forward pass and
+skips the recomputation (:mod:`jaxlean.loss.onepass`).
+
 The head is an ``[H, V]`` matrix or a callable ``chunk [C, H] -> logits [C, V]``
 (LoRA on the head, tied embeddings, a bias, soft-capping). Gradients reach a
 callable head's parameters in two ways, both handled inside the custom VJP:
@@ -737,6 +741,10 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
         raise ConfigError(f"label_smoothing must be a number in [0, 1], got {label_smoothing!r}")
     _check_inputs(hidden, targets)
     targets = _masked_targets(targets, mask)
+    if reduction != "none" and one_pass_applies(hidden, head, chunk_size, vocab_chunk,
+                                                vocab_parallel):
+        return _one_pass_cross_entropy(hidden, head, targets, mask, reduction, z_loss,
+                                       label_smoothing, chunk_size, ignore_index)
     want = _Want(logit_sum=bool(label_smoothing))
     outs, t = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel,
                     ignore_index)
@@ -748,6 +756,53 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
     if z_loss:
         losses = losses + z_loss * jnp.square(outs.lse)
     return reduce_tokens(jnp.where(t.invalid, jnp.nan, losses), _keep(mask, t), reduction)
+
+
+def one_pass_applies(hidden: jax.Array, head: Head, chunk_size: int, vocab_chunk: int | None,
+                     vocab_parallel: VocabParallel | None) -> bool:
+    """Whether a scalar loss can take the one-pass path of :mod:`jaxlean.loss.onepass`:
+    one device, some tokens, and chunks over the whole vocabulary (no ``vocab_chunk``
+    below ``V``). Otherwise the logits are recomputed in the backward pass."""
+    _check_chunk("chunk_size", chunk_size)
+    if vocab_parallel is not None or math.prod(hidden.shape[:-1]) == 0:
+        return False
+    if vocab_chunk is None:
+        return True
+    _check_chunk("vocab_chunk", vocab_chunk)
+    is_matrix = isinstance(head, (jax.Array, np.ndarray))
+    return is_matrix and vocab_chunk >= _head_vocab(head, hidden, 1)[0]
+
+
+def _one_pass_cross_entropy(hidden, head, targets, mask, reduction, z_loss, label_smoothing,
+                            chunk_size, ignore_index) -> jax.Array:
+    """:func:`cross_entropy` (``"mean"`` or ``"sum"``) with its gradient computed in the
+    forward pass (:func:`jaxlean.loss.onepass.onepass_sum`)."""
+    from jaxlean.loss.onepass import onepass_sum
+
+    batch = hidden.shape[:-1]
+    vocab, logits_dtype = _head_vocab(head, hidden, min(chunk_size, math.prod(batch)))
+    dtype = jnp.promote_types(jnp.float32, logits_dtype)
+    t = _targets(targets, vocab, check_ignore_index(ignore_index))
+    keep = _keep(mask, t)
+    weights = jnp.ones(batch, dtype) if keep is None else jnp.asarray(keep).astype(dtype)
+    ignored = jnp.zeros(batch, bool) if t.ignored is None else t.ignored
+
+    def per_token(s, w, fixed):
+        invalid, ignored = fixed
+        losses = s.lse - jnp.where(ignored, s.lse, s.target)
+        if label_smoothing:
+            losses = (1 - label_smoothing) * losses + label_smoothing * (s.lse - s.total / vocab)
+        if z_loss:
+            losses = losses + z_loss * jnp.square(s.lse)
+        losses = jnp.where(invalid, jnp.nan, losses)
+        return jnp.where(w != 0, losses * w, 0)
+
+    want = _Want(logit_sum=bool(label_smoothing))
+    total, _ = onepass_sum(hidden, head, t.ids, per_token, weights, (t.invalid, ignored), want,
+                           chunk_size, vocab, dtype)
+    if reduction == "sum":
+        return total
+    return total / jnp.maximum(jnp.sum(weights), jnp.finfo(dtype).tiny)
 
 
 def _masked_targets(targets: jax.Array, mask: jax.Array | None) -> jax.Array:

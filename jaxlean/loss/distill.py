@@ -9,6 +9,12 @@ function ``f(log p_s, log p_t)``, so it is computed in the chunked machinery of
 teacher's top-k ids), a second the per-token divergence and the sums its
 gradient needs, and the custom VJP recomputes each block's two logit blocks to
 accumulate the gradients, so neither ``[T, V]`` logit matrix ever exists.
+
+That recomputing path serves ``reduction="none"``, explicit vocabulary blocks and
+vocabulary-parallel heads. The scalar losses (``"mean"``, ``"sum"``) otherwise take
+the one-pass path of :mod:`jaxlean.loss.onepass`: chunks over the whole vocabulary
+whose gradients are computed in the forward pass (3 student and 1 teacher head
+products, as for full logits).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from jaxlean.loss.chunked import (
     check_top_k,
     reduce_tokens,
 )
+from jaxlean.loss.onepass import onepass_divergence_sum
 from jaxlean.loss.vocab_parallel import VocabParallel, _check_mesh, _combine, _match_explicit
 from jaxlean.parallel.mesh import axis_names
 
@@ -336,6 +343,10 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
         mask = _keep(mask, t)
     if n_tokens == 0:
         return reduce_tokens(jnp.zeros(batch, dtype), mask, reduction)
+    if reduction != "none" and vocab_parallel is None and (
+            vocab_chunk is None or (both_matrix and vocab_chunk >= vocab_s)):
+        return _one_pass(hidden_s, head_s, hidden_t, head_t, _pointwise(divergence, beta), k,
+                         temperature, mask, t, reduction, chunk_size, vocab_s, dtype)
     options = _Options(_pointwise(divergence, beta), k, temperature, teacher_grad, chunk_size,
                        vocab_chunk, dtype)
     if vocab_parallel is None:
@@ -349,6 +360,25 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
     if t is not None:
         per_token = jnp.where(t.invalid, jnp.nan, per_token)
     return reduce_tokens(per_token, mask, reduction)
+
+
+def _one_pass(hidden_s, head_s, hidden_t, head_t, pointwise, top_k, temperature, mask, t,
+              reduction, chunk_size, vocab, dtype) -> jax.Array:
+    """The ``"mean"`` / ``"sum"`` loss with its gradient computed in the forward pass
+    (:func:`jaxlean.loss.onepass.onepass_divergence_sum`)."""
+    batch = hidden_s.shape[:-1]
+    weights = jnp.ones(batch, dtype) if mask is None else jnp.asarray(mask).astype(dtype)
+    invalid = jnp.zeros(batch, bool) if t is None else t.invalid
+
+    def per_token(div, w, invalid):
+        return jnp.where(w != 0, jnp.where(invalid, jnp.nan, div) * w, 0)
+
+    total = onepass_divergence_sum(hidden_s, head_s, hidden_t, head_t, pointwise, top_k,
+                                   per_token, weights, invalid, temperature, chunk_size, vocab,
+                                   dtype)
+    if reduction == "sum":
+        return total
+    return total / jnp.maximum(jnp.sum(weights), jnp.finfo(dtype).tiny)
 
 
 class _Options(NamedTuple):

@@ -9,6 +9,7 @@ reference policy, masking and normalisation) is per-token arithmetic.
 
 from __future__ import annotations
 
+import math
 from typing import Literal, NamedTuple
 
 import jax
@@ -18,12 +19,17 @@ from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss.chunked import (
     IGNORE_INDEX,
     Head,
+    _head_vocab,
     _keep,
     _masked_targets,
     _outs,
+    _targets,
     _Want,
+    check_ignore_index,
     check_temperature,
+    one_pass_applies,
 )
+from jaxlean.loss.onepass import onepass_sum
 from jaxlean.loss.vocab_parallel import VocabParallel
 
 KLEstimator = Literal["k1", "k2", "k3"]
@@ -33,6 +39,9 @@ Normalization = Literal["token", "sequence"]
 
 class PolicyLoss(NamedTuple):
     """The objective and per-batch diagnostics (all masked means over tokens).
+
+    Only ``loss`` carries a gradient (computed in its forward pass where the chunks
+    span the vocabulary, see :mod:`jaxlean.loss.onepass`); the rest are diagnostics.
 
     Attributes:
         loss: the scalar to minimise.
@@ -139,23 +148,97 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
     high = clip_eps if clip_eps_high is None else clip_eps_high
 
     want = _Want(entropy=True, temperature=temperature)  # entropy: a bonus or a diagnostic
-    outs, t = _outs(hidden, head, _masked_targets(tokens, mask), chunk_size, vocab_chunk, want,
-                    vocab_parallel, ignore_index)
+    targets = _masked_targets(tokens, mask)
+    if one_pass_applies(hidden, head, chunk_size, vocab_chunk, vocab_parallel):
+        return _one_pass(hidden, head, targets, old_logprobs, advantages, mask, ref_logprobs,
+                         PolicyOptions(clip_eps, high, kl_coef, kl_estimator, entropy_coef,
+                                       normalization), want, chunk_size, ignore_index)
+    outs, t = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel,
+                    ignore_index)
     logprobs, entropy = outs.target - outs.lse, outs.entropy
-    mask = _keep(mask, t)
-    weights = jnp.ones(shape, logprobs.dtype) if mask is None else jnp.asarray(
-        mask).astype(logprobs.dtype)
-    adv = jnp.asarray(advantages, logprobs.dtype)
-    adv = adv[:, None] if adv.ndim == 1 else adv
-    log_ratio = jnp.where(weights != 0, logprobs - old_logprobs, 0)
-    ratio = jnp.exp(log_ratio)
-    clipped = jnp.clip(ratio, 1 - clip_eps, 1 + high)
-    surrogate = -jnp.minimum(ratio * adv, clipped * adv)
-    kl = jnp.zeros_like(logprobs) if ref_logprobs is None else jnp.where(
-        weights != 0, kl_estimate(logprobs, ref_logprobs, kl_estimator), 0)
-    per_token = surrogate + kl_coef * kl - entropy_coef * entropy
-    was_clipped = clipped * adv < ratio * adv  # the min took the clipped term
+    weights = _weights(_keep(mask, t), shape, logprobs.dtype)
+    terms = _terms(logprobs, entropy, old_logprobs, advantages, ref_logprobs, weights,
+                   PolicyOptions(clip_eps, high, kl_coef, kl_estimator, entropy_coef,
+                                 normalization))
     mean = lambda x: _normalize(x, weights, normalization)
     stop = jax.lax.stop_gradient
-    return PolicyLoss(mean(per_token), mean(surrogate), stop(mean(kl)), stop(mean(entropy)),
-                      stop(mean(was_clipped.astype(ratio.dtype))), stop(logprobs))
+    return PolicyLoss(mean(terms.per_token), stop(mean(terms.surrogate)), stop(mean(terms.kl)),
+                      stop(mean(entropy)), stop(mean(terms.clipped)), stop(logprobs))
+
+
+class PolicyOptions(NamedTuple):
+    clip_eps: float
+    clip_eps_high: float
+    kl_coef: float
+    kl_estimator: str
+    entropy_coef: float
+    normalization: str
+
+
+class _Terms(NamedTuple):
+    per_token: jax.Array
+    surrogate: jax.Array
+    kl: jax.Array
+    clipped: jax.Array
+
+
+def _weights(mask, shape, dtype) -> jax.Array:
+    return jnp.ones(shape, dtype) if mask is None else jnp.asarray(mask).astype(dtype)
+
+
+def _terms(logprobs, entropy, old_logprobs, advantages, ref_logprobs, weights,
+           opt: PolicyOptions) -> _Terms:
+    """The per-token objective and its parts (``advantages`` ``[B]`` or like the tokens)."""
+    adv = jnp.asarray(advantages, logprobs.dtype)
+    adv = adv[..., None] if adv.ndim == logprobs.ndim - 1 else adv
+    log_ratio = jnp.where(weights != 0, logprobs - old_logprobs, 0)
+    ratio = jnp.exp(log_ratio)
+    clipped = jnp.clip(ratio, 1 - opt.clip_eps, 1 + opt.clip_eps_high)
+    surrogate = -jnp.minimum(ratio * adv, clipped * adv)
+    kl = jnp.zeros_like(logprobs) if ref_logprobs is None else jnp.where(
+        weights != 0, kl_estimate(logprobs, ref_logprobs, opt.kl_estimator), 0)
+    per_token = surrogate + opt.kl_coef * kl - opt.entropy_coef * entropy
+    was_clipped = clipped * adv < ratio * adv  # the min took the clipped term
+    return _Terms(per_token, surrogate, kl, was_clipped.astype(ratio.dtype))
+
+
+def _one_pass(hidden, head, targets, old_logprobs, advantages, mask, ref_logprobs,
+              opt: PolicyOptions, want: _Want, chunk_size: int, ignore_index) -> PolicyLoss:
+    """:func:`policy_gradient_loss` with the gradient of ``loss`` computed in the forward
+    pass (:func:`jaxlean.loss.onepass.onepass_sum`): the normalisation becomes per-token
+    coefficients (they depend on the weights only), so ``loss`` is a sum over tokens."""
+    shape = targets.shape
+    vocab, logits_dtype = _head_vocab(head, hidden, min(chunk_size, math.prod(shape)))
+    dtype = jnp.promote_types(jnp.float32, logits_dtype)
+    t = _targets(targets, vocab, check_ignore_index(ignore_index))
+    weights = _weights(_keep(mask, t), shape, dtype)
+    tiny = jnp.finfo(dtype).tiny
+    if opt.normalization == "token":
+        coef = weights / jnp.maximum(jnp.sum(weights), tiny)
+    else:
+        coef = weights / jnp.maximum(jnp.sum(weights, -1, keepdims=True), tiny) / shape[0]
+    adv = jnp.broadcast_to(jnp.asarray(advantages, dtype)[:, None]
+                           if jnp.ndim(advantages) == 1 else advantages, shape)
+    ref = jnp.zeros(shape, dtype) if ref_logprobs is None else ref_logprobs
+    ignored = jnp.zeros(shape, bool) if t.ignored is None else t.ignored
+
+    def per_token(s, data, fixed):
+        invalid, ignored = fixed
+        w, c, old, a, r = data
+        target = jnp.where(ignored, s.lse, jnp.where(invalid, jnp.nan, s.target))
+        terms = _terms(target - s.lse, s.entropy, old, a, None if ref_logprobs is None else r,
+                       w, opt)
+        return jnp.where(w != 0, terms.per_token * c, 0)
+
+    data = (weights, coef, jnp.asarray(old_logprobs), adv, jnp.asarray(ref))
+    loss, stats = onepass_sum(hidden, head, t.ids, per_token, data, (t.invalid, ignored),
+                              want, chunk_size, vocab, dtype)
+    target = jnp.where(t.ignored if t.ignored is not None else False, stats.lse,
+                       jnp.where(t.invalid, jnp.nan, stats.target))
+    logprobs = target - stats.lse
+    stop = jax.lax.stop_gradient
+    terms = _terms(logprobs, stats.entropy, stop(old_logprobs), stop(advantages),
+                   None if ref_logprobs is None else stop(ref_logprobs), stop(weights), opt)
+    mean = lambda x: _normalize(x, stop(weights), opt.normalization)
+    return PolicyLoss(loss, mean(terms.surrogate), mean(terms.kl), mean(stats.entropy),
+                      mean(terms.clipped), logprobs)
