@@ -1,16 +1,17 @@
 """Multi-process CPU runs load cached executables only with XLA:CPU's collectives kept in order.
 
 Measured on jaxlib 0.10.2 and 0.12.0.1 with ``examples/train_lm.py`` as two
-processes of two CPU devices each (a train step with 35 all-gathers,
+processes of two CPU devices each (a train step with about 36 all-gathers,
 all-reduces and all-to-alls, 60 steps, a loaded machine): a step compiled in
-the process runs; the same step loaded from the persistent cache aborts in
-6 of 8 launches with Gloo's "Received data size doesn't match expected size
-... distributed collective mismatch", also when a process loads its own entry.
-With XLA:CPU's concurrency-optimized scheduler off, 13 of 13 launches that
-loaded the step ran. So :func:`jaxlean.parallel.distributed.initialize` turns
-the scheduler off for multi-process runs (:func:`keep_collectives_in_order`),
-and :func:`jaxlean.compile.enable_compilation_cache` refuses a multi-process CPU
-run where it is on (:func:`check_cache_is_safe`).
+the process ran in 12 of 12 launches; the same step loaded from the persistent
+cache aborted in 13 of 15 with Gloo's "Received data size doesn't match
+expected size ... distributed collective mismatch", also when only one process
+loaded it (its own entry). With XLA:CPU's concurrency-optimized scheduler off,
+14 of 14 launches that loaded the step ran. So
+:func:`jaxlean.parallel.distributed.initialize` turns the scheduler off for
+multi-process runs (:func:`keep_collectives_in_order`), and
+:func:`jaxlean.compile.enable_compilation_cache` refuses a multi-process CPU run
+where it is on (:func:`check_cache_is_safe`).
 """
 
 from __future__ import annotations
