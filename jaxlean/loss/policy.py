@@ -167,6 +167,8 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
 
 
 class PolicyOptions(NamedTuple):
+    """The settings of :func:`policy_gradient_loss` that shape its per-token objective."""
+
     clip_eps: float
     clip_eps_high: float
     kl_coef: float
