@@ -182,13 +182,13 @@ def _rebuild(depth: int, pypmm_params: dict, names: list[str]) -> Any:
 
 def run_side(side: str, depth: int) -> dict[str, Any]:
     """What one fresh process measures (see the module docstring)."""
-    from jaxlean.train.fit import QUICK_COMPILE_OPTIONS
+    from jaxlean.compile.quick import quick_compile_options
 
     sides = {"pypmm": lambda: _pypmm_first_epoch(depth),
              "jaxlean": lambda: _jaxlean_first_epoch(depth, None),
              "jaxlean_optimised": lambda: _jaxlean_first_epoch(depth, False),
              "aot_step": lambda: _aot_step(depth),
-             "aot_step_quick": lambda: _aot_step(depth, QUICK_COMPILE_OPTIONS),
+             "aot_step_quick": lambda: _aot_step(depth, quick_compile_options()),
              "same": lambda: _same(depth)}
     return sides[side]()
 

@@ -15,7 +15,7 @@ process (:mod:`jaxlean.bench._pypmm_fresh`), the sides in turn each round:
 
 Before any time, pyPMM's and jaxlean's chains with pyPMM's parameters are checked
 to compute the same outputs, gradients and one epoch of training. In this process,
-the training program compiled with and without :data:`~jaxlean.train.fit.QUICK_COMPILE_OPTIONS`
+the training program compiled with and without :func:`~jaxlean.compile.quick.quick_compile_options`
 is timed per step: the basis of ``fit``'s rule for ``quick_compile``.
 
 pyPMM is not on the package index: put a checkout of the seed branch (commit
@@ -41,8 +41,9 @@ import jax.numpy as jnp
 from jaxlean.bench._measure import SidesDisagreeError, Timing, aot_compile, time_alternating
 from jaxlean.bench._pypmm_fresh import EXAMPLES, LEARNING_RATE, SEED_MODULE, WIDTH
 from jaxlean.bench._registry import BenchContext, BenchResult, register
+from jaxlean.compile.quick import quick_compile_options
 from jaxlean.models.pmm import complex_adam, pmm_chain
-from jaxlean.train.fit import QUICK_COMPILE_MAX_STEPS, QUICK_COMPILE_OPTIONS, make_train_fn
+from jaxlean.train.fit import QUICK_COMPILE_MAX_STEPS, make_train_fn
 
 SIDES = {"pypmm_branch": "pyPMM seed branch train()", "pypmm_main": "pyPMM main train()",
          "jaxlean": "jaxlean fit()", "jaxlean_optimised": "jaxlean fit(quick_compile=False)",
@@ -128,7 +129,7 @@ def _quick_compile_effect(rounds: int, ctx: BenchContext) -> dict[str, dict[str,
     mse = lambda g, batch: jnp.mean((g(batch[0]) - batch[1]) ** 2)
     fn, args = make_train_fn(mse, graph, data, complex_adam(LEARNING_RATE),
                              epochs=STEP_TIMING_STEPS, batch_size=EXAMPLES, key=jax.random.key(0))
-    options = {"optimised": None, "quick": QUICK_COMPILE_OPTIONS}
+    options = {"optimised": None, "quick": quick_compile_options()}
     compiles: dict[str, list] = {name: [] for name in options}
     for round_ in range(rounds):
         for name, compiler_options in options.items():

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxlean.compile.quick import quick_compile_options
 from jaxlean.errors import ConfigError
 
 _PROBE_DIM = 2
@@ -226,8 +227,7 @@ def _compiled(lowered: Any) -> Any:
     # the text prints every constant (no elision), so equal keys are equal programs
     key = (lowered.as_text(), lowered.in_tree, lowered.out_tree)
     if key not in _COMPILED:
-        _COMPILED[key] = lowered.compile(compiler_options={
-            "xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False})
+        _COMPILED[key] = lowered.compile(compiler_options=quick_compile_options())
         if len(_COMPILED) > _COMPILED_KEPT:
             _COMPILED.popitem(last=False)
     _COMPILED.move_to_end(key)

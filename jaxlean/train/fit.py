@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxlean.compile.quick import quick_compile_options
 from jaxlean.errors import ConfigError, DataError, NonFiniteError
 from jaxlean.train._groups import Trainable
 from jaxlean.train._progress import ProgressBar
@@ -42,18 +43,8 @@ from jaxlean.train.packed import Layout, packed
 
 LossFn = Callable[[Any, Any], jax.Array]
 
-QUICK_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0,
-                         "xla_cpu_use_fusion_emitters": False}
-"""XLA compiler options of ``fit(quick_compile=True)``: XLA:CPU's direct LLVM IR emitters
-instead of its MLIR fusion emitters, and no LLVM optimisation of the kernels they emit. On
-the PMM seed workload (16 modules, batch 20, XLA:CPU) the training program compiles in about
-a fifth of the time, and traces, lowers and compiles in 0.35x (the optimisation level alone
-halves the compile; the emitters alone, optimised, compile slower) and each step runs
-~1.3-1.7x slower: they pay off for runs of up to about a hundred such steps. Other backends
-ignore the CPU option. For ``make_train_fn``, pass them to ``.compile(compiler_options=...)``."""
-
 QUICK_COMPILE_MAX_STEPS = 32
-"""``fit(quick_compile=None)`` compiles with :data:`QUICK_COMPILE_OPTIONS` when the run has
+"""``fit(quick_compile=None)`` compiles with :func:`quick_compile_options` when the run has
 at most this many steps (``epochs`` x minibatches), no checkpoint and runs on XLA:CPU (where
 the rule was measured; elsewhere it stays off unless asked). On the PMM chain at depth 16
 quick compiling saves 1.46 s of compile and costs 13.7 ms per step, so it pays off for runs
@@ -64,7 +55,7 @@ optimised compile."""
 
 def resolve_quick_compile(quick_compile: bool | None, steps: int, checkpointed: bool,
                           platform: str) -> bool:
-    """Whether ``fit`` compiles its loop with :data:`QUICK_COMPILE_OPTIONS`.
+    """Whether ``fit`` compiles its loop with :func:`quick_compile_options`.
 
     ``None`` decides by the run's length (:data:`QUICK_COMPILE_MAX_STEPS`) on the ``"cpu"``
     platform, except with a checkpoint: a checkpointed run is off unless asked, so one
@@ -218,7 +209,7 @@ def _build(
         tx = packed(tx)
     # One small program (eagerly, packing and every state leaf's zeros would each compile),
     # run once: not worth XLA's optimisation.
-    opt_state = jax.jit(tx.init, compiler_options=QUICK_COMPILE_OPTIONS)(theta)
+    opt_state = jax.jit(tx.init, compiler_options=quick_compile_options())(theta)
 
     def init(theta, opt_state) -> _Carry:
         nan_hist = np.full((epochs,), np.nan, np.float32)
@@ -496,7 +487,7 @@ def fit(
             steps, written in the background) or a :class:`Checkpointer` to
             save to and resume from; None for no checkpoints.
         checkpoint_every: epochs between checkpoints.
-        quick_compile: compile the training program with :data:`QUICK_COMPILE_OPTIONS`
+        quick_compile: compile the training program with :func:`quick_compile_options`
             (no backend optimisation): for runs whose run time is small next to
             their compile time. Steps run slower, and results may differ from an
             optimised program's in the last bits (a checkpointed run records it
@@ -530,7 +521,7 @@ def fit(
     steps_per_epoch = program.steps_per_epoch
     quick_compile = resolve_quick_compile(quick_compile, epochs * steps_per_epoch,
                                           checkpoint is not None, jax.default_backend())
-    run = jax.jit(program.run, compiler_options=QUICK_COMPILE_OPTIONS if quick_compile else None)
+    run = jax.jit(program.run, compiler_options=quick_compile_options() if quick_compile else None)
     carry = program.init(program.theta, program.opt_state)
     out = None
     checkpointer = checkpoint if isinstance(checkpoint, Checkpointer) or checkpoint is None \

@@ -228,7 +228,8 @@ def test_time_checkpointing_gives_the_same_values_and_gradients(checkpointing, c
         (_, v), grads = checkpointing.plain
         (_, v_checked), grads_checked = checkpointing.value_and_grad(checkpointing.params,
                                                                      checkpoint)
-        np.testing.assert_allclose(v_checked, v, rtol=1e-13)
+        # round-off on the voltage's scale (~65 mV), also where v crosses 0 mV
+        np.testing.assert_allclose(v_checked, v, rtol=1e-13, atol=1e-12)
         for name in grads:
             np.testing.assert_allclose(grads_checked[name], grads[name], rtol=1e-10, atol=1e-14,
                                        err_msg=name)
