@@ -84,5 +84,7 @@ def test_two_processes_train_like_one_device_and_only_process_0_writes_the_cache
         assert result["cache"]["step_hits"] == 1, result["cache"]
         assert "jit(step)" not in result["cache"]["missed"], result["cache"]
         assert result["cache"]["writes"] == 0, result["cache"]
-    # process 1's only misses are eager ops on its own devices, which process 0 never runs
-    assert second[0]["cache"]["misses"] == 0, second[0]["cache"]
+    # process 1's only misses are eager ops on its own devices, which process 0 never runs;
+    # a quick-compile option this XLA lacks fails its check's compile, so is never cached
+    assert set(second[0]["cache"]["missed"]) <= {"jit(xla_option_check)"}, second[0]["cache"]
+    assert second[0]["cache"]["misses"] <= len(second[0]["cache"]["missed"]), second[0]["cache"]
