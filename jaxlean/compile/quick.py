@@ -7,9 +7,9 @@ seed workload (16 modules, batch 20) the training program traces, lowers and
 compiles in 0.35x the time and steps 1.66x slower (``jaxlean bench
 first_epoch``): they pay off for runs of up to about a hundred such steps.
 ``fit`` uses them for short runs (:data:`jaxlean.train.fit.QUICK_COMPILE_MAX_STEPS`),
-packed's probe and optimizer inits. Not every jaxlib
-knows both options (jaxlib 0.12 has no ``xla_cpu_use_fusion_emitters``), so
-each is tried once on a trivial program and kept only if this XLA accepts it.
+packed's probe and optimizer inits. Not every jaxlib knows both options (jaxlib 0.12 has
+no ``xla_cpu_use_fusion_emitters``), so each is tried once on a trivial program and kept
+only if this XLA accepts it.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ WANTED: dict[str, Any] = {"xla_backend_optimization_level": 0,
 
 
 @functools.cache
-def quick_compile_options() -> dict[str, Any]:
-    """:data:`WANTED`, less the options this XLA does not have (a fresh dict each call
-    site may pass to ``jax.jit(..., compiler_options=...)`` or ``.compile(...)``)."""
+def _accepted() -> tuple[tuple[str, Any], ...]:
+    """The ``(name, value)`` pairs of :data:`WANTED` this XLA compiles with, checked once."""
     def xla_option_check(x):
         return x + 1
 
-    kept = {}
+    kept = []
     for name, value in WANTED.items():
         try:
             jax.jit(xla_option_check).lower(np.float32(0)).compile(compiler_options={name: value})
@@ -39,5 +38,11 @@ def quick_compile_options() -> dict[str, Any]:
             if "No such compile option" not in str(error):
                 raise
             continue
-        kept[name] = value
-    return kept
+        kept.append((name, value))
+    return tuple(kept)
+
+
+def quick_compile_options() -> dict[str, Any]:
+    """:data:`WANTED`, less the options this XLA does not have: a new dict for
+    ``jax.jit(..., compiler_options=...)`` or ``.compile(compiler_options=...)``."""
+    return dict(_accepted())
