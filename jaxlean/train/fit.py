@@ -39,7 +39,7 @@ from jaxlean.train._groups import Trainable
 from jaxlean.train._progress import ProgressBar
 from jaxlean.train._resume import check_same_run, describe_run, resize_history, resumable_epochs
 from jaxlean.train.checkpoint import Checkpointer
-from jaxlean.train.packed import Layout, packed
+from jaxlean.train.packed import Layout, packed, update_buffers
 
 LossFn = Callable[[Any, Any], jax.Array]
 
@@ -200,11 +200,9 @@ def _build(
 
     layout = Layout.plan(params, trainable)
     frozen = layout.frozen(params)
-    # The loop carries the trainable leaves as they are and, with ``pack``, the optimizer
-    # state packed: unpacking carried parameter buffers every step costs one slice per leaf
-    # in the loss and its gradient, which on XLA:CPU compiles slower than what packing saves.
     theta = layout.select(params)
     to_params = layout.merge
+    plain_tx = tx
     if pack:
         tx = packed(tx)
     # One small program (eagerly, packing and every state leaf's zeros would each compile),
@@ -227,25 +225,36 @@ def _build(
             order = jax.random.permutation(jax.random.fold_in(key, carry.epoch), size)
 
             def step(inner):
-                theta, opt_state, i, loss_sum, bad_step = inner
+                weights, opt_state, i, loss_sum, bad_step = inner
                 index = jax.lax.dynamic_slice_in_dim(order, i * batch_size, batch_size)
                 # Indices are in bounds: "clip" gathers without the masking of "fill".
                 batch = jax.tree.map(lambda x: jnp.take(x, index, axis=0, mode="clip"), data)
-                loss, grads = loss_and_grad(theta, batch)
-                updates, opt_state = tx.update(grads, opt_state, theta)
-                theta = optax.apply_updates(theta, updates)
+                if pack:
+                    state_layout = opt_state.layout
+                    loss, grads = loss_and_grad(state_layout.unpack(weights), batch)
+                    updates, opt_state = update_buffers(plain_tx, opt_state,
+                                                        state_layout.pack(grads), weights)
+                else:
+                    loss, grads = loss_and_grad(weights, batch)
+                    updates, opt_state = tx.update(grads, opt_state, weights)
+                weights = optax.apply_updates(weights, updates)
                 global_step = carry.epoch * steps_per_epoch + i
                 if on_step is not None:
                     report = lambda: jax.debug.callback(on_step, global_step, carry.epoch, loss)
                     jax.lax.cond((global_step + 1) % log_every == 0, report, lambda: None)
                 bad_step = jnp.where(jnp.isfinite(loss), bad_step, global_step)
-                return theta, opt_state, i + 1, loss_sum + loss.astype(jnp.float32), bad_step
+                return weights, opt_state, i + 1, loss_sum + loss.astype(jnp.float32), bad_step
 
-            theta, opt_state, _, loss_sum, bad_step = jax.lax.while_loop(
+            # With ``pack``, the epoch's loop carries the trainable params as the optimizer
+            # state's buffers too: a handful of arrays, unpacked only where the loss reads them.
+            layout_in = carry.opt_state.layout if pack else None
+            weights = layout_in.pack(carry.theta) if pack else carry.theta
+            weights, opt_state, _, loss_sum, bad_step = jax.lax.while_loop(
                 lambda inner: (inner[2] < steps_per_epoch) & (inner[4] < 0),
                 step,
-                (carry.theta, carry.opt_state, jnp.int32(0), jnp.float32(0), carry.bad_step),
+                (weights, carry.opt_state, jnp.int32(0), jnp.float32(0), carry.bad_step),
             )
+            theta = layout_in.unpack(weights) if pack else weights
             train_loss = loss_sum / steps_per_epoch
             val_loss = jnp.float32(jnp.nan)
             monitored = train_loss
@@ -478,11 +487,9 @@ def fit(
             run resumed: a rich bar on a terminal, plain lines on stderr every
             ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) otherwise; False: silent.
         trainable: pytree of bools or predicate on the key path; frozen leaves do not change.
-        pack: run ``packed(tx)``: optimizer state in a few buffers (default).
-            ``False`` runs plain optax on the pytree; on XLA:CPU it compiles
-            faster for models with many unstacked leaves, since getting each
-            leaf's update out of a buffer costs a slice kernel per leaf
-            (``jaxlean bench optim`` measures both).
+        pack: run ``packed(tx)``: optimizer state and, inside each epoch's loop,
+            the trainable params in a few buffers (default). ``False`` runs plain
+            optax on the pytree (``jaxlean bench optim`` compares both).
         checkpoint: a directory (a :class:`Checkpointer` keeping the last 3
             steps, written in the background) or a :class:`Checkpointer` to
             save to and resume from; None for no checkpoints.

@@ -41,9 +41,10 @@ from jaxlean.train._groups import (
     trainable_flags,
 )
 from jaxlean.train._packed_probe import check_exact, name
+from jaxlean.train._split import split as split_buffer
 from jaxlean.train.muon import MatrixTransformation
 
-__all__ = ["Labels", "Layout", "PackedState", "Trainable", "packed"]
+__all__ = ["Labels", "Layout", "PackedState", "Trainable", "packed", "update_buffers"]
 
 _REPLICATED = ("replicated",)
 
@@ -321,11 +322,10 @@ class Layout:
     def _unpack_buffer(self, b: int, members: list[int], flat: jax.Array) -> tuple:
         buffer = self.buffers[b]
         leaves = [self.leaves[i] for i in members]
-        per = 1 if buffer.matrix is None else int(np.prod(buffer.matrix))
 
         def split(x: jax.Array) -> tuple:
-            return tuple(x[leaf.start:leaf.start + leaf.local_size // per].reshape(leaf.local_shape)
-                         for leaf in leaves)
+            return split_buffer(x, [leaf.start for leaf in leaves],
+                                [leaf.local_shape for leaf in leaves])
 
         if buffer.mesh is None:
             return tuple(x if leaf.explicit is None else constrain(x, leaf.explicit)
@@ -497,10 +497,11 @@ def packed(
     reductions (global-norm clipping) run on the buffers; one that computes per
     leaf (lamb's trust ratio, adafactor, novograd, block RMS clipping) is
     refused with a ConfigError naming it. Gradients must have the params'
-    tree, shapes and dtype class. On XLA:CPU, a jitted step over ordinary
-    per-leaf params compiles slower packed than per leaf when many leaves
-    share a shape (``jaxlean bench optim``): ``packed`` makes the state
-    small, not that compile faster.
+    tree, shapes and dtype class. Updates leave the buffers through slices
+    at runtime offsets (:mod:`jaxlean.train._split`), so same-shaped leaves
+    share one compiled kernel as they do per leaf: a jitted AdamW step over
+    32 to 192 unstacked leaves compiles in 0.66-0.79x the per-leaf time on
+    XLA:CPU (``jaxlean bench optim``).
     A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
     ``[B, m, n]`` buffers of all its same-shape matrices, layers and modules
     together, and its fallback the leaves with fewer than two axes. Frozen
@@ -530,14 +531,10 @@ def packed(
     """
     transforms = _transforms(tx, labels)
 
-    def part_tx(layout: Layout, part: int) -> Any:
-        label, fallback = layout.parts[part]
-        return transforms[label].fallback if fallback else transforms[label]
-
     def init_fn(params: Any) -> PackedState:
         layout = Layout.plan(params, trainable, labels, transforms)
         buffers = layout.pack_params(params)
-        inner = tuple(checked_init(part_tx(layout, p), layout,
+        inner = tuple(checked_init(_part_tx(transforms, layout, p), layout,
                                    _take(buffers, layout.part_buffers(p)), p)
                       for p in range(len(layout.parts)))
         return PackedState(inner, layout)
@@ -546,19 +543,9 @@ def packed(
         layout = state.layout
         grads = layout._flatten(updates, "updates")
         layout.check_like(grads, "updates")
-        buffers = layout.pack(updates)
         packed_params = None if params is None else layout.pack(params)
-        new = list(buffers)
-        inner = []
-        for p, part_state in enumerate(state.inner):
-            ids = layout.part_buffers(p)
-            part_params = None if packed_params is None else _take(packed_params, ids)
-            transform = optax.with_extra_args_support(part_tx(layout, p))
-            out, part_state = transform.update(_take(buffers, ids), part_state, part_params,
-                                               **extra_args)
-            for b, value in zip(ids, out, strict=True):
-                new[b] = value
-            inner.append(part_state)
+        new, state = _update_buffers(transforms, state, layout.pack(updates), packed_params,
+                                     extra_args)
         out = layout.treedef.flatten_up_to(layout.unpack(tuple(new)))
         for index, leaf in enumerate(layout.leaves):
             if leaf is None:
@@ -567,9 +554,42 @@ def packed(
                 g = grads[index]
                 same = is_array(g) and g.dtype == leaf.dtype
                 out[index] = jnp.zeros_like(g) if same else jnp.zeros(leaf.shape, leaf.dtype)
-        return jax.tree_util.tree_unflatten(layout.treedef, out), PackedState(tuple(inner), layout)
+        return jax.tree_util.tree_unflatten(layout.treedef, out), state
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def update_buffers(tx: optax.GradientTransformation, state: PackedState, grads: tuple,
+                   params: tuple | None = None) -> tuple[tuple, PackedState]:
+    """One update of ``packed(tx)`` on gradients and params already packed by ``state.layout``.
+
+    For training loops that carry the trainable params as buffers (``fit``): the
+    updates come back as buffers, so nothing is unpacked but what the loss reads.
+    """
+    return _update_buffers(_transforms(tx, None), state, grads, params, {})
+
+
+def _update_buffers(transforms: dict, state: PackedState, buffers: tuple,
+                    packed_params: tuple | None, extra_args: dict) -> tuple[tuple, PackedState]:
+    """Each part's transformation on its buffers: the update buffers and the new state."""
+    layout = state.layout
+    new = list(buffers)
+    inner = []
+    for p, part_state in enumerate(state.inner):
+        ids = layout.part_buffers(p)
+        part_tx = _part_tx(transforms, layout, p)
+        part_params = None if packed_params is None else _take(packed_params, ids)
+        out, part_state = optax.with_extra_args_support(part_tx).update(
+            _take(buffers, ids), part_state, part_params, **extra_args)
+        for b, value in zip(ids, out, strict=True):
+            new[b] = value
+        inner.append(part_state)
+    return tuple(new), PackedState(tuple(inner), layout)
+
+
+def _part_tx(transforms: dict, layout: Layout, part: int) -> Any:
+    label, fallback = layout.parts[part]
+    return transforms[label].fallback if fallback else transforms[label]
 
 
 def _take(buffers: tuple, ids: list[int]) -> tuple:
