@@ -33,7 +33,7 @@ SIZES = {
     False: (dict(vocab_size=2048, hidden_size=256, intermediate_size=512, num_layers=4,
                  num_heads=8, num_kv_heads=4), 16, 128, (1, 2, 4, 8), 5, 0.2),
     True: (dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_layers=2,
-                num_heads=4, num_kv_heads=2), 8, 8, (1, 2, 4), 3, 0.0),
+                num_heads=4, num_kv_heads=2), 8, 8, (1, 4), 3, 0.0),
 }
 
 
