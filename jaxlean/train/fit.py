@@ -223,6 +223,9 @@ def _build(
 
         def run_epoch(carry: _Carry) -> _Carry:
             order = jax.random.permutation(jax.random.fold_in(key, carry.epoch), size)
+            # With ``pack``, the epoch's loop carries the trainable params as the optimizer
+            # state's buffers too: a handful of arrays, unpacked only where the loss reads them.
+            packing = carry.opt_state.layout if pack else None
 
             def step(inner):
                 weights, opt_state, i, loss_sum, bad_step = inner
@@ -230,10 +233,9 @@ def _build(
                 # Indices are in bounds: "clip" gathers without the masking of "fill".
                 batch = jax.tree.map(lambda x: jnp.take(x, index, axis=0, mode="clip"), data)
                 if pack:
-                    state_layout = opt_state.layout
-                    loss, grads = loss_and_grad(state_layout.unpack(weights), batch)
+                    loss, grads = loss_and_grad(packing.unpack(weights), batch)
                     updates, opt_state = update_buffers(plain_tx, opt_state,
-                                                        state_layout.pack(grads), weights)
+                                                        packing.pack(grads), weights)
                 else:
                     loss, grads = loss_and_grad(weights, batch)
                     updates, opt_state = tx.update(grads, opt_state, weights)
@@ -245,16 +247,13 @@ def _build(
                 bad_step = jnp.where(jnp.isfinite(loss), bad_step, global_step)
                 return weights, opt_state, i + 1, loss_sum + loss.astype(jnp.float32), bad_step
 
-            # With ``pack``, the epoch's loop carries the trainable params as the optimizer
-            # state's buffers too: a handful of arrays, unpacked only where the loss reads them.
-            layout_in = carry.opt_state.layout if pack else None
-            weights = layout_in.pack(carry.theta) if pack else carry.theta
+            weights = packing.pack(carry.theta) if pack else carry.theta
             weights, opt_state, _, loss_sum, bad_step = jax.lax.while_loop(
                 lambda inner: (inner[2] < steps_per_epoch) & (inner[4] < 0),
                 step,
                 (weights, carry.opt_state, jnp.int32(0), jnp.float32(0), carry.bad_step),
             )
-            theta = layout_in.unpack(weights) if pack else weights
+            theta = packing.unpack(weights) if pack else weights
             train_loss = loss_sum / steps_per_epoch
             val_loss = jnp.float32(jnp.nan)
             monitored = train_loss
