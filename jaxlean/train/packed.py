@@ -500,7 +500,7 @@ def packed(
     tree, shapes and dtype class. Updates leave the buffers through slices
     at runtime offsets (:mod:`jaxlean.train._split`), so same-shaped leaves
     share one compiled kernel as they do per leaf: a jitted AdamW step over
-    32 to 192 unstacked leaves compiles in 0.66-0.79x the per-leaf time on
+    32 to 192 unstacked leaves compiles in 0.62-0.92x the per-leaf time on
     XLA:CPU (``jaxlean bench optim``).
     A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
     ``[B, m, n]`` buffers of all its same-shape matrices, layers and modules
