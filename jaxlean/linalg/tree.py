@@ -84,6 +84,19 @@ class Tree:
         depth = int(structure.depths(parents, parents_first).max())
         return cls(parents, order, levels, depth, np.arange(parents.size))
 
+    def with_isolated_nodes(self, extra: int) -> Tree:
+        """This forest with ``extra`` isolated nodes (childless roots) numbered after its own.
+
+        The forest must be in its solver's numbering (``local is None``); so is
+        the result, whose first ``n`` nodes are this forest's. The extra nodes
+        cost the elimination nothing (it walks non-root nodes only).
+        """
+        if self.local is not None:
+            raise StructureError("with_isolated_nodes needs a tree in its solver's numbering "
+                                 "(use tree.local)")
+        parents = np.concatenate([self.parents, np.full(extra, -1, self.parents.dtype)])
+        return self._from_parents_first(parents, np.arange(parents.size))
+
     @property
     def n(self) -> int:
         """Number of nodes."""

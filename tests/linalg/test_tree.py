@@ -267,3 +267,22 @@ def test_solve_in_layout_matches_tree_solve(schedule, dtype, tol):
         tree_solve_in_layout(tree, *(jnp.ones(parents.size + 1),) * 4)
     with pytest.raises(StructureError, match="nodes and the dummy"):
         tree_solve_in_layout(tree.local, *(jnp.ones(parents.size),) * 4)
+
+
+def test_isolated_nodes_leave_the_solution_unchanged():
+    """Nodes appended without parent or children solve to b / diag; the others are untouched."""
+    parents = np.array([4, -1, 1, 1, 2, 4, 3, 9, -1, 8, 5, 0])
+    tree = Tree.from_parents(parents).local
+    padded = tree.with_isolated_nodes(5)
+    assert padded.local is None and padded.n == tree.n + 5
+    np.testing.assert_array_equal(padded.order, tree.order)
+    extra_diag, extra_b = np.linspace(1.0, 2.0, 5), np.linspace(-1.0, 1.0, 5)
+    with jax.enable_x64():
+        lower, diag, upper, b = map(np.asarray, dominant_system(tree.parents, 3, jnp.float64))
+        x = tree_solve(tree, lower, diag, upper, b)
+        x_padded = tree_solve(padded, np.r_[lower, np.zeros(5)], np.r_[diag, extra_diag],
+                              np.r_[upper, np.zeros(5)], np.r_[b, extra_b])
+    np.testing.assert_allclose(x_padded[:tree.n], x, rtol=1e-13)
+    np.testing.assert_allclose(x_padded[tree.n:], extra_b / extra_diag, rtol=1e-15)
+    with pytest.raises(StructureError, match=r"tree\.local"):
+        Tree.from_parents(parents).with_isolated_nodes(1)

@@ -334,3 +334,34 @@ def test_bad_stimulus_clamp_and_initial_state_values_are_named():
                         r"initial state must have keys \['states', 'step', 'v'\]")):
         with pytest.raises(ConfigError, match=match):
             simulate(cell, params, [], 0.1, 1.0, initial=bad)
+
+
+def test_padded_loop_vectors_give_the_same_values_and_gradients(monkeypatch):
+    """Large cells run with their loop vectors padded (``_program.Layout``); padding a small
+    cell the same way changes no recorded value, final state, spike time or gradient."""
+    from jaxlean.models.neuron import _program, cable
+
+    cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
+    dt, t_max = 0.05, 3.0
+
+    def run(params):
+        out = simulate(cell, params, [Stimulus(0, step_current(0.5, 0.5, 2.0, dt, t_max))], dt,
+                       t_max, record=(0, 6), states=("v", "m", "i_na"), detect=[0, 6])
+        loss = jnp.mean(out["v"]) + jnp.mean(out["i_na"])
+        return loss, (out["v"], out["m"], out["final"]["v"], out["spikes"])
+
+    def value_and_grad():
+        monkeypatch.setattr(cable, "_PROGRAMS", type(cable._PROGRAMS)())
+        return jax.jit(jax.value_and_grad(run, has_aux=True))(cell.params())
+
+    with jax.enable_x64():
+        (_, plain), grads = value_and_grad()
+        monkeypatch.setattr(_program, "PAD_FROM", 1)
+        assert _program.Layout.of(cell).order.size % _program.PAD_TO == 0
+        (_, padded), padded_grads = value_and_grad()
+    assert np.isfinite(plain[3]).any()  # the soma spiked
+    for mine, want in zip(padded, plain, strict=True):
+        np.testing.assert_allclose(mine, want, rtol=1e-13, atol=1e-13)
+    for name in grads:
+        np.testing.assert_allclose(padded_grads[name], grads[name], rtol=1e-12, atol=1e-15,
+                                   err_msg=name)
