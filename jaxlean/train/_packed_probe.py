@@ -4,7 +4,7 @@ Running a transformation on a concatenation of leaves gives the per-leaf
 result only if it treats every element alike: an update that reduces over a
 leaf (a norm, a trust ratio, an RMS clip) or keeps state shaped by a leaf's
 shape (a factored second moment) computes something else on a buffer. No
-list of known transformations decides this; two checks on the transformation
+list of known transformations decides this; checks on the transformation
 itself do, for any transformation, at ``init``:
 
 1. state structure, at the real shapes and free (``jax.eval_shape``): the
@@ -15,7 +15,10 @@ itself do, for any transformation, at ``init``:
    shape would compile a program of its own). A few leaves per buffer
    (at their tree positions, the others None) keep their number of axes (each
    axis at most 2 long) and get a scale of their own, so a per-leaf reduction
-   changes the result.
+   changes the result;
+3. in the same program, whether it mixes elements: two packed runs on large
+   gradients that differ in one element must agree everywhere else, bit for
+   bit. :mod:`jaxlean.train._packed_views` runs what mixes on per-leaf views.
 
 On failure the error names the transformation and, by probing its
 components (``chain``, ``masked``, wrappers that hold a transformation), the
@@ -40,6 +43,7 @@ _PROBE_DIM = 2
 _PROBE_STEPS = 2
 _PROBE_RTOL = 1e-4
 _PROBE_LEAVES = 4
+_MIXING_SCALE = 1e4  # gradients this large make any clipping clip
 
 
 class NotExact(Exception):
@@ -130,11 +134,12 @@ def _path(path: tuple) -> str:
     return jax.tree_util.keystr(path) or "<root>"
 
 
-def check_state(tx: Any, tree: Any, buffers: tuple) -> None:
+def check_state(tx: Any, tree: Any, buffers: tuple, packed_init: Callable | None = None) -> None:
     """Raise NotExact unless ``tx``'s state on ``buffers`` is its state on ``tree``, packed.
 
     ``tree`` is the params tree (shape structs, None off this part); ``buffers``
-    the part's buffers (shape structs). Evaluated abstractly: nothing runs.
+    the part's buffers (shape structs); ``packed_init`` what initialises the
+    packed side (default ``tx.init``). Evaluated abstractly: nothing runs.
     """
     treedef = jax.tree_util.tree_structure(tree)
     shapes = [tuple(x.shape) for x in jax.tree.leaves(tree)]
@@ -150,7 +155,7 @@ def check_state(tx: Any, tree: Any, buffers: tuple) -> None:
         return True
 
     per_leaf = jax.eval_shape(tx.init, tree)
-    packed = jax.eval_shape(tx.init, buffers)
+    packed = jax.eval_shape(packed_init or tx.init, buffers)
     ref, ref_def = jax.tree_util.tree_flatten_with_path(
         per_leaf, is_leaf=lambda x: like(x, treedef, shapes))
     got, got_def = jax.tree.flatten(packed, is_leaf=lambda x: like(x, buffer_def, buffer_shapes))
@@ -234,41 +239,77 @@ def _compiled(lowered: Any) -> Any:
     return _COMPILED[key]
 
 
-def check_values(tx: Any, tree: Any, groups: list[list[int]]) -> None:
-    """Raise NotExact unless two probe steps of ``tx`` packed equal those per leaf.
+def probe_values(tx: Any, tree: Any, groups: list[list[int]],
+                 build: Callable[[Callable, Callable], Any] | None = None,
+                 reference: bool = True) -> tuple[str | None, bool]:
+    """Two probe steps of ``tx`` per leaf and packed: how they differ, and whether ``tx`` mixes
+    elements.
 
     ``tree`` is the params tree (shape structs, None off this part); ``groups``
-    lists, per buffer, the indices (in ``jax.tree.leaves(tree)`` order) of its leaves.
-    The probe keeps a few leaves per buffer and runs as one jitted program.
+    lists, per buffer, the indices (in ``jax.tree.leaves(tree)`` order) of its
+    leaves; ``build(pack, unpack)`` gives what runs on the packed side (default
+    ``tx``). The probe keeps a few leaves per buffer and runs as one jitted program.
+    Returns the reason the packed steps differ (None when equal; not compared
+    without ``reference``, which then skips the per-leaf steps) and whether
+    changing one gradient element (of gradients scaled up, so any clipping
+    clips) changed the packed update of any other element.
     """
     tree, groups = _sample(tree, groups)
     params, grads_seq = _probe_data(tree, seed=len(groups))
     leaves_def = jax.tree_util.tree_structure(params)
+    shapes = [np.shape(x) for x in jax.tree.leaves(params)]
     tx = optax.with_extra_args_support(tx)
 
     def pack(t: Any) -> tuple:
         leaves = jax.tree.leaves(t)
         return tuple(jnp.concatenate([leaves[i].ravel() for i in g]) for g in groups)
 
-    def probe(params: Any, grads_seq: list) -> list:
-        results = []
-        ref_params, ref_state = params, tx.init(params)
-        pk_params = pack(params)
-        pk_state = tx.init(pk_params)
-        for step, grads in enumerate(grads_seq):
+    def unpack(buffers: tuple) -> Any:
+        out = [None] * len(shapes)
+        for group, buffer in zip(groups, buffers, strict=True):
+            sizes = [int(np.prod(shapes[i])) for i in group]
+            for i, start, size in zip(group, np.cumsum([0, *sizes[:-1]]), sizes, strict=True):
+                out[i] = buffer[start:start + size].reshape(shapes[i])
+        return jax.tree.unflatten(leaves_def, out)
+
+    packed_tx = tx if build is None else optax.with_extra_args_support(build(pack, unpack))
+
+    def run(transformation: Any, start: Any, steps: list, packing: Callable) -> list:
+        p = packing(start)
+        state, updates = transformation.init(p), []
+        for step, grads in enumerate(steps):
             value = jnp.float32(1.0 / (step + 1))
-            ref_updates, ref_state = tx.update(grads, ref_state, ref_params, value=value)
-            pk_updates, pk_state = tx.update(pack(grads), pk_state, pk_params, value=value)
-            if jax.tree_util.tree_structure(ref_updates) != leaves_def:
-                raise NotExact("its updates have another structure than the params")
-            results.append((ref_updates, tuple(pk_updates)))
-            ref_params = optax.apply_updates(ref_params, ref_updates)
-            pk_params = optax.apply_updates(pk_params, pk_updates)
-        return results
+            u, state = transformation.update(packing(grads), state, p, value=value)
+            updates.append(u)
+            p = optax.apply_updates(p, u)
+        return updates
+
+    def probe(params: Any, grads_seq: list) -> tuple:
+        big = [jax.tree.map(lambda g: g * _MIXING_SCALE, grads) for grads in grads_seq]
+        nudged = [jax.tree.unflatten(leaves_def, [
+            x.at[(0,) * x.ndim].multiply(3.0) if i == groups[0][0] and step == 0 else x
+            for i, x in enumerate(jax.tree.leaves(grads))]) for step, grads in enumerate(big)]
+        mixing = (run(packed_tx, params, big, pack), run(packed_tx, params, nudged, pack))
+        if not reference:
+            return [], [], *mixing
+        ref = run(tx, params, grads_seq, lambda t: t)
+        if any(jax.tree_util.tree_structure(u) != leaves_def for u in ref):
+            return None
+        return ref, run(packed_tx, params, grads_seq, pack), *mixing
 
     # Compiled and called, it runs now also when ``init`` is being traced.
     results = _compiled(jax.jit(probe).lower(params, grads_seq))(params, grads_seq)
-    for step, (ref_updates, pk_updates) in enumerate(results):
+    if results is None:
+        return "its updates have another structure than the params", False
+    ref_steps, packed_steps, big_steps, nudged_steps = results
+    mixes = False
+    for big, nudged in zip(big_steps, nudged_steps, strict=True):
+        for b, (a, c) in enumerate(zip(big, nudged, strict=True)):
+            a, c = np.asarray(a, np.float32), np.asarray(c, np.float32)
+            if b == 0:
+                a, c = a[1:], c[1:]
+            mixes |= not np.array_equal(a, c, equal_nan=True)
+    for step, (ref_updates, pk_updates) in enumerate(zip(ref_steps, packed_steps, strict=True)):
         with_paths = jax.tree_util.tree_leaves_with_path(ref_updates)
         for group, buffer in zip(groups, pk_updates, strict=True):
             flat, start = np.asarray(buffer, np.float32), 0
@@ -278,11 +319,22 @@ def check_values(tx: Any, tree: Any, groups: list[list[int]]) -> None:
                 start += want.size
                 error = _relative(got, np.asarray(want, np.float32))
                 if not error <= _PROBE_RTOL:
-                    raise NotExact(
-                        f"a probe step ({step + 1}) on the packed buffers differs from the "
-                        f"per-leaf result by {error:.1e} (relative) at params{_path(leaf_path)}:"
-                        " it computes something per leaf (a norm, an RMS, a trust ratio) that "
-                        "packing computes over the whole buffer")
+                    return (f"a probe step ({step + 1}) on the packed buffers differs from the "
+                            f"per-leaf result by {error:.1e} (relative) at params"
+                            f"{_path(leaf_path)}: it computes something per leaf (a norm, an "
+                            "RMS, a trust ratio) that packing computes over the whole buffer",
+                            mixes)
+    return None, mixes
+
+
+def check_values(tx: Any, tree: Any, groups: list[list[int]],
+                 build: Callable[[Callable, Callable], Any] | None = None) -> bool:
+    """Raise NotExact unless two probe steps packed equal those per leaf (:func:`probe_values`);
+    return whether ``tx`` mixes elements."""
+    reason, mixes = probe_values(tx, tree, groups, build)
+    if reason is not None:
+        raise NotExact(reason)
+    return mixes
 
 
 def _fails(tx: Any, checks: list[Callable[[Any], None]]) -> bool:
@@ -302,31 +354,32 @@ def _culprits(tx: Any, checks: list[Callable[[Any], None]]) -> list[Any]:
     return [x for c in failing for x in _culprits(c, checks)] or [tx]
 
 
-def check_exact(tx: Any, tree: Any, buffers: tuple, groups: list[list[int]], where: str) -> None:
-    """Raise ConfigError naming ``tx`` (and its per-leaf components) unless packing is exact.
+def refusal(tx: Any, reason: NotExact, tree: Any, buffers: tuple, groups: list[list[int]],
+            where: str) -> ConfigError:
+    """The ConfigError refusing ``tx``, naming it and the components of it that compute per leaf.
 
     Args:
         tx: the transformation of one part.
+        reason: why it is not exact on the packed buffers.
         tree: the params tree as shape structs, None at leaves off this part.
         buffers: the part's buffers as shape structs.
         groups: per buffer, the indices of its leaves in ``jax.tree.leaves(tree)``.
         where: "packed" or "group 'x' of packed", for the message.
     """
     checks = [lambda t: check_state(t, tree, buffers), lambda t: check_values(t, tree, groups)]
-    try:
-        for check in checks:
-            check(tx)
-    except NotExact as reason:
-        culprits = [name(c) for c in _culprits(tx, checks)]
-        blamed = "" if culprits == [name(tx)] else f"; per leaf: {', '.join(culprits)}"
-        raise ConfigError(
-            f"{where}: optax transformation {name(tx)} is not exact on packed buffers: "
-            f"{reason}{blamed}. Use it per leaf (plain optax, outside packed), or a "
-            "transformation that treats every element alike") from None
-    except (TypeError, ValueError) as error:
-        raise ConfigError(
-            f"{where}: optax transformation {name(tx)} could not be checked on packed "
-            f"buffers: a probe step raised {type(error).__name__}: {error}. If it holds a "
-            "mask or labels over the params tree, give packed a dict of transformations and "
-            "labels= instead (optax.masked / multi_transform / adamw(mask=...) "
-            "cannot select leaves of a packed buffer)") from error
+    culprits = [name(c) for c in _culprits(tx, checks)]
+    blamed = "" if culprits == [name(tx)] else f"; per leaf: {', '.join(culprits)}"
+    return ConfigError(
+        f"{where}: optax transformation {name(tx)} is not exact on packed buffers: "
+        f"{reason}{blamed}. Use it per leaf (plain optax, outside packed), or a "
+        "transformation that treats every element alike")
+
+
+def unprobeable(tx: Any, error: Exception, where: str) -> ConfigError:
+    """The ConfigError for a transformation whose probe step raised ``error``."""
+    return ConfigError(
+        f"{where}: optax transformation {name(tx)} could not be checked on packed "
+        f"buffers: a probe step raised {type(error).__name__}: {error}. If it holds a "
+        "mask or labels over the params tree, give packed a dict of transformations and "
+        "labels= instead (optax.masked / multi_transform / adamw(mask=...) "
+        "cannot select leaves of a packed buffer)")

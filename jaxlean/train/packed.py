@@ -20,6 +20,7 @@ parameters themselves (``fit``) use it directly.
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,7 +41,8 @@ from jaxlean.train._groups import (
     leaf_labels,
     trainable_flags,
 )
-from jaxlean.train._packed_probe import check_exact, name
+from jaxlean.train._packed_probe import name
+from jaxlean.train._packed_views import BUFFERS, Decision, build, decide
 from jaxlean.train._split import split as split_buffer
 from jaxlean.train.muon import MatrixTransformation
 
@@ -218,6 +220,21 @@ class Layout:
         return tuple(self._pack_buffer(b, [leaves[i] for i in self._members(b)])
                      for b in range(len(self.buffers)))
 
+    def pack_part(self, ids: list[int], tree: Any) -> tuple[jax.Array, ...]:
+        """The buffers ``ids`` (one part's) of the trainable leaves of ``tree``."""
+        leaves = self._flatten(tree, "the tree to pack")
+        return tuple(self._pack_buffer(b, [leaves[i] for i in self._members(b)]) for b in ids)
+
+    def unpack_part(self, ids: list[int], buffers: tuple[jax.Array, ...]) -> Any:
+        """The params tree with the leaves of buffers ``ids`` read from ``buffers``, None
+        elsewhere: per-leaf views of one part."""
+        out: list[Any] = [None] * len(self.leaves)
+        for b, buffer in zip(ids, buffers, strict=True):
+            members = self._members(b)
+            for index, value in zip(members, self._unpack_buffer(b, members, buffer), strict=True):
+                out[index] = value
+        return jax.tree_util.tree_unflatten(self.treedef, out)
+
     def pack_params(self, params: Any) -> tuple[jax.Array, ...]:
         """:meth:`pack` of concrete params as one jitted program (eagerly, every leaf shape
         would compile a reshape of its own)."""
@@ -225,12 +242,7 @@ class Layout:
 
     def unpack(self, buffers: tuple[jax.Array, ...]) -> Any:
         """The params tree with trainable leaves read from ``buffers`` and None elsewhere."""
-        out: list[Any] = [None] * len(self.leaves)
-        for b, buffer in enumerate(buffers):
-            members = self._members(b)
-            for index, value in zip(members, self._unpack_buffer(b, members, buffer), strict=True):
-                out[index] = value
-        return jax.tree_util.tree_unflatten(self.treedef, out)
+        return self.unpack_part(list(range(len(buffers))), buffers)
 
     def frozen(self, params: Any) -> tuple[Any, ...]:
         """The frozen array leaves of ``params``, in leaf order."""
@@ -436,36 +448,65 @@ class PackedState:
 
 
 def checked_init(tx: Any, layout: Layout, buffers: tuple, part: int = 0) -> Any:
-    """``tx.init`` on one part's packed ``buffers``, after checking that packing ``tx`` is exact.
+    """``tx.init`` on one part's packed ``buffers``, after deciding how packing ``tx`` is exact.
 
     A :class:`MatrixTransformation` is exact by its declaration; any other
-    transformation is checked (:mod:`jaxlean.train._packed_probe`) and refused
-    with a ConfigError naming it when it computes something per leaf.
+    transformation is probed (:mod:`jaxlean.train._packed_views`): its parts
+    that mix elements run on per-leaf views, and it is refused with a
+    ConfigError naming it when it computes something per leaf that views cannot.
     """
     label = layout.parts[part][0]
     where = "packed" if label is None else f"group {label!r} of packed"
-    ids = layout.part_buffers(part)
     if isinstance(tx, MatrixTransformation) and tx.sees_params:
         raise ConfigError(f"{where}: {tx.sees_params} would see the packed buffers, not your "
                           "params; give the leaves that differ their own group with labels= "
                           "(e.g. {'decay': muon(...), 'no_decay': muon(..., weight_decay=0)})")
-    if not isinstance(tx, MatrixTransformation):
-        members = [layout._members(b) for b in ids]
-        on_part = sorted(i for m in members for i in m)
-        rank = {i: k for k, i in enumerate(on_part)}
-        structs = [None] * len(layout.leaves)
-        for i in on_part:
-            leaf = layout.leaves[i]
-            structs[i] = jax.ShapeDtypeStruct(leaf.shape, leaf.dtype)
-        tree = jax.tree_util.tree_unflatten(layout.treedef, structs)
-        shells = tuple(jax.ShapeDtypeStruct((layout.buffers[b].size,), layout.buffers[b].dtype)
-                       for b in ids)
-        check_exact(tx, tree, shells, [[rank[i] for i in m] for m in members], where)
+    runs = tx if isinstance(tx, MatrixTransformation) else _placed(tx, layout, part)
     try:
-        return tx.init(buffers)
+        return runs.init(buffers)
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{where}: initialising {name(tx)} on the packed buffers failed "
                           f"({error})") from error
+
+
+_DECISIONS: OrderedDict[tuple, Decision] = OrderedDict()
+_DECISIONS_KEPT = 64
+
+
+def _placed(tx: Any, layout: Layout, part: int) -> Any:
+    """``tx`` with its parts on the buffers or on per-leaf views, as decided for this part
+    (probed once per transformation, layout and part; the last 64 decisions are kept)."""
+    key = (tx, layout, part)
+    if key not in _DECISIONS:
+        _DECISIONS[key] = decide(tx, *_probe_shapes(layout, part))
+        if len(_DECISIONS) > _DECISIONS_KEPT:
+            _DECISIONS.popitem(last=False)
+    _DECISIONS.move_to_end(key)
+    decision = _DECISIONS[key]
+    if decision == BUFFERS:
+        return tx
+    ids = layout.part_buffers(part)
+    return build(tx, decision, lambda tree: layout.pack_part(ids, tree),
+                 lambda buffers: layout.unpack_part(ids, buffers))
+
+
+def _probe_shapes(layout: Layout, part: int) -> tuple:
+    """What :func:`decide` needs of a part: its leaves (shape structs, None off the part), its
+    buffers (shape structs), each buffer's leaf indices among the part's, and a name."""
+    label = layout.parts[part][0]
+    ids = layout.part_buffers(part)
+    members = [layout._members(b) for b in ids]
+    on_part = sorted(i for m in members for i in m)
+    rank = {i: k for k, i in enumerate(on_part)}
+    structs = [None] * len(layout.leaves)
+    for i in on_part:
+        leaf = layout.leaves[i]
+        structs[i] = jax.ShapeDtypeStruct(leaf.shape, leaf.dtype)
+    tree = jax.tree_util.tree_unflatten(layout.treedef, structs)
+    shells = tuple(jax.ShapeDtypeStruct((layout.buffers[b].size,), layout.buffers[b].dtype)
+                   for b in ids)
+    where = "packed" if label is None else f"group {label!r} of packed"
+    return tree, shells, [[rank[i] for i in m] for m in members], where
 
 
 def _transforms(tx: Any, labels: Labels) -> dict[str | None, Any]:
@@ -491,12 +532,14 @@ def packed(
     Trainable leaves are grouped by (group, dtype, sharding) and each group is
     concatenated into one buffer; each transformation sees its buffers (and the
     packed params, for weight decay), so the state is a few arrays. ``init``
-    checks that this is exact for each transformation (its state at the real
-    shapes, a probe step per leaf vs packed: :mod:`jaxlean.train._packed_probe`):
-    elementwise ones (adam, sgd, lion, schedule-free, ...) and tree-wide
-    reductions (global-norm clipping) run on the buffers; one that computes per
-    leaf (lamb's trust ratio, adafactor, novograd, block RMS clipping) is
-    refused with a ConfigError naming it. Gradients must have the params'
+    decides, by probing each transformation (its state at the real shapes,
+    probe steps per leaf vs packed: :mod:`jaxlean.train._packed_views`), how it
+    runs exactly: elementwise ones (adam, sgd, lion, schedule-free, ...) on the
+    buffers; parts that mix elements and keep no state per leaf (global-norm,
+    block RMS and adaptive clipping, lamb's and lars' trust ratios) on per-leaf
+    views of the buffers, so their sums are optax's to the last bit; one that
+    mixes elements and keeps state per leaf (adafactor's factored moments,
+    novograd) is refused with a ConfigError naming it. Gradients must have the params'
     tree, shapes and dtype class. Updates leave the buffers through slices
     at runtime offsets (:mod:`jaxlean.train._split`), so same-shaped leaves
     share one compiled kernel as they do per leaf: a jitted AdamW step over
@@ -534,7 +577,7 @@ def packed(
     def init_fn(params: Any) -> PackedState:
         layout = Layout.plan(params, trainable, labels, transforms)
         buffers = layout.pack_params(params)
-        inner = tuple(checked_init(_part_tx(transforms, layout, p), layout,
+        inner = tuple(checked_init(_given_tx(transforms, layout, p), layout,
                                    _take(buffers, layout.part_buffers(p)), p)
                       for p in range(len(layout.parts)))
         return PackedState(inner, layout)
@@ -587,9 +630,16 @@ def _update_buffers(transforms: dict, state: PackedState, buffers: tuple,
     return tuple(new), PackedState(tuple(inner), layout)
 
 
-def _part_tx(transforms: dict, layout: Layout, part: int) -> Any:
+def _given_tx(transforms: dict, layout: Layout, part: int) -> Any:
+    """The transformation the user gave for one part (a group's, or its fallback)."""
     label, fallback = layout.parts[part]
     return transforms[label].fallback if fallback else transforms[label]
+
+
+def _part_tx(transforms: dict, layout: Layout, part: int) -> Any:
+    """What runs on one part's buffers: :func:`_given_tx`, placed as decided at ``init``."""
+    tx = _given_tx(transforms, layout, part)
+    return tx if isinstance(tx, MatrixTransformation) else _placed(tx, layout, part)
 
 
 def _take(buffers: tuple, ids: list[int]) -> tuple:

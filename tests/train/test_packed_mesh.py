@@ -2,8 +2,10 @@
 
 One subprocess runs every case, each leaf keeping its sharding: packed AdamW
 against optax per leaf, on Explicit axes (with and without ``jax.set_mesh``) and
-on Auto axes; packed Muon (``[B, m, n]`` buffers of sharded stacks) against
-unpacked Muon on Explicit axes under ``jax.set_mesh``, and a matrix transformation against
+on Auto axes; packed LAMB (its trust ratios on per-leaf views of the sharded
+buffers) on Explicit axes under ``jax.set_mesh`` and on Auto axes; packed Muon
+(``[B, m, n]`` buffers of sharded stacks) against unpacked Muon on Explicit axes
+under ``jax.set_mesh``, and a matrix transformation against
 ``optax.multi_transform`` on Auto axes.
 """
 
@@ -32,6 +34,8 @@ SCRIPT = textwrap.dedent("""
     def cases(explicit, use_mesh):
         yield "adamw", packed(optax.adamw(0.1, weight_decay=0.1)), optax.adamw(
             0.1, weight_decay=0.1)
+        if use_mesh or not explicit:  # a trust ratio per leaf: on views of the sharded buffers
+            yield "lamb", packed(optax.lamb(0.1)), optax.lamb(0.1)
         if explicit and use_mesh:  # Muon is a matrix transformation too: its own packing
             yield "muon", packed(muon(0.05)), muon(0.05)
         elif not explicit:
@@ -84,4 +88,4 @@ SCRIPT = textwrap.dedent("""
 @pytest.mark.slow
 def test_packed_keeps_shardings_on_explicit_and_auto_axes_on_four_devices(run_on_devices):
     stdout = run_on_devices(SCRIPT, devices=4, timeout=300)
-    assert stdout.count("passed") == 5
+    assert stdout.count("passed") == 7

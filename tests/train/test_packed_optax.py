@@ -2,8 +2,10 @@
 
 Each transformation runs 50 steps (one jitted ``lax.scan``) per leaf and
 packed on a tiny tree of f32 and bf16 leaves: f32 leaves agree to rtol 1e-6,
-bf16 leaves within one bf16 ulp of the parameter. Transformations that compute
-per leaf (norms, trust ratios, factored moments) must be refused at ``init``.
+bf16 leaves within one bf16 ulp of the parameter. Transformations that mix
+elements without keeping state per leaf (norms, trust ratios, clips) run on
+per-leaf views and must be exact too; those that keep state per leaf (factored
+moments, per-leaf averages) must be refused at ``init``.
 """
 
 import functools
@@ -75,6 +77,14 @@ def assert_optax_equal(tx_fn, params, bf16_ulps=1):
                                        err_msg=key)
 
 
+def normalize_per_leaf():
+    """A transformation nobody listed: each leaf's gradient divided by its own norm."""
+    def update(updates, state, params=None):
+        return jax.tree.map(lambda g: g / (jnp.linalg.norm(g) + 1e-6), updates), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
 EXACT = {
     "adam": lambda: optax.adam(1e-2),
     "adamw": lambda: optax.adamw(1e-2, weight_decay=0.1),
@@ -91,6 +101,14 @@ EXACT = {
     "reduce_on_plateau": lambda: optax.chain(
         optax.adam(1e-2), optax.contrib.reduce_on_plateau(patience=2, cooldown=1)),
     "apply_every": lambda: optax.chain(optax.sgd(1e-2, momentum=0.9), optax.apply_every(3)),
+    # these mix elements (a norm per leaf or over all): their stateless parts run on views
+    "clip_by_global_norm": lambda: optax.chain(optax.clip_by_global_norm(0.5),
+                                               optax.adam(1e-2)),
+    "lamb": lambda: optax.lamb(1e-2),
+    "lars": lambda: optax.lars(0.1, trust_coefficient=0.1),
+    "clip_by_block_rms": lambda: optax.chain(optax.clip_by_block_rms(0.1), optax.sgd(0.5)),
+    "adaptive_grad_clip": lambda: optax.chain(optax.adaptive_grad_clip(0.1), optax.sgd(1e-2)),
+    "custom_per_leaf_norm": lambda: optax.chain(normalize_per_leaf(), optax.sgd(1e-2)),
 }
 
 
@@ -108,34 +126,34 @@ def test_inject_hyperparams_matches_optax():
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_clip_by_global_norm_matches_optax_per_dtype(dtype):
-    """One dtype per tree. optax sums the squares of a bf16 leaf in bf16, leaf by leaf; packed
-    sums a bf16 buffer at once, so the bf16 norm (and the clip factor) round differently
-    (~2**-9), which 50 steps accumulate to a few ulps of the bf16 parameters."""
+    """One dtype per tree: optax sums the squares of bf16 leaves in bf16, leaf by leaf, and so
+    does packed, whose clip runs on per-leaf views (a bf16 buffer summed at once rounds
+    otherwise, which 50 steps accumulated to 8 ulps of the bf16 parameters)."""
     assert_optax_equal(lambda: optax.chain(optax.clip_by_global_norm(0.5), optax.adam(1e-2)),
-                       tree((dtype,)), bf16_ulps=8)
+                       tree((dtype,)))
 
 
-def normalize_per_leaf():
-    """A transformation nobody listed: each leaf's gradient divided by its own norm."""
+def running_per_leaf_norm():
+    """A transformation nobody listed that views cannot run either: each leaf's gradient
+    divided by a running average of its own norm, one average per leaf in the state."""
+    def init(params):
+        return jax.tree.map(lambda p: jnp.ones((), p.dtype), params)
+
     def update(updates, state, params=None):
-        return jax.tree.map(lambda g: g / (jnp.linalg.norm(g) + 1e-6), updates), state
+        state = jax.tree.map(lambda g, s: 0.9 * s + 0.1 * jnp.linalg.norm(g), updates, state)
+        return jax.tree.map(lambda g, s: g / (s + 1e-6), updates, state), state
 
-    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+    return optax.GradientTransformation(init, update)
 
 
 REFUSED = {
-    "lamb": (lambda: optax.lamb(1e-2), "scale_by_trust_ratio"),
-    "lars": (lambda: optax.lars(1e-2), "scale_by_trust_ratio"),
     "adafactor": (lambda: optax.adafactor(1e-2), "scale_by_factored_rms"),
     "novograd": (lambda: optax.novograd(1e-2), "scale_by_novograd"),
-    "clip_by_block_rms": (lambda: optax.chain(optax.clip_by_block_rms(0.1), optax.sgd(1e-2)),
-                          "clip_by_block_rms"),
-    "adaptive_grad_clip": (lambda: optax.chain(optax.adaptive_grad_clip(0.1), optax.sgd(1e-2)),
-                           "adaptive_grad_clip"),
     "masked_by_tree": (lambda: optax.masked(optax.adam(1e-2), {k: k != "b" for k in SHAPES}),
                        "masked"),
-    "custom_per_leaf_norm": (lambda: optax.chain(normalize_per_leaf(), optax.sgd(1e-2)),
-                             "normalize_per_leaf"),
+    "custom_running_per_leaf_norm": (lambda: optax.chain(running_per_leaf_norm(),
+                                                         optax.sgd(1e-2)),
+                                     "running_per_leaf_norm"),
 }
 
 
@@ -155,3 +173,12 @@ def test_adafactor_factoring_is_refused_at_real_shapes():
     tx = optax.adafactor(1e-2, clipping_threshold=None, multiply_by_parameter_scale=False)
     with pytest.raises(ConfigError, match=r"scale_by_factored_rms.*|shape \(256,\)"):
         packed(tx).init(big)
+
+
+def test_views_keep_the_state_packed():
+    """lamb's trust ratio runs on per-leaf views; its Adam moments stay on the buffers."""
+    params = tree((jnp.float32, jnp.bfloat16))
+    lamb, adam = packed(optax.lamb(1e-2)).init(params), packed(optax.adam(1e-2)).init(params)
+    per_leaf = optax.lamb(1e-2).init(params)
+    assert len(jax.tree.leaves(lamb)) == len(jax.tree.leaves(adam)) == 5  # a count, 2 x 2 buffers
+    assert len(jax.tree.leaves(per_leaf)) == 1 + 2 * len(SHAPES)
