@@ -69,9 +69,9 @@ def decide(tx: Any, tree: Any, buffers: tuple, groups: list[list[int]], where: s
                         lambda b: build(tx, decision, None, lambda _: _zeros_like(tree)).init(b))
             check_values(tx, tree, groups, lambda pack, unpack: build(tx, decision, pack, unpack))
             return decision
-        except NotExact as error:
-            reason = reason or error
-    if reason is None:  # mixes elements, exactly on the buffers (a global reduction with state)
+        except NotExact:
+            pass
+    if reason is None:  # mixes elements, exact on the buffers all the same (up to rounding)
         return BUFFERS
     raise refusal(tx, reason, tree, buffers, groups, where) from None
 

@@ -455,8 +455,7 @@ def checked_init(tx: Any, layout: Layout, buffers: tuple, part: int = 0) -> Any:
     that mix elements run on per-leaf views, and it is refused with a
     ConfigError naming it when it computes something per leaf that views cannot.
     """
-    label = layout.parts[part][0]
-    where = "packed" if label is None else f"group {label!r} of packed"
+    where = _where(layout, part)
     if isinstance(tx, MatrixTransformation) and tx.sees_params:
         raise ConfigError(f"{where}: {tx.sees_params} would see the packed buffers, not your "
                           "params; give the leaves that differ their own group with labels= "
@@ -469,20 +468,20 @@ def checked_init(tx: Any, layout: Layout, buffers: tuple, part: int = 0) -> Any:
                           f"({error})") from error
 
 
-_DECISIONS: OrderedDict[tuple, Decision] = OrderedDict()
+_DECISIONS: OrderedDict[tuple, tuple[Any, Decision]] = OrderedDict()
 _DECISIONS_KEPT = 64
 
 
 def _placed(tx: Any, layout: Layout, part: int) -> Any:
     """``tx`` with its parts on the buffers or on per-leaf views, as decided for this part
-    (probed once per transformation, layout and part; the last 64 decisions are kept)."""
-    key = (tx, layout, part)
-    if key not in _DECISIONS:
-        _DECISIONS[key] = decide(tx, *_probe_shapes(layout, part))
+    (probed once per transformation object, layout and part; the last 64 decisions are kept)."""
+    key = (id(tx), layout, part)
+    if key not in _DECISIONS or _DECISIONS[key][0] is not tx:
+        _DECISIONS[key] = (tx, decide(tx, *_probe_shapes(layout, part), _where(layout, part)))
         if len(_DECISIONS) > _DECISIONS_KEPT:
             _DECISIONS.popitem(last=False)
     _DECISIONS.move_to_end(key)
-    decision = _DECISIONS[key]
+    decision = _DECISIONS[key][1]
     if decision == BUFFERS:
         return tx
     ids = layout.part_buffers(part)
@@ -490,10 +489,15 @@ def _placed(tx: Any, layout: Layout, part: int) -> Any:
                  lambda buffers: layout.unpack_part(ids, buffers))
 
 
+def _where(layout: Layout, part: int) -> str:
+    """How messages name one part: "packed", or "group 'x' of packed"."""
+    label = layout.parts[part][0]
+    return "packed" if label is None else f"group {label!r} of packed"
+
+
 def _probe_shapes(layout: Layout, part: int) -> tuple:
     """What :func:`decide` needs of a part: its leaves (shape structs, None off the part), its
-    buffers (shape structs), each buffer's leaf indices among the part's, and a name."""
-    label = layout.parts[part][0]
+    buffers (shape structs) and each buffer's leaf indices among the part's."""
     ids = layout.part_buffers(part)
     members = [layout._members(b) for b in ids]
     on_part = sorted(i for m in members for i in m)
@@ -505,8 +509,7 @@ def _probe_shapes(layout: Layout, part: int) -> tuple:
     tree = jax.tree_util.tree_unflatten(layout.treedef, structs)
     shells = tuple(jax.ShapeDtypeStruct((layout.buffers[b].size,), layout.buffers[b].dtype)
                    for b in ids)
-    where = "packed" if label is None else f"group {label!r} of packed"
-    return tree, shells, [[rank[i] for i in m] for m in members], where
+    return tree, shells, [[rank[i] for i in m] for m in members]
 
 
 def _transforms(tx: Any, labels: Labels) -> dict[str | None, Any]:

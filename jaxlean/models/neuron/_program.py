@@ -118,7 +118,7 @@ def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, ja
 PAD_TO = 128
 """Loop vectors of large cells are padded to a multiple of this many entries (:class:`Layout`),"""
 PAD_FROM = 4096
-"""... when they have at least this many (the padding then adds at most 3%)."""
+"""... when they have at least this many (the padding then adds at most about 3 %)."""
 
 
 def program(plan: Plan) -> Callable:
@@ -139,7 +139,8 @@ class Layout:
     solution) to a multiple of :data:`PAD_TO`: XLA:CPU splits its costliest
     elementwise kernels over threads in equal blocks, and when the length does
     not divide evenly, a kernel that also reads a stored step (the backward
-    pass) is not vectorised; padding cost 4x less time in that kernel.
+    pass) is not vectorised. On the 10k-compartment cell of ``jaxlean bench
+    solver`` that kernel took 88 us per step, padded 29-33 us.
     """
 
     tree: Tree
