@@ -43,7 +43,9 @@ _PROBE_DIM = 2
 _PROBE_STEPS = 2
 _PROBE_RTOL = 1e-4
 _PROBE_LEAVES = 4
-_MIXING_SCALE = 1e4  # gradients this large make any clipping clip
+# Probe gradients this large make a clip clip unless its threshold is above ~1e4x their norm;
+# such a clip is taken for elementwise and runs on the buffers (same result up to rounding).
+_MIXING_SCALE = 1e4
 
 
 class NotExact(Exception):
@@ -251,7 +253,7 @@ def probe_values(tx: Any, tree: Any, groups: list[list[int]],
     ``tx``). The probe keeps a few leaves per buffer and runs as one jitted program.
     Returns the reason the packed steps differ (None when equal; not compared
     without ``reference``, which then skips the per-leaf steps) and whether
-    changing one gradient element (of gradients scaled up, so any clipping
+    changing one gradient element (of gradients scaled up, so that clipping
     clips) changed the packed update of any other element.
     """
     tree, groups = _sample(tree, groups)

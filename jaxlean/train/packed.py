@@ -475,8 +475,8 @@ _DECISIONS_KEPT = 64
 def _placed(tx: Any, layout: Layout, part: int) -> Any:
     """``tx`` with its parts on the buffers or on per-leaf views, as decided for this part
     (probed once per transformation object, layout and part; the last 64 decisions are kept)."""
-    key = (id(tx), layout, part)
-    if key not in _DECISIONS or _DECISIONS[key][0] is not tx:
+    key = (id(tx), layout, part)  # the entry holds tx, so no other object takes its id
+    if key not in _DECISIONS:
         _DECISIONS[key] = (tx, decide(tx, *_probe_shapes(layout, part), _where(layout, part)))
         if len(_DECISIONS) > _DECISIONS_KEPT:
             _DECISIONS.popitem(last=False)

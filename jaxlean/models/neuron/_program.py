@@ -116,9 +116,9 @@ def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, ja
 
 
 PAD_TO = 128
-"""Loop vectors of large cells are padded to a multiple of this many entries (:class:`Layout`),"""
+"""Large loop vectors are padded to a multiple of this many entries (:class:`Layout`)."""
 PAD_FROM = 4096
-"""... when they have at least this many (the padding then adds at most about 3 %)."""
+"""Loop vectors this long or longer are padded (then the padding adds at most about 3 %)."""
 
 
 def program(plan: Plan) -> Callable:
