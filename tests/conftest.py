@@ -22,7 +22,8 @@ def run_on_devices(tmp_path):
     def run(script: str, devices: int, timeout: int = 600) -> str:
         path = tmp_path / "check_on_devices.py"
         path.write_text(script)
-        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        count = f"--xla_force_host_platform_device_count={devices}"  # after the caller's flags
+        env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} {count}".strip(),
                    JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
         done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
                               text=True, timeout=timeout)
