@@ -67,11 +67,10 @@ def _results(procs: list[subprocess.Popen]) -> list[dict]:
 
 @pytest.mark.slow
 def test_two_processes_train_like_one_device_and_only_process_0_writes_the_cache(tmp_path):
+    cache = tmp_path / "cache"
     single = subprocess.Popen([sys.executable, str(SCRIPT), *ARGS], env=_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    cache = tmp_path / "cache"
-    first = _results(_two_processes(cache))
-    want, = _results([single])
+    *first, want = _results([*_two_processes(cache), single])  # all three side by side
     assert want["devices"] == 1
     for result in first:
         assert (result["processes"], result["devices"]) == (2, 4)
