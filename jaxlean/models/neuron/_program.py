@@ -23,6 +23,7 @@ are per compartment in the cell's numbering.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import jax
@@ -34,7 +35,7 @@ from jax.extend.core import Primitive
 from jaxlean.linalg import Tree, tree_solve_in_layout
 from jaxlean.models.neuron import clamp, spikes
 from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron._time import Checkpoint, scan_steps
+from jaxlean.models.neuron._time import Checkpoint, scan_in_segments, scan_steps
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.mechanisms import Insertion
 
@@ -94,11 +95,12 @@ def static_matrix(cell: Cell, p: dict[str, jax.Array]):
 
 
 def _save_only_solves(primitive: Primitive, *_, **__) -> bool:
-    """Rematerialisation policy of a time step: keep the solve's output, recompute the rest.
+    """Rematerialisation policy of a time step or segment: keep the solves' outputs, recompute
+    the rest.
 
-    Saving every intermediate of a step (about 40 arrays per compartment) makes
-    the backward pass memory-bound; the elementwise work is cheaper to redo, the
-    solve is not.
+    Storing a step's other intermediates (about 40 vectors per compartment), or even
+    its three gates, for every step of a run makes the backward pass memory-bound;
+    the elementwise work is cheaper to redo, the solve is not.
     """
     return primitive.name == "custom_linear_solve"
 
@@ -248,7 +250,6 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
                                           plan.threshold, (carry["step"] + 1) * dt)
         return new, _record(plan, at, new, flows)
 
-    step = jax.checkpoint(step, policy=_save_only_solves)
     everywhere = {ins.mechanism.name for ins in plan.insertions if ins.compartments is None}
 
     def states_on(resize: Callable, states: dict) -> dict:
@@ -287,27 +288,46 @@ def _record(plan: Plan, at: np.ndarray, new: dict, flows: dict) -> dict[str, jax
     return out
 
 
-def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
-    """Blocks of ``every`` steps, recording after each block (checkpointed per
-    ``plan.checkpoint``, counted in blocks), then the steps left over, unrecorded."""
-    every, blocks = plan.every, plan.steps // plan.every
+SEGMENT_STEPS = 16
+"""Steps the default backward pass recomputes together (``checkpoint=None``): each step's
+solve is kept, the rest of a segment's residuals live only while it is differentiated.
+16 and 32 were equally fast on the bench's 10k-compartment cell; at 16 a segment's
+residuals take about 40 vectors per compartment and step, 26 MB there."""
 
-    def quiet(carry, x):
+
+def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
+    """Blocks of ``every`` steps, recording after each block, then the steps left over,
+    unrecorded. ``checkpoint=None`` differentiates blocks in segments of about
+    :data:`SEGMENT_STEPS` steps, keeping only each step's solve; a checkpoint option nests
+    checkpointed segments of blocks (:func:`scan_steps`) around steps that keep their solve."""
+    every, blocks = plan.every, plan.steps // plan.every
+    kept = jax.checkpoint(step, policy=_save_only_solves)
+    segmented = plan.checkpoint is None
+    # inside a segment steps keep all their residuals, unless a block alone is longer
+    unit = step if segmented and every <= SEGMENT_STEPS else kept
+
+    def quiet(step, carry, x):
         return step(carry, x)[0], None
 
     if every == 1:
-        block = step
+        block = unit
     else:
         def block(carry, x):
             head = jax.tree.map(lambda a: a[:-1], x)
-            carry, _ = lax.scan(quiet, carry, head)
-            return step(carry, jax.tree.map(lambda a: a[-1], x))
+            carry, _ = lax.scan(functools.partial(quiet, unit), carry, head)
+            return unit(carry, jax.tree.map(lambda a: a[-1], x))
 
     def blocked(a):  # (blocks, every, ...) of the recorded steps; (steps, ...) for every = 1
         return a if every == 1 else a[:blocks * every].reshape(blocks, every, *a.shape[1:])
 
-    carry, trace = scan_steps(block, carry, jax.tree.map(blocked, xs), plan.checkpoint,
-                              "simulate" if plan.progress else None)
+    xs_blocked = jax.tree.map(blocked, xs)
+    if segmented:
+        carry, trace = scan_in_segments(block, carry, xs_blocked, _save_only_solves,
+                                        max(1, SEGMENT_STEPS // every))
+    else:
+        carry, trace = scan_steps(block, carry, xs_blocked, plan.checkpoint,
+                                  "simulate" if plan.progress else None)
     if plan.steps > blocks * every:
-        carry, _ = lax.scan(quiet, carry, jax.tree.map(lambda a: a[blocks * every:], xs))
+        carry, _ = lax.scan(functools.partial(quiet, kept), carry,
+                            jax.tree.map(lambda a: a[blocks * every:], xs))
     return carry, trace

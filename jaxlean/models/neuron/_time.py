@@ -1,8 +1,12 @@
-"""Time loops whose backward pass keeps O(sqrt(T)) states: nested, checkpointed scans.
+"""Time loops and the memory of their backward pass: segments, and nested checkpointed scans.
 
 A plain ``lax.scan`` over T steps keeps every step's residuals for the backward
-pass. Cutting the steps into segments, each a ``jax.checkpoint``-ed inner scan,
-keeps only the state at each segment's start; the backward pass recomputes one
+pass. :func:`scan_in_segments` (``simulate``'s default) runs the plain scan but
+takes its derivatives from the same loop cut into short segments, each keeping
+only what its ``keep`` policy selects (the solves' results) and recomputing the
+rest from the segment's first state: one vector per step, nothing solved twice.
+:func:`scan_steps` (``checkpoint="sqrt"`` or lengths) nests ``jax.checkpoint``-ed
+scans that keep only each segment's first state; the backward pass recomputes one
 segment at a time. Two levels of ``sqrt(T)`` steps keep about ``2 sqrt(T)``
 states for one extra forward pass; more levels keep fewer still.
 
@@ -92,6 +96,69 @@ class SegmentProgress:
         self.last_line, self.printed = now, True
 
 
+def scan_in_segments(step: Callable, carry, xs, keep: Callable, length: int):
+    """``lax.scan(step, carry, xs)``, differentiated about ``length`` steps at a time.
+
+    Without differentiation this is the plain scan. Its derivatives (``jax.grad``,
+    ``jax.jvp``, under ``vmap`` too) are those of the same loop cut into segments of about
+    ``length`` steps (:func:`_even_length`), each a ``jax.checkpoint`` with policy ``keep``:
+    the backward pass stores what ``keep`` selects at every step and each segment's first
+    carry, and recomputes everything else one segment at a time; the steps and their order
+    are those of the plain scan. Why: JAX's gradient of a plain scan writes every step's
+    residuals (for the cable: four vectors per compartment) to freshly allocated memory,
+    and on XLA:CPU writing, faulting in and reading back that memory is a large share of
+    the gradient's time (``jaxlean bench solver``).
+    """
+    converted, consts = jax.closure_convert(step, carry, jax.tree.map(lambda x: x[0], xs))
+
+    @jax.custom_jvp
+    def scan(consts, carry, xs):
+        return lax.scan(lambda c, x: converted(c, x, *consts), carry, xs)
+
+    @scan.defjvp
+    def _derivative(primals, tangents):
+        return jax.jvp(lambda *args: _segmented(converted, keep, length, *args), primals,
+                       tangents)
+
+    return scan(consts, carry, xs)
+
+
+def _segmented(step: Callable, keep: Callable, length: int, consts, carry, xs):
+    """The loop of :func:`scan_in_segments` as segments of about ``length`` steps."""
+    steps = jax.tree.leaves(xs)[0].shape[0]
+    length = _even_length(steps, length)
+    segments = -(-steps // length)
+    one, xs = _padded(lambda c, x: step(c, x, *consts), xs, steps, segments * length)
+    xs = jax.tree.map(lambda x: x.reshape(segments, length, *x.shape[1:]), xs)
+    segment = jax.checkpoint(lambda c, block: lax.scan(one, c, block), policy=keep,
+                             prevent_cse=False)
+    carry, ys = lax.scan(segment, carry, xs)
+    return carry, jax.tree.map(lambda y: y.reshape(segments * length, *y.shape[2:])[:steps], ys)
+
+
+def _even_length(steps: int, target: int) -> int:
+    """A segment length near ``target`` that wastes few padding steps: the divisor of ``steps``
+    in ``[target / 2, 2 target]`` nearest ``target``, else equal segments, the last one
+    padded by fewer steps than there are segments."""
+    if steps <= target:
+        return steps
+    divisors = [k for k in range(max(1, target // 2), 2 * target + 1) if steps % k == 0]
+    if divisors:
+        return min(divisors, key=lambda k: (abs(k - target), k))
+    return -(-steps // -(-steps // target))
+
+
+def _padded(step: Callable, xs, steps: int, total: int):
+    """``step`` and ``xs`` padded with zero steps up to ``total``; a padding step leaves the
+    carry as it was (its outputs are to be dropped)."""
+    if total == steps:
+        return step, xs
+    valid = jnp.arange(total) < steps
+    xs = jax.tree.map(
+        lambda x: jnp.concatenate([x, jnp.zeros((total - steps, *x.shape[1:]), x.dtype)]), xs)
+    return _skipping_padding(step), (valid, xs)
+
+
 def _nested(step: Callable, lengths: tuple[int, ...]) -> Callable:
     if len(lengths) == 1:
         return lambda carry, xs: lax.scan(step, carry, xs)
@@ -111,11 +178,7 @@ def scan_steps(step: Callable, carry, xs, checkpoint: Checkpoint, progress: str 
     steps = jax.tree.leaves(xs)[0].shape[0]
     lengths = segment_lengths(checkpoint, steps)
     total = math.prod(lengths)
-    if total > steps:
-        xs = (jnp.arange(total) < steps, jax.tree.map(
-            lambda x: jnp.concatenate([x, jnp.zeros((total - steps, *x.shape[1:]), x.dtype)]),
-            xs))
-        step = _skipping_padding(step)
+    step, xs = _padded(step, xs, steps, total)
     xs = jax.tree.map(lambda x: x.reshape(*lengths, *x.shape[1:]), xs)
     if progress is None or len(lengths) == 1 or lengths[0] == 1:
         carry, ys = _nested(step, lengths)(carry, xs)

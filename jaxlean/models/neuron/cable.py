@@ -284,14 +284,18 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         computed at the voltage at the start of each step, as NEURON records
         them), ``"i_clamp"`` (nA); or ``{name: compartments}`` to record each
         name at its own compartments (instead of ``record``).
-      checkpoint: memory of the backward pass over time. ``None`` keeps every
-        step's state (fastest; memory grows with the number of steps T).
-        ``"sqrt"`` runs segments of about ``sqrt(T)`` steps and keeps only each
-        segment's first state, recomputing one segment at a time in the backward
-        pass: O(sqrt(T)) states for about one extra forward pass. A sequence of
-        lengths, outermost first, nests the segments (``(100, 100, 10)`` for
-        100,000 steps keeps about 210 states); their product must reach T (with
-        ``every > 1``: the number of recorded blocks).
+      checkpoint: memory of the backward pass over time. ``None`` (fastest) keeps each
+        step's voltage, the solve's result, and recomputes the rest of the state 16 steps at
+        a time (``_program.SEGMENT_STEPS``), solving nothing again: memory grows with the
+        number of steps T by one vector per compartment and step. A single length equal to
+        the number of recorded blocks, ``(T // every,)``, keeps every step's whole state
+        instead (JAX's own gradient of the loop, about 3.3x the memory of ``None`` with
+        ``hh``). ``"sqrt"`` runs segments of about ``sqrt(T)`` steps and keeps only each
+        segment's first state, recomputing one segment at a time in the backward pass:
+        O(sqrt(T)) states for about one extra forward pass. A sequence of lengths, outermost
+        first, nests the segments (``(100, 100, 10)`` for 100,000 steps keeps about 210
+        states); their product must reach T (with ``every > 1``: the number of recorded
+        blocks).
       progress: with ``checkpoint``, a run whose forward or backward pass takes
         longer than ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) prints
         its progress on stderr, one host callback per outer segment; False: silent.

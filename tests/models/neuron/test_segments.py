@@ -1,0 +1,171 @@
+"""The default backward pass in segments (``scan_in_segments``) against JAX's own gradient of
+the plain loop: the same values, the same derivatives (reverse, forward, batched), less memory."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.ad_checkpoint import checkpoint_name
+
+from jaxlean.models.neuron import _program
+from jaxlean.models.neuron._time import _even_length, scan_in_segments
+from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, step_current
+from jaxlean.models.neuron.channels import hh, pas
+from jaxlean.models.neuron.synapses import expsyn
+
+
+def _keep_named(primitive, *_, **params) -> bool:
+    return primitive.name == "name" and params.get("name") == "kept"
+
+
+def _toy(weights):
+    """A nonlinear recurrence whose step closes over ``weights`` (as simulate's step closes
+    over its parameters) and names one intermediate ``kept``."""
+
+    def step(carry, x):
+        h, total = carry
+        pre = checkpoint_name(jnp.tanh(weights * h + x), "kept")
+        h = pre + 0.1 * jnp.sin(h)
+        return (h, total + jnp.sum(h)), h[:2] * x[0]
+
+    return step
+
+
+def _run_toy(scan, weights, h0, xs):
+    (h, total), ys = scan(_toy(weights), (h0, jnp.zeros((), h0.dtype)), xs)
+    return jnp.sum(h ** 2) + total + jnp.sum(ys ** 3)
+
+
+@pytest.mark.parametrize("length", [1, 4, 7, 30, 64])
+def test_segments_give_the_plain_scans_values_and_derivatives(length):
+    """31 steps (a prime) in segments of 1, 4 (8 of them, one step of padding), 7 (5, four
+    steps of padding), 31 and 31 (one segment)."""
+    with jax.enable_x64():
+        rng = np.random.default_rng(length)
+        weights, h0 = (jnp.asarray(rng.normal(size=5)) for _ in range(2))
+        xs = jnp.asarray(rng.normal(size=(31, 5)))
+
+        def segmented(step, carry, xs):
+            return scan_in_segments(step, carry, xs, _keep_named, length)
+
+        args = (weights, h0, xs)
+        plain = jax.jit(lambda *a: _run_toy(jax.lax.scan, *a))
+        ours = jax.jit(lambda *a: _run_toy(segmented, *a))
+        assert float(ours(*args)) == float(plain(*args))
+        for got, want in zip(jax.grad(ours, argnums=(0, 1, 2))(*args),
+                             jax.grad(plain, argnums=(0, 1, 2))(*args), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        tangents = tuple(jnp.asarray(rng.normal(size=a.shape)) for a in args)
+        np.testing.assert_allclose(jax.jvp(ours, args, tangents)[1],
+                                   jax.jvp(plain, args, tangents)[1], rtol=1e-12)
+        batch = jnp.stack([weights, 0.5 * weights])
+        np.testing.assert_allclose(jax.vmap(jax.grad(ours), (0, None, None))(batch, h0, xs),
+                                   jax.vmap(jax.grad(plain), (0, None, None))(batch, h0, xs),
+                                   rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("steps", "target", "length", "padding"),
+                         [(10_000, 16, 16, 0), (100, 16, 20, 0), (203, 16, 29, 0), (31, 4, 4, 1),
+                          (31, 7, 7, 4), (9973, 16, 16, 11), (12, 16, 12, 0)])
+def test_segment_lengths_divide_the_steps_or_pad_less_than_one_step_per_segment(
+        steps, target, length, padding):
+    chosen = _even_length(steps, target)
+    assert chosen == length and -(-steps // chosen) * chosen - steps == padding
+
+
+def test_segments_keep_only_what_the_policy_selects():
+    """2,000 steps of a 4,096-vector: the plain scan's gradient keeps several vectors per step,
+    segments of 16 keep the one named ``kept`` (and each segment's first carry)."""
+    weights, h0 = jnp.full(4096, 0.5), jnp.zeros(4096)
+    xs = jnp.ones((2000, 4096))
+
+    def temp_bytes(scan):
+        compiled = jax.jit(jax.grad(lambda w: _run_toy(scan, w, h0, xs))).lower(weights).compile()
+        return compiled.memory_analysis().temp_size_in_bytes
+
+    segmented = temp_bytes(lambda step, carry, xs: scan_in_segments(step, carry, xs,
+                                                                    _keep_named, 16))
+    per_step = 2000 * 4096 * 4
+    assert segmented < 1.3 * per_step < temp_bytes(jax.lax.scan)
+
+
+class _Cell:
+    """A soma with hh, a dendrite with synapses and a clamp (test_long_runs' cell)."""
+
+    dt, steps = 0.05, 200
+
+    def __init__(self):
+        base = Cell.from_parents([-1, 0, 1, 2], [20.0, 30.0, 30.0, 30.0], [8.0, 1.0, 1.0, 1.0],
+                                 kind=[1, 3, 3, 3])
+        self.cell = base.insert(pas).insert(hh, types=1).insert(expsyn, compartments=[3, 2])
+        self.params = {**self.cell.params(), "weight_expsyn": jnp.asarray([0.01, 0.004]),
+                       "tau_expsyn": 1.0}
+        t_max = self.dt * self.steps
+        self.current = step_current(0.6, 0.5, 3.0, self.dt, t_max) + step_current(
+            1.0, 6.0, 2.0, self.dt, t_max)
+
+    def run(self, params, current, every, checkpoint):
+        out = simulate(self.cell, params, [Stimulus(0, current)], self.dt,
+                       self.dt * self.steps, states={"v": [0, 3], "m": [0], "i_clamp": [0],
+                                                     "g_expsyn": [0]},
+                       spikes={"expsyn": [[0.3, 1.0, 4.97, 7.5], [2.525, 9.9]]},
+                       clamps=[VoltageClamp(1, [-65.0, -60.0], [5.0, 2.5], rs=50.0)],
+                       detect=[0, 3], threshold=-20.0, max_spikes=8, every=every,
+                       checkpoint=checkpoint, progress=False)
+        weights = jnp.linspace(0.5, 1.5, out["v"].shape[0])[:, None]
+        loss = (jnp.mean(weights * out["v"]) + jnp.mean(out["m"]) + jnp.mean(out["i_clamp"])
+                + jnp.mean(out["final"]["v"]))
+        return loss, out
+
+
+@pytest.fixture(scope="module")
+def cell():
+    with jax.enable_x64():
+        return _Cell()
+
+
+@pytest.mark.parametrize("every", [1, 3, 2 * _program.SEGMENT_STEPS + 1])
+def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, every):
+    """200 steps recorded every 1, 3 (66 blocks, 2 steps left over) and 33 steps (longer than a
+    segment): values, spikes and the gradient of every parameter as with ``checkpoint=
+    (blocks,)``, JAX's gradient of the unsegmented loop with each step's solve kept."""
+    with jax.enable_x64():
+        blocks = cell.steps // every
+
+        def value_and_grad(checkpoint):
+            run = jax.value_and_grad(cell.run, argnums=(0, 1), has_aux=True)
+            return jax.jit(run, static_argnums=(2, 3))(cell.params, cell.current, every,
+                                                       checkpoint)
+
+        (_, ours), grads = value_and_grad(None)
+        (_, plain), plain_grads = value_and_grad((blocks,))
+        for name in ("v", "m", "i_clamp", "g_expsyn", "spikes", "spike_count"):
+            np.testing.assert_allclose(ours[name], plain[name], rtol=1e-13, atol=1e-12,
+                                       err_msg=name)
+        assert int(ours["spike_count"][0]) >= 1  # the gradient goes through a spike
+        for got, want in zip(jax.tree.leaves_with_path(grads), jax.tree.leaves(plain_grads),
+                             strict=True):
+            path, got = got
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-13,
+                                       err_msg=jax.tree_util.keystr(path))
+        assert float(jnp.abs(grads[0]["g_na"])) > 0 and float(jnp.abs(grads[1]).max()) > 0
+
+
+def test_forward_mode_through_the_default_loop(cell):
+    """``jax.jvp`` of a run (forward mode, which a custom VJP would refuse) equals the plain
+    loop's, and the directional derivative its gradient's projection."""
+    with jax.enable_x64():
+        direction = {name: 0.01 * jnp.ones_like(jnp.asarray(value))
+                     for name, value in cell.params.items()}
+
+        def loss(params, checkpoint):
+            return cell.run(params, cell.current, 1, checkpoint)[0]
+
+        ours = jax.jvp(lambda p: loss(p, None), (cell.params,), (direction,))[1]
+        plain = jax.jvp(lambda p: loss(p, (cell.steps,)), (cell.params,), (direction,))[1]
+        grads = jax.grad(loss)(cell.params, None)
+        projected = sum(jnp.sum(grads[name] * direction[name]) for name in grads)
+        np.testing.assert_allclose(ours, plain, rtol=1e-10)
+        np.testing.assert_allclose(ours, projected, rtol=1e-10)
