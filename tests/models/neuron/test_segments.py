@@ -40,8 +40,8 @@ def _run_toy(scan, weights, h0, xs):
 
 @pytest.mark.parametrize("length", [1, 4, 7, 30, 64])
 def test_segments_give_the_plain_scans_values_and_derivatives(length):
-    """31 steps (a prime) in segments of 1, 4 (8 of them, one step of padding), 7 (5, four
-    steps of padding), 31 and 31 (one segment)."""
+    """31 steps (a prime) asked in segments of 1, 4 (8 of them, one step of padding), 7 (5,
+    four steps of padding), and 30 or 64 (one segment of 31 steps)."""
     with jax.enable_x64():
         rng = np.random.default_rng(length)
         weights, h0 = (jnp.asarray(rng.normal(size=5)) for _ in range(2))
