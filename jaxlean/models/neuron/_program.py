@@ -292,7 +292,7 @@ SEGMENT_STEPS = 16
 """Steps the default backward pass recomputes together (``checkpoint=None``): each step's
 solve is kept, the rest of a segment's residuals live only while it is differentiated.
 On the bench's 10k-compartment cell at 10,000 steps, segments of 16 and 32 steps took
-within 3 % of each other's time and 8 about 3 % more; at 16 the gradient's temp memory
+within 3 % of each other's time and 8 took 3-5 % more; at 16 the gradient's temp memory
 was 503 MB, 415 MB of it the kept voltages (every step's state kept: 1,660 MB)."""
 
 
