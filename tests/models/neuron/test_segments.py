@@ -94,7 +94,7 @@ def test_segments_keep_only_what_the_policy_selects():
 class _Cell:
     """A soma with hh, a dendrite with synapses and a clamp (test_long_runs' cell)."""
 
-    dt, steps = 0.05, 200
+    dt, steps = 0.05, 211  # a prime: in segments of 16 steps, the last one is padded
 
     def __init__(self):
         base = Cell.from_parents([-1, 0, 1, 2], [20.0, 30.0, 30.0, 30.0], [8.0, 1.0, 1.0, 1.0],
@@ -128,9 +128,10 @@ def cell():
 
 @pytest.mark.parametrize("every", [1, 3, 2 * _program.SEGMENT_STEPS + 1])
 def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, every):
-    """200 steps recorded every 1, 3 (66 blocks, 2 steps left over) and 33 steps (longer than a
-    segment): values, spikes and the gradient of every parameter as with ``checkpoint=
-    (blocks,)``, JAX's gradient of the unsegmented loop with each step's solve kept."""
+    """211 steps recorded every 1 (14 segments of 16 steps, 13 padding steps), 3 (70 blocks
+    in segments of 5, 1 step left over) and 33 (longer than a segment): values, spikes and the
+    gradient of every parameter as with ``checkpoint=(blocks,)``, JAX's gradient of the
+    unsegmented loop with each step's solve kept."""
     with jax.enable_x64():
         blocks = cell.steps // every
 
