@@ -535,19 +535,22 @@ def packed(
     Trainable leaves are grouped by (group, dtype, sharding) and each group is
     concatenated into one buffer; each transformation sees its buffers (and the
     packed params, for weight decay), so the state is a few arrays. ``init``
-    decides, by probing each transformation (its state at the real shapes,
-    probe steps per leaf vs packed: :mod:`jaxlean.train._packed_views`), how it
-    runs exactly: elementwise ones (adam, sgd, lion, schedule-free, ...) on the
-    buffers; parts that mix elements and keep no state per leaf (global-norm,
-    block RMS and adaptive clipping, lamb's and lars' trust ratios) on per-leaf
-    views of the buffers, so their sums are optax's to the last bit; one that
-    mixes elements and keeps state per leaf (adafactor's factored moments,
-    novograd) is refused with a ConfigError naming it. Gradients must have the params'
-    tree, shapes and dtype class. Updates leave the buffers through slices
-    at runtime offsets (:mod:`jaxlean.train._split`), so same-shaped leaves
-    share one compiled kernel as they do per leaf: a jitted AdamW step over
-    32 to 192 unstacked leaves compiles in 0.62-0.92x the per-leaf time on
-    XLA:CPU (``jaxlean bench optim``).
+    decides, by probing each transformation (its state at the real shapes, probe
+    steps per leaf vs packed: :mod:`jaxlean.train._packed_views`), how it runs
+    exactly: elementwise ones (adam, sgd, lion, schedule-free, ...) on the buffers;
+    parts that mix elements and keep no state per leaf (global-norm, block RMS and
+    adaptive clipping, lamb's and lars' trust ratios) on per-leaf views of the
+    buffers, so their sums are optax's to the last bit (bf16 too, when XLA rounds
+    every bf16 operation as written: its default excess precision,
+    ``xla_allow_excess_precision``, keeps fused bf16 intermediates in f32 as each
+    program's fusion decides, which moves optax's own result between two programs as
+    much); one that mixes elements and keeps state per leaf (adafactor's factored
+    moments, novograd) is refused with a ConfigError naming it. Gradients must have
+    the params' tree, shapes and dtype class. Updates leave the buffers through
+    slices at runtime offsets (:mod:`jaxlean.train._split`), so same-shaped leaves
+    share one compiled kernel as they do per leaf: a jitted AdamW step over 32 to
+    192 unstacked leaves compiles in 0.62-0.92x the per-leaf time on XLA:CPU
+    (``jaxlean bench optim``).
     A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
     ``[B, m, n]`` buffers of all its same-shape matrices, layers and modules
     together, and its fallback the leaves with fewer than two axes. Frozen
