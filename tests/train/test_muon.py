@@ -13,6 +13,8 @@ from jaxlean.errors import ConfigError, StructureError
 from jaxlean.train.muon import matrix_transform, muon
 from jaxlean.train.packed import packed
 
+from .test_packed_optax import AS_WRITTEN
+
 LR, WD, ADAM_LR, ADAM_WD = 0.02, 0.1, 1e-3, 0.01
 
 
@@ -28,7 +30,8 @@ def train(runs, steps):
     """Each ``(transformation, params)`` of ``runs`` trained ``steps`` steps, all in one jit.
 
     The gradients, of a loss that changes each step, are elementwise in the params
-    (a tree split into its matrices gets the same ones).
+    (a tree split into its matrices gets the same ones). Every bf16 operation is rounded
+    as written (:data:`AS_WRITTEN`), the precision both sides are defined at.
     """
 
     def one(tx, params, scales):
@@ -42,7 +45,8 @@ def train(runs, steps):
 
     txs = [tx for tx, _ in runs]
     run = jax.jit(lambda trees, scales: [one(tx, p, scales) for tx, p in
-                                         zip(txs, trees, strict=True)])
+                                         zip(txs, trees, strict=True)],
+                  compiler_options=AS_WRITTEN)
     return run([p for _, p in runs], jnp.linspace(1.0, 3.0, steps))
 
 
