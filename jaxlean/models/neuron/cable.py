@@ -284,7 +284,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         computed at the voltage at the start of each step, as NEURON records
         them), ``"i_clamp"`` (nA); or ``{name: compartments}`` to record each
         name at its own compartments (instead of ``record``).
-      checkpoint: memory of the backward pass over time. ``None`` (fastest) keeps each
+      checkpoint: memory of the backward pass over time. ``None`` (the default) keeps each
         step's voltage, the solve's result, and recomputes the rest of the state 16 steps at
         a time (``_program.SEGMENT_STEPS``), solving nothing again: memory grows with the
         number of steps T by one vector per compartment and step. A single length equal to
