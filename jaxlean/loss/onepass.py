@@ -31,20 +31,20 @@ import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
-from jaxlean.loss.chunked import (
-    Head,
-    _block_stats,
-    _callable_operands,
-    _dot,
-    _finish,
-    _logits_cotangent,
-    _make_plan,
-    _Outs,
-    _Plan,
-    _scaled,
-    _Want,
-    _weight_block,
-    _zeros,
+from jaxlean.loss._checks import Head
+from jaxlean.loss._kernel import (
+    Outs,
+    Plan,
+    Want,
+    block_stats,
+    callable_operands,
+    dot,
+    finish,
+    logits_cotangent,
+    make_plan,
+    scaled_logits,
+    varying_zeros,
+    weight_block,
 )
 
 #: Largest float32 ``[tokens, vocab]`` logits block of a one-pass chunk (matrix heads;
@@ -80,7 +80,7 @@ def _dividing(n_tokens: int, limit: int) -> int:
 
 
 def onepass_plan(n_tokens: int, vocab: int, width: int, is_matrix: bool, chunk_size: int,
-                 want: _Want, dtype: Any, heads: int = 1) -> _Plan:
+                 want: Want, dtype: Any, heads: int = 1) -> Plan:
     """Token chunks over the whole vocabulary: a matrix head's chunk keeps ``[C, V]``
     float32 under :data:`ONEPASS_BLOCK_BYTES` (for each of ``heads`` heads) and
     divides the tokens where it can. A head larger than
@@ -90,8 +90,8 @@ def onepass_plan(n_tokens: int, vocab: int, width: int, is_matrix: bool, chunk_s
     limit = chunk_size
     if is_matrix:
         limit = min(limit, max(8, ONEPASS_BLOCK_BYTES // (4 * vocab * heads)))
-    plan = _make_plan(n_tokens, vocab, width, is_matrix, _dividing(max(n_tokens, 1), limit),
-                      None, want, dtype)
+    plan = make_plan(n_tokens, vocab, width, is_matrix, _dividing(max(n_tokens, 1), limit),
+                     None, want, dtype)
     if is_matrix and 4 * width * vocab <= WHOLE_HEAD_BYTES:
         plan = plan._replace(block=vocab, n_blocks=1)
     return plan
@@ -101,13 +101,13 @@ class HeadOps:
     """A matrix or callable head: its differentiable operands, one chunk's ``[C, V]``
     logits, and the chunk's gradient contributions."""
 
-    def __init__(self, head: Head, plan: _Plan, width: int, dtype: Any):
+    def __init__(self, head: Head, plan: Plan, width: int, dtype: Any):
         self.plan = plan
         self.is_matrix = isinstance(head, (jax.Array, np.ndarray))
         if self.is_matrix:
             self.operands, self.apply = jnp.asarray(head), None
         else:
-            self.operands, self.apply = _callable_operands(head, plan.chunk, width, dtype)
+            self.operands, self.apply = callable_operands(head, plan.chunk, width, dtype)
 
     def _diff(self, ops):
         return eqx.partition(ops, eqx.is_inexact_array)
@@ -118,18 +118,18 @@ class HeadOps:
         if not self.is_matrix:
             return self.apply(ops, h).astype(plan.dtype)
         if plan.n_blocks == 1:
-            return _dot(h, ops, plan.dtype)
+            return dot(h, ops, plan.dtype)
 
         def block(b, out):
-            logits = _dot(h, _weight_block(ops, plan, b), plan.dtype)
+            logits = dot(h, weight_block(ops, plan, b), plan.dtype)
             return lax.dynamic_update_slice_in_dim(out, logits, plan.block_start(b), 1)
 
-        out = _zeros((h.shape[0], plan.vocab), plan.dtype, ops, h)
+        out = varying_zeros((h.shape[0], plan.vocab), plan.dtype, ops, h)
         return lax.fori_loop(0, plan.n_blocks, block, out)
 
     def grad_init(self, ops, *like):
         diff = ops if self.is_matrix else self._diff(ops)[0]
-        return jax.tree.map(lambda x: _zeros(x.shape, self.plan.dtype, x, *like), diff)
+        return jax.tree.map(lambda x: varying_zeros(x.shape, self.plan.dtype, x, *like), diff)
 
     def vjp(self, ops, h: jax.Array, need_ops: bool, need_h: bool
             ) -> tuple[jax.Array, Callable]:
@@ -159,8 +159,8 @@ class HeadOps:
         plan = self.plan
         if plan.n_blocks == 1:
             if need_ops:
-                acc = acc + _dot(h.T, dl.astype(h.dtype), plan.dtype)
-            dh = _dot(dl.astype(w.dtype), w.T, plan.dtype) if need_h else None
+                acc = acc + dot(h.T, dl.astype(h.dtype), plan.dtype)
+            dh = dot(dl.astype(w.dtype), w.T, plan.dtype) if need_h else None
             return acc, dh
 
         def block(b, carry):
@@ -170,14 +170,14 @@ class HeadOps:
                             lax.dynamic_slice_in_dim(dl, start, plan.block, 1), 0)
             if need_ops:  # add in place into the accumulator's columns
                 old = lax.dynamic_slice_in_dim(acc, start, plan.block, 1)
-                new = old + _dot(h.T, dlb.astype(h.dtype), plan.dtype)
+                new = old + dot(h.T, dlb.astype(h.dtype), plan.dtype)
                 acc = lax.dynamic_update_slice_in_dim(acc, new, start, 1)
             if need_h:
-                wb = _weight_block(w, plan, b)
-                dh = dh + _dot(dlb.astype(wb.dtype), wb.T, plan.dtype)
+                wb = weight_block(w, plan, b)
+                dh = dh + dot(dlb.astype(wb.dtype), wb.T, plan.dtype)
             return acc, dh
 
-        dh = _zeros(h.shape, plan.dtype, w, h, dl) if need_h else None
+        dh = varying_zeros(h.shape, plan.dtype, w, h, dl) if need_h else None
         return lax.fori_loop(0, plan.n_blocks, block, (acc, dh))
 
     def cotangent(self, ops, g: jax.Array, acc):
@@ -204,7 +204,7 @@ def _scale(g: jax.Array, tree, like):
                         is_leaf=lambda x: x is None)
 
 
-def stats_loss(head: HeadOps, plan: _Plan, phi: PerToken):
+def stats_loss(head: HeadOps, plan: Plan, phi: PerToken):
     """custom_vjp ``(operands, hidden [n, C, H], targets [n, C], data, fixed) ->
     (sum of phi, Stats [n, C])``; the returned statistics carry no gradient."""
 
@@ -220,8 +220,8 @@ def stats_loss(head: HeadOps, plan: _Plan, phi: PerToken):
                 logits, pullback = head.vjp(ops, h, need_ops, need_h)
             else:
                 logits = head.logits(ops, h)
-            scaled = _scaled(logits, plan)
-            outs = _finish(_block_stats(scaled, t, 0, None, plan))
+            scaled = scaled_logits(logits, plan)
+            outs = finish(block_stats(scaled, t, 0, None, plan))
             stats = Stats(outs.target, outs.lse, outs.entropy, outs.total)
             if not grads:
                 return (total + jnp.sum(phi(stats, d, f)), acc), (stats, None, None)
@@ -229,16 +229,16 @@ def stats_loss(head: HeadOps, plan: _Plan, phi: PerToken):
             g_stats, g_data = vjp(jnp.ones_like(values))
             dh = None
             if pullback is not None:
-                g = _Outs(*g_stats, top=jnp.zeros((*values.shape, 0), plan.dtype),
-                          top_ids=None)
-                dl = _logits_cotangent(scaled, t, 0, None, outs, g, plan) * plan.inv_temperature
+                g = Outs(*g_stats, top=jnp.zeros((*values.shape, 0), plan.dtype),
+                         top_ids=None)
+                dl = logits_cotangent(scaled, t, 0, None, outs, g, plan) * plan.inv_temperature
                 acc, dh = pullback(dl, acc)
             return (total + jnp.sum(values), acc), (stats, dh, g_data if need_data else None)
 
         like = jax.tree.leaves((ops, hidden, data))
         acc = head.grad_init(ops, *like) if need_ops else None
         (total, acc), (stats, dh, d_data) = lax.scan(
-            step, (_zeros((), plan.dtype, *like), acc), (hidden, targets, data, fixed))
+            step, (varying_zeros((), plan.dtype, *like), acc), (hidden, targets, data, fixed))
         return total, stats, (acc, dh, d_data)
 
     @jax.custom_vjp
@@ -266,7 +266,7 @@ def stats_loss(head: HeadOps, plan: _Plan, phi: PerToken):
     return loss
 
 
-def chunk_tokens(x: jax.Array, plan: _Plan, n_lead: int) -> jax.Array:
+def chunk_tokens(x: jax.Array, plan: Plan, n_lead: int) -> jax.Array:
     """``x [*batch, *trailing]`` (``n_lead`` batch dims) as ``[n_chunks, chunk, *trailing]``,
     zero-padded."""
     trailing = x.shape[n_lead:]
@@ -277,13 +277,13 @@ def chunk_tokens(x: jax.Array, plan: _Plan, n_lead: int) -> jax.Array:
     return flat.reshape(plan.n_chunks, plan.chunk, *trailing)
 
 
-def unchunk(x: jax.Array, plan: _Plan, batch: tuple[int, ...]) -> jax.Array:
+def unchunk(x: jax.Array, plan: Plan, batch: tuple[int, ...]) -> jax.Array:
     return x.reshape(plan.chunk * plan.n_chunks, *x.shape[2:])[:plan.n_tokens].reshape(
         *batch, *x.shape[2:])
 
 
 def onepass_sum(hidden: jax.Array, head: Head, ids: jax.Array, phi: PerToken, data: Any,
-                fixed: Any, want: _Want, chunk_size: int, vocab: int, dtype: Any
+                fixed: Any, want: Want, chunk_size: int, vocab: int, dtype: Any
                 ) -> tuple[jax.Array, Stats]:
     """``sum_t phi(stats_t, data_t, fixed_t)`` over the tokens of ``hidden [..., H]`` (one
     pass, gradients in the forward), and the per-token :class:`Stats` (no gradient).
@@ -317,7 +317,7 @@ def onepass_sum(hidden: jax.Array, head: Head, ids: jax.Array, phi: PerToken, da
 Pointwise = Callable[[jax.Array, jax.Array, Any], jax.Array]
 
 
-def divergence_loss(student: HeadOps, teacher: HeadOps, plan: _Plan, f: Pointwise, top_k: int,
+def divergence_loss(student: HeadOps, teacher: HeadOps, plan: Plan, f: Pointwise, top_k: int,
                     phi: Callable[[jax.Array, Any, Any], jax.Array]):
     """custom_vjp ``(ops_s, hs [n, C, Hs], ops_t, ht [n, C, Ht], data, fixed) ->
     (sum of phi(divergence, data, fixed), divergence [n, C])``, gradients in the forward.
@@ -375,7 +375,7 @@ def divergence_loss(student: HeadOps, teacher: HeadOps, plan: _Plan, f: Pointwis
         acc_s = student.grad_init(ops_s, *like) if need_s else None
         acc_t = teacher.grad_init(ops_t, *like) if need_t else None
         (total, acc_s, acc_t), (div, dhs, dht, d_data) = lax.scan(
-            step, (_zeros((), plan.dtype, *like), acc_s, acc_t), (hs, ht, data, fixed))
+            step, (varying_zeros((), plan.dtype, *like), acc_s, acc_t), (hs, ht, data, fixed))
         return total, div, (acc_s, dhs, acc_t, dht, d_data)
 
     @jax.custom_vjp
@@ -417,7 +417,7 @@ def onepass_divergence_sum(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Arra
     both_matrix = all(isinstance(h, (jax.Array, np.ndarray)) for h in (head_s, head_t))
     width = max(hidden_s.shape[-1], hidden_t.shape[-1])
     plan = onepass_plan(n_tokens, vocab, width, both_matrix, chunk_size,
-                        _Want(temperature=temperature), dtype, heads=2)
+                        Want(temperature=temperature), dtype, heads=2)
     student = HeadOps(head_s, plan, hidden_s.shape[-1], hidden_s.dtype)
     teacher = HeadOps(head_t, plan, hidden_t.shape[-1], hidden_t.dtype)
     real = jnp.arange(plan.chunk * plan.n_chunks).reshape(plan.n_chunks, plan.chunk) < n_tokens

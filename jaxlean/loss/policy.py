@@ -16,19 +16,19 @@ import jax
 import jax.numpy as jnp
 
 from jaxlean.errors import ConfigError, StructureError
-from jaxlean.loss.chunked import (
+from jaxlean.loss._checks import (
     IGNORE_INDEX,
     Head,
-    _head_vocab,
-    _keep,
-    _masked_targets,
-    _outs,
-    _targets,
-    _Want,
     check_ignore_index,
     check_temperature,
-    one_pass_applies,
+    head_vocab,
+    keep_mask,
+    masked_targets,
+    split_targets,
 )
+from jaxlean.loss._kernel import Want
+from jaxlean.loss._per_token import target_outs
+from jaxlean.loss.chunked import one_pass_applies
 from jaxlean.loss.onepass import onepass_sum
 from jaxlean.loss.vocab_parallel import VocabParallel
 
@@ -147,16 +147,16 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
                              f"{list(jnp.shape(advantages))}")
     high = clip_eps if clip_eps_high is None else clip_eps_high
 
-    want = _Want(entropy=True, temperature=temperature)  # entropy: a bonus or a diagnostic
-    targets = _masked_targets(tokens, mask)
+    want = Want(entropy=True, temperature=temperature)  # entropy: a bonus or a diagnostic
+    targets = masked_targets(tokens, mask)
     if one_pass_applies(hidden, head, chunk_size, vocab_chunk, vocab_parallel):
         return _one_pass(hidden, head, targets, old_logprobs, advantages, mask, ref_logprobs,
                          PolicyOptions(clip_eps, high, kl_coef, kl_estimator, entropy_coef,
                                        normalization), want, chunk_size, ignore_index)
-    outs, t = _outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel,
-                    ignore_index)
+    outs, t = target_outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel,
+                          ignore_index)
     logprobs, entropy = outs.target - outs.lse, outs.entropy
-    weights = _weights(_keep(mask, t), shape, logprobs.dtype)
+    weights = _weights(keep_mask(mask, t), shape, logprobs.dtype)
     terms = _terms(logprobs, entropy, old_logprobs, advantages, ref_logprobs, weights,
                    PolicyOptions(clip_eps, high, kl_coef, kl_estimator, entropy_coef,
                                  normalization))
@@ -205,15 +205,15 @@ def _terms(logprobs, entropy, old_logprobs, advantages, ref_logprobs, weights,
 
 
 def _one_pass(hidden, head, targets, old_logprobs, advantages, mask, ref_logprobs,
-              opt: PolicyOptions, want: _Want, chunk_size: int, ignore_index) -> PolicyLoss:
+              opt: PolicyOptions, want: Want, chunk_size: int, ignore_index) -> PolicyLoss:
     """:func:`policy_gradient_loss` with the gradient of ``loss`` computed in the forward
     pass (:func:`jaxlean.loss.onepass.onepass_sum`): the normalisation becomes per-token
     coefficients (they depend on the weights only), so ``loss`` is a sum over tokens."""
     shape = targets.shape
-    vocab, logits_dtype = _head_vocab(head, hidden, min(chunk_size, math.prod(shape)))
+    vocab, logits_dtype = head_vocab(head, hidden, min(chunk_size, math.prod(shape)))
     dtype = jnp.promote_types(jnp.float32, logits_dtype)
-    t = _targets(targets, vocab, check_ignore_index(ignore_index))
-    weights = _weights(_keep(mask, t), shape, dtype)
+    t = split_targets(targets, vocab, check_ignore_index(ignore_index))
+    weights = _weights(keep_mask(mask, t), shape, dtype)
     tiny = jnp.finfo(dtype).tiny
     if opt.normalization == "token":
         coef = weights / jnp.maximum(jnp.sum(weights), tiny)

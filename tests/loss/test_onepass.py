@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxlean._random import normal
-from jaxlean.loss import chunked, onepass
+from jaxlean.loss import _kernel, onepass
 from jaxlean.loss.chunked import cross_entropy
 from jaxlean.loss.distill import distill_loss
 from jaxlean.loss.policy import policy_gradient_loss
@@ -51,7 +51,7 @@ def _products(how, monkeypatch):
     """Products with the whole head, or by vocabulary blocks (the last one shifted)."""
     if how == BLOCKS:
         monkeypatch.setattr(onepass, "WHOLE_HEAD_BYTES", 0)
-        monkeypatch.setattr(chunked, "AUTO_BLOCK_BYTES", 4 * 16 * 128)
+        monkeypatch.setattr(_kernel, "AUTO_BLOCK_BYTES", 4 * 16 * 128)
 
 
 @pytest.mark.parametrize("dtype, how", [(jnp.float32, WHOLE), (jnp.bfloat16, BLOCKS)],
