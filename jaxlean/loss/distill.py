@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlean._args import reject_renamed
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss._checks import (
     IGNORE_INDEX,
@@ -96,11 +97,11 @@ def _check(hidden_s, hidden_t, divergence, beta, top_k):
 def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t: Head, *,
                  divergence: Divergence = "forward_kl", beta: float = 0.5,
                  top_k: int | None = None, temperature: float = 1.0,
-                 mask: jax.Array | None = None, labels: jax.Array | None = None,
+                 mask: jax.Array | None = None, targets: jax.Array | None = None,
                  ignore_index: int | None = IGNORE_INDEX, reduction: Reduction = "mean",
                  teacher_grad: bool = False, chunk_size: int = 1024,
                  vocab_chunk: int | None = None,
-                 vocab_parallel: VocabParallel | None = None) -> jax.Array:
+                 vocab_parallel: VocabParallel | None = None, **renamed: Any) -> jax.Array:
     """Divergence between a student's and a teacher's next-token distributions, per token.
 
     With ``p_s = softmax(hidden_s @ head_s / temperature)`` and ``p_t`` likewise:
@@ -125,12 +126,13 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
         temperature: both heads' logits are divided by it (> 0).
         mask, reduction: per-token weights and reduction as in
             :func:`jaxlean.loss.chunked.cross_entropy`.
-        labels: optional ``[..., T]`` token ids as a Hugging Face collator writes them
-            (as in TRL's GKD): positions whose label is ``ignore_index`` count for
-            nothing (prompts, padding); the ids themselves are not used. A label
+        targets: optional ``[..., T]`` target ids as a Hugging Face collator writes its
+            labels (as in TRL's GKD): positions whose target is ``ignore_index`` count
+            for nothing (prompts, padding); the ids themselves are not used. A target
             outside ``[0, V)`` that is not ``ignore_index`` raises :class:`DataError`
-            when concrete and makes the loss NaN under ``jit``.
-        ignore_index: the label meaning "no loss here" (``None``: nothing ignored).
+            when concrete and makes the loss NaN under ``jit``. (Called ``labels``
+            before; that keyword now raises a :class:`ConfigError`.)
+        ignore_index: the target meaning "no loss here" (``None``: nothing ignored).
         teacher_grad: also differentiate with respect to the teacher (by default
             it is a constant: no teacher gradient is computed or stored).
         chunk_size: tokens per chunk.
@@ -143,6 +145,7 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
     Returns:
         A scalar, or ``[..., T]`` for ``reduction="none"``; float32 (float64 for float64 inputs).
     """
+    reject_renamed(renamed, {"labels": "targets"}, "distill_loss")
     temperature = check_temperature(temperature)
     _check(hidden_s, hidden_t, divergence, beta, top_k)
     check_chunk("chunk_size", chunk_size)
@@ -152,12 +155,12 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
         raise StructureError(f"mask shape {list(jnp.shape(mask))} must equal the token shape "
                              f"{list(hidden_s.shape[:-1])}")
     ignore_index = check_ignore_index(ignore_index)
-    if labels is not None and (not hasattr(labels, "shape") or tuple(labels.shape) != tuple(
-            hidden_s.shape[:-1]) or not jnp.issubdtype(labels.dtype, jnp.integer)):
-        raise StructureError(f"labels must be integer ids of the token shape "
+    if targets is not None and (not hasattr(targets, "shape") or tuple(targets.shape) != tuple(
+            hidden_s.shape[:-1]) or not jnp.issubdtype(targets.dtype, jnp.integer)):
+        raise StructureError(f"targets must be integer ids of the token shape "
                              f"{list(hidden_s.shape[:-1])}, got "
-                             f"{getattr(labels, 'dtype', type(labels).__name__)} "
-                             f"{list(getattr(labels, 'shape', []))}")
+                             f"{getattr(targets, 'dtype', type(targets).__name__)} "
+                             f"{list(getattr(targets, 'shape', []))}")
     if not teacher_grad:
         hidden_t, head_t = as_constant((hidden_t, head_t))
     batch = hidden_s.shape[:-1]
@@ -174,7 +177,7 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
     both_matrix = all(isinstance(h, (jax.Array, np.ndarray)) for h in (head_s, head_t))
     if vocab_chunk is not None and not both_matrix:
         raise ConfigError("vocab_chunk needs [H, V] matrix heads for both student and teacher")
-    t = None if labels is None else split_targets(labels, vocab_s, ignore_index, "label")
+    t = None if targets is None else split_targets(targets, vocab_s, ignore_index)
     if t is not None:
         mask = keep_mask(mask, t)
     if n_tokens == 0:

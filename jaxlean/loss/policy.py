@@ -10,11 +10,12 @@ reference policy, masking and normalisation) is per-token arithmetic.
 from __future__ import annotations
 
 import math
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from jaxlean._args import reject_renamed
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss._checks import (
     IGNORE_INDEX,
@@ -87,8 +88,9 @@ def _normalize(per_token: jax.Array, weights: jax.Array, how: Normalization) -> 
     return jnp.mean(per_sequence)
 
 
-def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
-                         old_logprobs: jax.Array, advantages: jax.Array, *,
+def policy_gradient_loss(hidden: jax.Array, head: Head, targets: jax.Array | None = None,
+                         old_logprobs: jax.Array | None = None,
+                         advantages: jax.Array | None = None, *,
                          mask: jax.Array | None = None, clip_eps: float = 0.2,
                          clip_eps_high: float | None = None,
                          ref_logprobs: jax.Array | None = None, kl_coef: float = 0.0,
@@ -96,8 +98,9 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
                          normalization: Normalization = "token", temperature: float = 1.0,
                          chunk_size: int = 1024, vocab_chunk: int | None = None,
                          vocab_parallel: VocabParallel | None = None,
-                         ignore_index: int | None = IGNORE_INDEX) -> PolicyLoss:
-    """Clipped surrogate objective of PPO / GRPO over sampled ``tokens``, chunked.
+                         ignore_index: int | None = IGNORE_INDEX,
+                         **renamed: Any) -> PolicyLoss:
+    """Clipped surrogate objective of PPO / GRPO over the sampled ``targets``, chunked.
 
     Per token, with ``ratio = exp(log pi - old_logprobs)`` and advantage ``A``:
     ``-min(ratio * A, clip(ratio, 1 - clip_eps, 1 + clip_eps_high) * A)
@@ -106,9 +109,12 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
     Args:
         hidden: the policy's final hidden states ``[B, T, H]``.
         head: ``[H, V]`` matrix or callable head, as in :func:`token_logprobs`.
-        tokens: the sampled token ids ``[B, T]`` (the targets).
-        old_logprobs: ``[B, T]`` log-probs of ``tokens`` under the sampling policy.
+        targets: the sampled token ids ``[B, T]`` whose log-probs are optimised
+            (called ``tokens`` before; that keyword now raises a :class:`ConfigError`).
+        old_logprobs: ``[B, T]`` log-probs of ``targets`` under the sampling policy.
         advantages: ``[B]`` (one per sequence, as in GRPO) or ``[B, T]``.
+            ``targets``, ``old_logprobs`` and ``advantages`` are required (their
+            ``None`` defaults only let the old keyword be refused by name).
         mask: ``[B, T]`` weights (0 on prompts and padding); ``None`` for all ones.
         clip_eps, clip_eps_high: the ratio's clip range ``[1 - clip_eps, 1 + clip_eps_high]``
             (``clip_eps_high`` defaults to ``clip_eps``; DAPO raises it).
@@ -120,13 +126,18 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
             ``"sequence"`` (mean over each sequence's tokens, then over sequences).
         temperature: the sampling temperature (logits are divided by it).
         chunk_size, vocab_chunk, vocab_parallel: as in :func:`token_logprobs`.
-        ignore_index: tokens equal to it count for nothing, as if masked out (their
-            log-prob is 0). Any other token outside ``[0, V)`` raises
+        ignore_index: targets equal to it count for nothing, as if masked out (their
+            log-prob is 0). Any other target outside ``[0, V)`` raises
             :class:`DataError` when concrete and makes the loss NaN under ``jit``.
 
     Returns:
         A :class:`PolicyLoss`.
     """
+    reject_renamed(renamed, {"tokens": "targets"}, "policy_gradient_loss")
+    missing = [name for name, x in (("targets", targets), ("old_logprobs", old_logprobs),
+                                    ("advantages", advantages)) if x is None]
+    if missing:
+        raise TypeError(f"policy_gradient_loss() missing required argument(s) {missing}")
     temperature = check_temperature(temperature)
     if normalization not in ("token", "sequence"):
         raise ConfigError(f"unknown normalization {normalization!r}: use 'token' or 'sequence'")
@@ -134,13 +145,13 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
         raise ConfigError(f"unknown kl_estimator {kl_estimator!r}: use 'k1', 'k2' or 'k3'")
     if kl_coef and ref_logprobs is None:
         raise ConfigError("kl_coef is non-zero but no ref_logprobs were given")
-    if not hasattr(tokens, "shape") or tokens.ndim != 2:
-        raise StructureError(f"tokens must be [B, T], got {getattr(tokens, 'shape', tokens)}")
-    shape = tuple(tokens.shape)
+    if not hasattr(targets, "shape") or targets.ndim != 2:
+        raise StructureError(f"targets must be [B, T], got {getattr(targets, 'shape', targets)}")
+    shape = tuple(targets.shape)
     for name, x in (("old_logprobs", old_logprobs), ("ref_logprobs", ref_logprobs),
                     ("mask", mask)):
         if x is not None and tuple(jnp.shape(x)) != shape:
-            raise StructureError(f"{name} shape {list(jnp.shape(x))} must equal tokens shape "
+            raise StructureError(f"{name} shape {list(jnp.shape(x))} must equal targets shape "
                                  f"{list(shape)}")
     if jnp.shape(advantages) not in (shape, shape[:1]):
         raise StructureError(f"advantages must be [B] or [B, T] = {list(shape)}, got "
@@ -148,7 +159,7 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, tokens: jax.Array,
     high = clip_eps if clip_eps_high is None else clip_eps_high
 
     want = Want(entropy=True, temperature=temperature)  # entropy: a bonus or a diagnostic
-    targets = masked_targets(tokens, mask)
+    targets = masked_targets(targets, mask)
     if one_pass_applies(hidden, head, chunk_size, vocab_chunk, vocab_parallel):
         return _one_pass(hidden, head, targets, old_logprobs, advantages, mask, ref_logprobs,
                          PolicyOptions(clip_eps, high, kl_coef, kl_estimator, entropy_coef,
@@ -190,7 +201,7 @@ def _weights(mask, shape, dtype) -> jax.Array:
 
 def _terms(logprobs, entropy, old_logprobs, advantages, ref_logprobs, weights,
            opt: PolicyOptions) -> _Terms:
-    """The per-token objective and its parts (``advantages`` ``[B]`` or like the tokens)."""
+    """The per-token objective and its parts (``advantages`` ``[B]`` or like the targets)."""
     adv = jnp.asarray(advantages, logprobs.dtype)
     adv = adv[..., None] if adv.ndim == logprobs.ndim - 1 else adv
     log_ratio = jnp.where(weights != 0, logprobs - old_logprobs, 0)

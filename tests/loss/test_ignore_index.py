@@ -58,7 +58,7 @@ CASES = {
     "policy_gradient_loss": (
         lambda h, w, t: policy_gradient_loss(h, w, t, OLD, ADV, chunk_size=3),
         lambda h, w: policy_gradient_loss(h, w, TARGETS, OLD, ADV, mask=KEEP, chunk_size=3)),
-    "distill_loss": (lambda h, w, t: distill_loss(h, w, TEACHER, HEAD[::-1], labels=t),
+    "distill_loss": (lambda h, w, t: distill_loss(h, w, TEACHER, HEAD[::-1], targets=t),
                      lambda h, w: distill_loss(h, w, TEACHER, HEAD[::-1], mask=KEEP)),
 }
 # The eager path differs from the jitted one only in the range check (the same code makes

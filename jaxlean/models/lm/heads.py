@@ -88,7 +88,7 @@ def distill(student: Transformer, teacher: Transformer, tokens: Array, *,
         attention_mask: ``[B, T]`` False at padding tokens (both models).
         adapter_ids, teacher_adapter_ids: ``[B]`` LoRA adapters per example, per model.
         **options: ``divergence``, ``beta``, ``top_k``, ``temperature``, ``mask``,
-            ``labels`` (-100 where there is no loss), ``ignore_index``, ``reduction``,
+            ``targets`` (-100 where there is no loss), ``ignore_index``, ``reduction``,
             ``teacher_grad``, ... of :func:`jaxlean.loss.distill.distill_loss`.
     """
     inputs_s, head_s = _hidden_and_head(student, tokens, attention_mask, adapter_ids)
