@@ -141,7 +141,7 @@ def _ignore_cases():
                         lambda m: jnp.where(ignored, 0, token_stats(m, tokens, targets).logprobs)),
         "policy_loss": (lambda m, t: policy_loss(m, tokens, t, old, adv).loss,
                         lambda m: policy_loss(m, tokens, targets, old, adv, mask=keep).loss),
-        "distill": (lambda m, t: distill(m, teacher, tokens, labels=t),
+        "distill": (lambda m, t: distill(m, teacher, tokens, targets=t),
                     lambda m: distill(m, teacher, tokens, mask=keep)),
     }
     return config, jnp.where(ignored, -100, targets), cases
