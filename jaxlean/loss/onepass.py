@@ -47,6 +47,10 @@ from jaxlean.loss._kernel import (
     weight_block,
 )
 
+__all__ = ["ONEPASS_BLOCK_BYTES", "WHOLE_HEAD_BYTES", "HeadOps", "PerToken", "Pointwise",
+           "Stats", "chunk_tokens", "divergence_loss", "onepass_divergence_sum", "onepass_plan",
+           "onepass_sum", "stats_loss", "unchunk"]
+
 #: Largest float32 ``[tokens, vocab]`` logits block of a one-pass chunk (matrix heads;
 #: a callable head's chunk is ``chunk_size`` tokens).
 ONEPASS_BLOCK_BYTES = 64 * 2**20

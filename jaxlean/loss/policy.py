@@ -33,6 +33,16 @@ from jaxlean.loss.chunked import one_pass_applies
 from jaxlean.loss.onepass import onepass_sum
 from jaxlean.loss.vocab_parallel import VocabParallel
 
+__all__ = [
+    "KL_ESTIMATORS",
+    "KLEstimator",
+    "Normalization",
+    "PolicyLoss",
+    "PolicyOptions",
+    "kl_estimate",
+    "policy_gradient_loss",
+]
+
 KLEstimator = Literal["k1", "k2", "k3"]
 KL_ESTIMATORS = ("k1", "k2", "k3")
 Normalization = Literal["token", "sequence"]

@@ -24,6 +24,8 @@ from jax.sharding import PartitionSpec as P
 from jaxlean.errors import ConfigError
 from jaxlean.parallel.mesh import axis_names
 
+__all__ = ["Axes", "VocabParallel", "sharded_token_stats"]
+
 Axes = str | tuple[str, ...]
 
 
