@@ -394,7 +394,7 @@ def make_plan(n_tokens, vocab, width, head_is_matrix, chunk_size, vocab_chunk, w
 
 
 def callable_operands(head: Callable, chunk: int, width: int, dtype: Any
-                       ) -> tuple[Any, Callable]:
+                      ) -> tuple[Any, Callable]:
     """``(operands, apply)`` with ``apply(operands, h) == head(h)`` and every array the head
     uses (its own pytree leaves and the arrays it closes over) in ``operands``."""
     params, static = eqx.partition(head, eqx.is_array)

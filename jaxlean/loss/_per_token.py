@@ -77,7 +77,7 @@ def token_outs(hidden, head, targets, chunk_size, vocab_chunk, want: Want) -> Ou
 
 def target_outs(hidden, head, targets, chunk_size, vocab_chunk, want: Want,
                 vocab_parallel: VocabParallel | None, ignore_index: int | None
-          ) -> tuple[Outs, Targets]:
+                ) -> tuple[Outs, Targets]:
     """:func:`token_outs` (per vocabulary shard when the head is split over a mesh) of the
     safe target ids, with ignored and invalid targets applied (see :func:`apply_targets`)."""
     check_inputs(hidden, targets)
