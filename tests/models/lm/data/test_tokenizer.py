@@ -56,7 +56,7 @@ def test_missing_paths_and_template_are_refused_by_name(tmp_path, model_dir):
     with pytest.raises(CheckpointError, match="no such directory"):
         load_tokenizer(tmp_path / "absent")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(CheckpointError, match="neither tokenizer.json"):
+    with pytest.raises(CheckpointError, match=r"neither tokenizer\.json"):
         load_tokenizer(tmp_path / "empty")
     with pytest.raises(CheckpointError, match="is a file"):
         load_tokenizer(model_dir / "tokenizer.json")
