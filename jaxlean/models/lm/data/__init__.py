@@ -10,7 +10,8 @@
 - :mod:`.batches`: padded or packed batches, shuffled per epoch from a seed, resumable.
 
 Nothing here imports ``transformers``, ``tokenizers`` or ``datasets`` until it is used
-(the ``text`` extra: ``pip install "jaxlean[text]"``).
+(the ``text`` extra, ``pip install "jaxlean[text]"``; parquet files and
+``datasets.Dataset``: the ``datasets`` extra).
 """
 
 from __future__ import annotations

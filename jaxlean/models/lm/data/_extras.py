@@ -7,11 +7,11 @@ from types import ModuleType
 
 __all__ = ["require"]
 
-INSTALL = 'pip install "jaxlean[text]"'
 
-
-def require(module: str, purpose: str) -> ModuleType:
-    """Import ``module``, or raise ``ModuleNotFoundError`` naming it, ``purpose`` and the extra."""
+def require(module: str, purpose: str, extra: str = "text") -> ModuleType:
+    """Import ``module``, or raise ``ModuleNotFoundError`` naming it, ``purpose`` and the extra
+    that installs it (``text``: tokenizers, transformers, jinja2; ``datasets``: datasets,
+    pyarrow)."""
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as error:
@@ -19,5 +19,5 @@ def require(module: str, purpose: str) -> ModuleType:
         if error.name is None or error.name.partition(".")[0] != top:
             raise
         raise ModuleNotFoundError(
-            f"{purpose} needs the {top!r} package, which is not installed: {INSTALL} "
-            f"(or pip install {top})", name=top) from None
+            f"{purpose} needs the {top!r} package, which is not installed: "
+            f'pip install "jaxlean[{extra}]" (or pip install {top})', name=top) from None

@@ -67,7 +67,7 @@ def read_records(source: str | Path | Iterable[Mapping[str, Any]], *,
         if suffix == ".json":
             return _json(path, field)
         if suffix == ".parquet":
-            parquet = require("pyarrow.parquet", "reading parquet files")
+            parquet = require("pyarrow.parquet", "reading parquet files", "datasets")
             rows = parquet.read_table(path).to_pylist()
             return [_record(row, f"{path.name} row {i}") for i, row in enumerate(rows)]
         raise DataError(f"read_records: {str(path)!r} has suffix {path.suffix!r}; accepted: "
