@@ -1,14 +1,17 @@
-"""Supervised fine-tuning on chat-formatted data, labels written as Hugging Face writes them.
+"""Supervised fine-tuning on text: a chat dataset, the model's own tokenizer and chat template.
 
-Each example is a conversation rendered with a chat template
-(``<user> a + b <end> <assistant> answer <end>``); as in ``transformers``' and
-TRL's collators, the labels are the input ids with ``-100`` on the prompt (the
-user turn and the assistant header) and on the padding, so only the
-assistant's reply is learned. A tiny model written with ``save_pretrained`` is
-loaded back, fine-tuned with LoRA, and asked the held-out questions with
-``generate`` at the end; the adapter is saved in PEFT's layout.
+What a TRL ``SFTTrainer`` user starts from, built here so nothing is downloaded: a model
+directory with a real tokenizer (a byte-level BPE trained with the ``tokenizers`` library,
+``tokenizer.json``) and a ChatML chat template whose ``{% generation %}`` markers give the
+assistant-token mask, and a JSONL file of conversations
+(``{"messages": [{"role": "user", ...}, {"role": "assistant", ...}]}``). The conversations
+are tokenized with the chat template as ``transformers`` applies it, with the loss on the
+assistant's tokens only (TRL's ``assistant_only_loss=True``), optionally packed several to
+a row (``--packing``, TRL's ``packing=True``), and batched reproducibly from a seed. A tiny
+model is fine-tuned with LoRA, asked the held-out questions, and its replies decoded to text.
 
-    python examples/sft.py [--steps 150]
+    pip install "jaxlean[text]"   # tokenizers, transformers (no torch), jinja2
+    python examples/sft.py [--steps 150] [--packing]
 
 ``JAXLEAN_EXAMPLE_SIZE=small`` (what the test suite sets) runs fewer steps.
 Prints the loss as it goes and ``result: {json}`` at the end.
@@ -30,6 +33,7 @@ import numpy as np
 import optax
 
 from jaxlean import packed
+from jaxlean.models.lm.data import Batches, load_tokenizer, tokenize_records
 from jaxlean.models.lm.generate import generate
 from jaxlean.models.lm.hf import load_pretrained, save_pretrained
 from jaxlean.models.lm.lora import add_lora, is_lora_path
@@ -37,89 +41,120 @@ from jaxlean.models.lm.peft import save_lora
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
 from jaxlean.train.step import make_train_step
 
-PLUS, USER, ASSISTANT, END, PAD = 10, 11, 12, 13, 14  # ids 0-9 are the digits
-VOCAB = 16
-IGNORE = -100  # Hugging Face's "no label"
-WIDTH = 12  # every example padded to this many tokens: one compiled step
 SMALL = os.environ.get("JAXLEAN_EXAMPLE_SIZE") == "small"
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# ChatML, as Qwen writes it; {% generation %} marks what the assistant says.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['role'] == 'assistant' %}"
+    "{% generation %}{{ message['content'] + '<|im_end|>' }}{% endgeneration %}{{ '\\n' }}"
+    "{% else %}{{ message['content'] + '<|im_end|>\\n' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30 if SMALL else 150)
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--seq-length", type=int, default=32)
+    parser.add_argument("--packing", action="store_true", help="pack several chats per row")
     parser.add_argument("--lr", type=float, default=1e-2)
-    parser.add_argument("--out", help="where to write the checkpoint and adapter (default: temp)")
+    parser.add_argument("--out", help="where to write the model, data and adapter (default: temp)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 
 
-def digits(n: int) -> list[int]:
-    return [int(c) for c in str(n)]
+def conversation(a: int, b: int) -> dict:
+    return {"messages": [{"role": "user", "content": f"What is {a} + {b}?"},
+                         {"role": "assistant", "content": str(a + b)}]}
 
 
-def chat(a: int, b: int) -> tuple[list[int], list[int]]:
-    """The chat template: ``(prompt ids, reply ids)`` of one question and its answer."""
-    prompt = [USER, *digits(a), PLUS, *digits(b), END, ASSISTANT]
-    return prompt, [*digits(a + b), END]
+def write_tokenizer(directory: Path, corpus: list[str]) -> None:
+    """A byte-level BPE (digits split one by one) trained on ``corpus``, with the chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=SPECIALS, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(corpus, trainer)
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "chat_template": CHAT_TEMPLATE,
+              "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "model_max_length": 512}
+    (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
 
 
-def collate(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 off the reply)."""
-    ids = np.full((len(pairs), WIDTH), PAD, np.int32)
-    labels = np.full((len(pairs), WIDTH), IGNORE, np.int32)
-    for row, (a, b) in enumerate(pairs):
-        prompt, reply = chat(a, b)
-        ids[row, :len(prompt) + len(reply)] = prompt + reply
-        labels[row, len(prompt):len(prompt) + len(reply)] = reply
-    return ids, ids != PAD, labels
-
-
-def sft_loss(model, input_ids, attention_mask, labels):
-    """Mean cross-entropy of each next token whose label is not -100 (labels shifted as HF
-    does; the loss skips -100 targets itself, as ``transformers`` does)."""
+def sft_loss(model, input_ids, labels, attention_mask):
+    """Mean cross-entropy of the tokens whose label is not -100, labels shifted as Hugging
+    Face shifts them."""
     return loss(model, input_ids[:, :-1], labels[:, 1:], attention_mask=attention_mask[:, :-1])
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="sft-"))
-    config = TransformerConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+    rng = np.random.default_rng(args.seed)
+    questions = [(a, b) for a in range(10) for b in range(10)]
+    order = rng.permutation(len(questions))
+    held_out = [questions[i] for i in order[:16]]
+    train = [conversation(*questions[i]) for i in order[16:]]
+    with open(out / "train.jsonl", "w") as file:
+        file.writelines(json.dumps(record) + "\n" for record in train)
+
+    # The model directory: a tokenizer and chat template, and random weights beside them.
+    write_tokenizer(out / "tokenizer", [m["content"] for r in train for m in r["messages"]]
+                    + ["user", "assistant", "system"])
+    tokenizer = load_tokenizer(out / "tokenizer")
+    config = TransformerConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
                                num_layers=2, num_heads=4, num_kv_heads=2, qk_norm=True)
     random_model = eqx.filter_jit(lambda key: Transformer(config, key=key))
-    save_pretrained(random_model(jax.random.key(args.seed)), out / "base")
+    save_pretrained(random_model(jax.random.key(args.seed)), out / "base",
+                    tokenizer_from=out / "tokenizer")
 
+    # What SFTTrainer(model="base", train_dataset=..., args=SFTConfig(assistant_only_loss=True))
+    # does to the data: the chat template, the assistant mask, batches from a seed.
     model, config, _ = load_pretrained(out / "base", progress=False)
+    tokenizer = load_tokenizer(out / "base")
+    examples = tokenize_records(out / "train.jsonl", tokenizer, assistant_only_loss=True)
+    batches = Batches(examples, args.batch, args.seq_length, pad_id=tokenizer.pad_token_id,
+                      packing=args.packing, seed=args.seed)
+    print(f"{len(examples)} conversations in {len(batches.rows)} rows of {args.seq_length} "
+          f"tokens ({batches.efficiency:.0%} real tokens)", flush=True)
+
     model = add_lora(model, rank=8, key=jax.random.key(args.seed + 1),
                      targets=("q_proj", "v_proj", "up_proj", "down_proj"))
     tx = packed(optax.adam(args.lr), trainable=is_lora_path)
     state = tx.init(model)
     step = make_train_step(sft_loss, tx)
-
-    rng = np.random.default_rng(args.seed)
-    questions = [(a, b) for a in range(10) for b in range(10)]
-    order = rng.permutation(len(questions))
-    held_out = [questions[i] for i in order[:16]]
-    train = [questions[i] for i in order[16:]]
     losses = []
     for i in range(args.steps):
-        ids, attention, labels = collate([train[j] for j in rng.integers(0, len(train),
-                                                                     args.batch)])
-        model, state, value = step(model, state, jnp.asarray(ids),
-                                   attention_mask=jnp.asarray(attention),
-                                   labels=jnp.asarray(labels))
+        batch = next(batches)
+        model, state, value = step(model, state, jnp.asarray(batch["input_ids"]),
+                                   labels=jnp.asarray(batch["labels"]),
+                                   attention_mask=jnp.asarray(batch["attention_mask"]))
         losses.append(float(value))
         if i % 10 == 0 or i == args.steps - 1:
-            print(f"step {i:4d}  loss {losses[-1]:.4f}", flush=True)
+            print(f"step {i:4d}  loss {losses[-1]:.4f}  (epoch {batches.state.epoch})",
+                  flush=True)
 
-    prompts = [chat(a, b)[0] for a, b in held_out]
-    replies = generate(model, prompts, max_new_tokens=3, eos_id=END)
-    tokens, lengths = np.asarray(replies.tokens), np.asarray(replies.lengths)
-    answers = [tokens[i, :n].tolist() for i, n in enumerate(lengths)]
-    correct = sum(got == chat(a, b)[1] for got, (a, b) in zip(answers, held_out, strict=True))
+    # Ask the held-out questions through the chat template; read the replies as text.
+    prompts = [tokenizer.apply_chat_template(conversation(a, b)["messages"][:1],
+                                             add_generation_prompt=True)["input_ids"]
+               for a, b in held_out]
+    replies = tokenizer.decode_batch(generate(model, prompts, max_new_tokens=4,
+                                              eos_id=tokenizer.eos_token_id))
+    correct = sum(reply.strip() == str(a + b) for reply, (a, b) in zip(replies, held_out,
+                                                                       strict=True))
+    for reply, (a, b) in list(zip(replies, held_out, strict=True))[:4]:
+        print(f"  What is {a} + {b}?  ->  {reply!r}")
     print(f"held-out questions answered right: {correct} / {len(held_out)}")
     save_lora(model, out / "adapter", base_model=str(out / "base"))
     result = {"losses": losses, "held_out_correct": int(correct),
+              "efficiency": batches.efficiency,
               "adapter": sorted(p.name for p in (out / "adapter").iterdir())}
     print("result:", json.dumps(result), flush=True)
     return result
