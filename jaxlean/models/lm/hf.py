@@ -22,7 +22,6 @@ model that has them folds one in (``merge_adapter=``) or is refused (see
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from jaxlean.errors import ConfigError
+from jaxlean.models.lm._hf_source import Source, config_fields, recall, remember, with_ids
 from jaxlean.models.lm._safetensors import Reader, fill, safetensors_files
 from jaxlean.models.lm.hf_config import (
     GenerationSettings,
@@ -141,11 +141,23 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
                     merge_adapter: int | None = None) -> None:
     """Write ``model`` as a Hugging Face model directory.
 
-    ``config.json`` (see :func:`~jaxlean.models.lm.hf_config.config_to_hf`), the
-    weights as ``model.safetensors``, or above ``max_shard_bytes`` as
-    ``model-0000i-of-0000n.safetensors`` shards with ``model.safetensors.index.json``.
-    ``transformers.AutoModelForCausalLM.from_pretrained(directory)`` loads it with
-    no missing or unexpected keys.
+    ``config.json``, ``generation_config.json``, the weights as ``model.safetensors``,
+    or above ``max_shard_bytes`` as ``model-0000i-of-0000n.safetensors`` shards with
+    ``model.safetensors.index.json``. ``transformers.AutoModelForCausalLM.from_pretrained(
+    directory)`` loads it with no missing or unexpected keys.
+
+    Every field of the source's ``config.json`` and ``generation_config.json``
+    (``max_position_embeddings``, sampling defaults, ...) is written back unless
+    jaxlean changed it: the dtype when the weights' dtype is another, an id that
+    ``generation`` changes. The source is ``tokenizer_from`` when given, else the
+    checkpoint :func:`load_pretrained` read the model from (its config is the one
+    that load returned, or an equal one from ``with_options``; when several loaded
+    checkpoints of this architecture differ and the config is neither, a warning
+    says none is kept). A ``config.json`` of another architecture is not used.
+    Without a source, ``config.json`` has the fields of
+    :func:`~jaxlean.models.lm.hf_config.config_to_hf` (no ``max_position_embeddings``,
+    which jaxlean does not know) and ``generation_config.json`` is written only for
+    ``generation``.
 
     Args:
         model: the model; one with LoRA adapters is refused (naming them) unless
@@ -154,7 +166,8 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
             saves an adapter on its own).
         directory: created if needed.
         max_shard_bytes: the largest safetensors file.
-        generation: eos/pad/bos ids, written to ``generation_config.json`` and ``config.json``.
+        generation: eos/pad/bos ids, written to ``generation_config.json`` and ``config.json``
+            where they differ from the source's (all of them without a source).
         tokenizer_from: a model directory (the one the model was loaded from) whose
             tokenizer and chat-template files (:data:`TOKENIZER_FILES`,
             ``additional_chat_templates/``) are copied unchanged, so that
@@ -166,22 +179,30 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
     model = _base_only(model, merge_adapter, "save_pretrained")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    source = copy_tokenizer(tokenizer_from, directory) if tokenizer_from is not None else None
-    if generation is None and source is None and tokenizer_from is not None and (
-            Path(tokenizer_from) / "config.json").is_file():  # ids from the source's config.json
-        found = generation_settings(None, read_json(tokenizer_from))
-        generation = found if found != GenerationSettings((), None, None) else None
+    if tokenizer_from is not None:  # the named directory is the source
+        settings = copy_tokenizer(tokenizer_from, directory)
+        source = (read_json(tokenizer_from) if (Path(tokenizer_from) / "config.json").is_file()
+                  else None)
+        if generation is None and settings is None and source is not None:
+            found = generation_settings(None, source)  # ids from the source's config.json
+            generation = found if found != GenerationSettings((), None, None) else None
+        raw = settings.read_bytes() if settings is not None else None
+    else:  # the checkpoint the model was loaded from, if any
+        loaded = recall(model.config, "save_pretrained")
+        source = loaded.config if loaded is not None else None
+        raw = loaded.generation if loaded is not None else None
+        settings = None
+    hf = config_fields(model.config, _dtype_name(model.embed.dtype), source)
     target = directory / "generation_config.json"
-    hf = config_to_hf(model.config)
-    hf["torch_dtype"] = _dtype_name(model.embed.dtype)
     if generation is not None:
-        ids = {"eos_token_id": list(generation.eos_ids) or None,
-               "pad_token_id": generation.pad_id, "bos_token_id": generation.bos_id}
-        hf.update(ids)
-        settings = read_json(source) if source is not None else {}
-        target.write_text(json.dumps({**settings, **ids}, indent=2) + "\n")
-    elif source is not None and source.resolve() != target.resolve():
-        shutil.copyfile(source, target)
+        kept = read_json(settings) if settings is not None else (
+            json.loads(raw) if raw is not None else None)
+        before = (generation_settings(None, {**(source or {}), **(kept or {})})
+                  if source is not None or kept is not None else None)
+        hf = with_ids(hf, generation, before)
+        target.write_text(json.dumps(with_ids(kept or {}, generation, before), indent=2) + "\n")
+    elif raw is not None and (settings is None or settings.resolve() != target.resolve()):
+        target.write_bytes(raw)
     (directory / "config.json").write_text(json.dumps(hf, indent=2) + "\n")
     shards: list[dict[str, np.ndarray]] = [{}]
     size = 0
@@ -238,4 +259,7 @@ def load_pretrained(
         weight_map = read_json(index, index.name).get("weight_map", {})
         files = [directory / name for name in sorted(set(weight_map.values()))]
     reader = Reader(safetensors_files(files), composite="text_config" in hf)
-    return _load(reader, config, dtype, progress), config, generation_settings(directory, hf)
+    model = _load(reader, config, dtype, progress)
+    settings = directory / "generation_config.json"
+    remember(config, Source(hf, settings.read_bytes() if settings.is_file() else None))
+    return model, config, generation_settings(directory, hf)
