@@ -79,7 +79,7 @@ def recall(config: TransformerConfig, caller: str) -> Source | None:
         return mine[0]
     warnings.warn(f"{caller}: {len(sources)} checkpoints loaded in this process have this "
                   f"model's architecture but different config.json or generation_config.json "
-                  f"fields, and the model's config is not the one either load returned; only "
+                  f"fields, and the model's config is not one those loads returned; only "
                   f"the fields jaxlean knows are written (pass tokenizer_from=<the source "
                   f"directory> to keep that checkpoint's fields)", stacklevel=3)
     return None
