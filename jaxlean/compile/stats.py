@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
+import sys
 import threading
 import warnings
 from collections.abc import Sequence
@@ -184,7 +186,7 @@ class _Recorder:
             "pure_callback or a progress callback), and JAX's persistent compilation cache "
             "does not store programs with host callbacks, so every new process compiles it "
             f"again; move the callbacks out of {name} to have it cached",
-            UserWarning, stacklevel=2)
+            UserWarning, stacklevel=_caller_outside_jax())
 
     def count(self, field: str) -> None:
         """Add one to ``field`` in the totals and in the row of the function being compiled."""
@@ -219,6 +221,16 @@ class _Recorder:
         jax.monitoring.register_scalar_listener(self.on_scalar)
         jax.monitoring.register_event_listener(self.on_event)
         jax.monitoring.register_event_duration_secs_listener(self.on_duration)
+
+
+def _caller_outside_jax() -> int:
+    """The ``stacklevel`` (counted from the caller) of the first frame outside JAX and this
+    package: the line that called the compiled function, for a warning raised in a compile."""
+    skip = (os.path.dirname(jax.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 _RECORDER = _Recorder()

@@ -83,6 +83,8 @@ def test_uncacheable_warning_once_per_function(restore_jax_cache_config, fresh_w
             printed(jnp.ones(n))
         jax.jit(lambda x: x + 1)(jnp.ones(3))  # cacheable: no warning
     assert [m.split(" is ")[0] for m in _uncacheable_warnings(caught)] == ["jaxlean: jit(printed)"]
+    (where,) = [w.filename for w in caught if "uncacheable" in str(w.message)]
+    assert where == __file__  # the line that called the function, not JAX's internals
     row = cache_stats().functions["jit(printed)"]
     assert (row.uncacheable, row.misses) == (3, 0)
 
