@@ -2,7 +2,8 @@
 
 JAX's persistent compilation cache has no public hooks for what jaxlean does
 (swap in a safer file store, reset the "cache initialised" state, make cache
-keys process-invariant on multi-process CPU runs), and JAX runs XLA's cost
+keys process-invariant on multi-process CPU runs, see each lookup and write with
+its key, exact compile time and host callbacks), and JAX runs XLA's cost
 analysis only on a whole program (``compile_report`` needs it per loop body), so
 jaxlean reaches into ``jax._src``. Those names move between JAX releases, so
 they are all listed here, in :data:`INTERNALS`, with the shape jaxlean relies on
