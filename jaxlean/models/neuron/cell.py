@@ -204,7 +204,8 @@ class Cell:
         """This cell with ``mechanism`` on some compartments (a new ``Cell``).
 
         A density mechanism goes everywhere, or on the compartments of the given
-        SWC ``types``, ``branches`` or ``compartments`` (give at most one); a
+        SWC ``types``, ``branches`` (indices or section names, ``"soma[0]"``) or
+        ``compartments`` (give at most one); a
         point mechanism (a synapse) needs ``compartments``, one instance per
         entry. Inserting a mechanism again adds compartments (or instances).
 
@@ -269,6 +270,10 @@ def _selection(cell: Cell, mechanism: Mechanism, types: object, branches: object
     if not given:
         return None
     (key, value), = given.items()
+    if key == "branches":   # section names ("dend[3]") stand for their branch index
+        listed = [value] if isinstance(value, str) else value
+        if isinstance(listed, list | tuple) and any(isinstance(v, str) for v in listed):
+            value = [cell._branch_index(v, what + ": branches") for v in listed]
     values = np.atleast_1d(np.asarray(value))
     if values.ndim != 1 or values.size == 0 or not np.issubdtype(values.dtype, np.integer):
         raise ConfigError(f"{what}: {key} must be an integer or a non-empty sequence of them; "

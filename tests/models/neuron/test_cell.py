@@ -11,6 +11,7 @@ from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import _geometry, swc
 from jaxlean.models.neuron.cable import simulate
 from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.channels import hh
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 
@@ -106,3 +107,13 @@ def test_location_is_neurons_sec_x():
     assert plain.location(1, 0.9) == 2
     with pytest.raises(ConfigError, match="built from parents and has no section names"):
         plain.location("soma[0]")
+
+
+def test_insert_on_sections_by_name():
+    cell = Cell.from_swc(CORPUS / "line_order.swc", ncomp=2)
+    on = cell.insert(hh, branches=["soma[0]", "dend[2]"]).mechanisms[0].compartments
+    np.testing.assert_array_equal(on, [0, *cell.compartments_of("dend[2]")])
+    np.testing.assert_array_equal(cell.insert(hh, branches="dend[0]").mechanisms[0].compartments,
+                                  cell.compartments_of(1))
+    with pytest.raises(ConfigError, match=r"insert 'hh': branches: no section named 'axon\[0\]'"):
+        cell.insert(hh, branches="axon[0]")
