@@ -92,7 +92,7 @@ def _measure_layout(model: Any, data: tuple, mesh: Any, rules: Any,
     opt_state = tx.init(sharded)
     batch = shard_batch(data, mesh)
     state_bytes = _device_bytes((sharded, opt_state))
-    step = make_train_step(loss, tx)
+    step = make_train_step(loss, tx, donate="all")
     memory = step.lower(sharded, opt_state, *batch).compile().memory_analysis()
     trained, trained_state, first_loss = step(sharded, opt_state, *batch)
     trained, trained_state, after_loss = step(trained, trained_state, *batch)
@@ -192,9 +192,8 @@ def run(ctx: BenchContext) -> BenchResult:
     sizes = ", ".join(f"{key}={value}" for key, value in measured["config"].items())
     result.notes.append(
         f"Transformer {sizes}; global batch {measured['batch']} x {measured['length']} tokens "
-        "at every device count; make_train_step(loss), config remat='full', with its "
-        "default donation of "
-        "model and optimizer state, adamw(1e-3). Data parallel: mesh data=n, parameters "
+        "at every device count; make_train_step(loss, donate='all'), config remat='full', "
+        "donating model and optimizer state, adamw(1e-3). Data parallel: mesh data=n, parameters "
         "replicated, plain optax.adamw; FSDP: mesh fsdp=n, transformer_rules(), "
         "packed(optax.adamw).")
     result.notes.append(

@@ -182,3 +182,8 @@ def lora_mask(model: Any) -> Any:
         model,
         is_leaf=lambda node: isinstance(node, LoRA),
     )
+
+
+# The marker jaxlean.train reads (it does not import models): a model holding LoRA adapters
+# trains only them unless make_train_step / fit is given trainable= (PEFT freezes the base).
+LoRA.jaxlean_adapter = True
