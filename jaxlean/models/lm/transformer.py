@@ -17,8 +17,9 @@ be checked; there an out-of-range id embeds as NaN, so the loss comes out NaN
 rather than silently using another token. Call :func:`check_tokens` on each
 batch before a jitted step to get the clear error.
 
-The config lives in :mod:`jaxlean.models.lm.config` and the layer itself in
-:mod:`jaxlean.models.lm.layers`; their names are importable from here too.
+The config lives in :mod:`jaxlean.models.lm.config`, the layer itself in
+:mod:`jaxlean.models.lm.layers` and :func:`loss` / :func:`logprobs` in
+:mod:`jaxlean.models.lm.causal_loss`; their names are importable from here too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -33,9 +35,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from jaxlean._args import reject_renamed
 from jaxlean._random import normal_blocks
 from jaxlean.errors import ConfigError, DataError
-from jaxlean.loss.chunked import IGNORE_INDEX, VocabParallel, cross_entropy, token_logprobs
+from jaxlean.models.lm.causal_loss import logprobs, loss
 from jaxlean.models.lm.config import STRUCTURE_OPTIONS, TransformerConfig
 from jaxlean.models.lm.layers import (
     MLP,
@@ -46,14 +49,14 @@ from jaxlean.models.lm.layers import (
     init_layers,
     window_mask,
 )
-from jaxlean.models.lm.lora import Linear, LoRA
+from jaxlean.models.lm.lora import Linear, LoRA, check_adapter_ids
 from jaxlean.nn.layers import scan_layers, unstack
 from jaxlean.nn.remat import remat_body
 
 __all__ = [
     "MLP", "STRUCTURE_OPTIONS", "Attention", "DecoderLayer", "RMSNorm", "Transformer",
-    "TransformerConfig", "attend", "check_tokens", "logprobs", "loss", "positions_from_mask",
-    "window_mask",
+    "TransformerConfig", "attend", "check_attention_mask", "check_tokens", "logprobs", "loss",
+    "positions_from_mask", "window_mask",
 ]
 
 
@@ -82,6 +85,23 @@ def check_tokens(tokens: Array | np.ndarray, vocab_size: int, mask: Array | None
             f"{what} {int(ids[where])} at index {where} is outside the vocabulary "
             f"[0, {vocab_size}) ({len(bad)} id(s) out of range)"
         )
+
+
+def check_attention_mask(attention_mask: Array | None, shape: tuple[int, ...],
+                         argument: str = "attention_mask") -> None:
+    """Raise :class:`DataError` unless ``attention_mask`` is ``None`` or has ``shape``."""
+    if attention_mask is not None and tuple(jnp.shape(attention_mask)) != tuple(shape):
+        raise DataError(f"{argument} must have the input ids' shape {tuple(shape)} "
+                        f"([batch, length], False or 0 at padding), got "
+                        f"{tuple(jnp.shape(attention_mask))}")
+
+
+def _model_inputs(input_ids: Array | None, renamed: dict[str, Any], where: str) -> Array:
+    """``input_ids``, after refusing the old keywords (``tokens``, ``mask``) by their new names."""
+    reject_renamed(renamed, {"tokens": "input_ids", "mask": "attention_mask"}, where)
+    if input_ids is None:
+        raise TypeError(f"{where}() missing the argument 'input_ids'")
+    return input_ids
 
 
 def positions_from_mask(mask: Array) -> Array:
@@ -133,13 +153,14 @@ class Transformer(eqx.Module):
 
     def __call__(
         self,
-        tokens: Array,
+        input_ids: Array | None = None,
         *,
-        mask: Array | None = None,
+        attention_mask: Array | None = None,
         positions: Array | None = None,
         adapter_ids: Array | None = None,
+        **renamed: Any,
     ) -> Array:
-        """Full logits ``[B, T, vocab]`` of ``tokens[B, T]``, as a Hugging Face causal LM returns.
+        """Full logits ``[B, T, vocab]`` of ``input_ids[B, T]``, as Hugging Face's causal LM.
 
         This builds the ``[tokens, vocab]`` matrix: for inspection, tests and short
         inputs. Training and RL use :func:`loss` and :mod:`jaxlean.models.lm.heads`,
@@ -147,48 +168,56 @@ class Transformer(eqx.Module):
 
         Arguments as for :meth:`last_hidden_state`.
         """
-        hidden = self.last_hidden_state(tokens, mask=mask, positions=positions,
-                                        adapter_ids=adapter_ids)
+        input_ids = _model_inputs(input_ids, renamed, "Transformer.__call__")
+        hidden = self.last_hidden_state(input_ids, attention_mask=attention_mask,
+                                        positions=positions, adapter_ids=adapter_ids)
         return self.project(hidden, adapter_ids)
 
     def last_hidden_state(
         self,
-        tokens: Array,
+        input_ids: Array | None = None,
         *,
-        mask: Array | None = None,
+        attention_mask: Array | None = None,
         positions: Array | None = None,
         adapter_ids: Array | None = None,
+        **renamed: Any,
     ) -> Array:
-        """Final (normed) hidden states ``[B, T, hidden]`` of ``tokens[B, T]`` (the head's input).
+        """Final (normed) hidden states ``[B, T, hidden]`` of ``input_ids`` (the head's input).
 
         With ``config.compute_dtype`` set, every floating array is first cast to it.
+        The old keywords ``tokens=`` and ``mask=`` raise an error naming these.
 
         Args:
-            tokens: int token ids ``[batch, length]``.
-            mask: ``[batch, length]`` bool, False at padding (left padding for
-                generation); padded keys are never attended to.
-            positions: rotary positions; default ``0..T-1``, or with ``mask`` the
-                count of real tokens before each one (so left padding does not shift them).
-            adapter_ids: ``[batch]`` int, the LoRA adapter of each example.
+            input_ids: int token ids ``[batch, length]``.
+            attention_mask: ``[batch, length]`` bool or 0/1, False at padding (left or
+                right, as Hugging Face's); padded keys are never attended to.
+            positions: rotary positions; default ``0..T-1``, or with ``attention_mask``
+                the count of real tokens before each one (so left padding does not
+                shift them; with right padding this is ``0..T-1`` as in Hugging Face).
+            adapter_ids: ``[batch]`` int, the LoRA adapter of each example (checked
+                against the adapters' count when concrete).
         """
+        input_ids = _model_inputs(input_ids, renamed, "Transformer.last_hidden_state")
         model = self.in_compute_dtype()
-        h, _ = model._forward(tokens, mask, positions, adapter_ids, collect=False)
+        h, _ = model._forward(input_ids, attention_mask, positions, adapter_ids, collect=False)
         return model.norm(h)
 
     def hidden_states(
         self,
-        tokens: Array,
+        input_ids: Array | None = None,
         *,
-        mask: Array | None = None,
+        attention_mask: Array | None = None,
         positions: Array | None = None,
         adapter_ids: Array | None = None,
+        **renamed: Any,
     ) -> Array:
         """Every layer's output ``[layers, B, T, hidden]`` (before the final norm).
 
         Arguments as for :meth:`last_hidden_state`.
         """
-        _, per_layer = self.in_compute_dtype()._forward(tokens, mask, positions, adapter_ids,
-                                                        collect=True)
+        input_ids = _model_inputs(input_ids, renamed, "Transformer.hidden_states")
+        _, per_layer = self.in_compute_dtype()._forward(input_ids, attention_mask, positions,
+                                                        adapter_ids, collect=True)
         return per_layer
 
     def in_compute_dtype(self) -> Transformer:
@@ -216,7 +245,10 @@ class Transformer(eqx.Module):
     def _forward(self, tokens, mask, positions, adapter_ids, collect: bool):
         """``(h, per_layer)``: the last layer's output and, with ``collect``, every layer's."""
         if jnp.ndim(tokens) != 2:
-            raise DataError(f"tokens must have shape [batch, length], got {jnp.shape(tokens)}")
+            raise DataError(f"input_ids must have shape [batch, length], got "
+                            f"{jnp.shape(tokens)}")
+        check_attention_mask(mask, tokens.shape)
+        check_adapter_ids(self, adapter_ids, tokens.shape[0])
         length = tokens.shape[1]
         h = self.embed_tokens(tokens)
         slots = jnp.arange(length)
@@ -254,6 +286,7 @@ class Transformer(eqx.Module):
         down-projections of all adapters are appended to ``hidden`` (zero except
         the example's own) and the callable head adds ``... @ b`` for them.
         """
+        check_adapter_ids(self, adapter_ids, hidden.shape[0] if hidden.ndim > 1 else None)
         model = self.in_compute_dtype()
         if model.config.compute_dtype is not None:
             hidden = hidden.astype(model.config.compute_dtype)
@@ -279,61 +312,3 @@ class Transformer(eqx.Module):
         """Full logits ``[..., vocab]`` of final (normed) hidden states, LoRA head included."""
         inputs, head = self.head(hidden, adapter_ids)
         return head(inputs) if callable(head) else inputs @ head
-
-
-def loss(
-    model: Transformer,
-    tokens: Array,
-    targets: Array,
-    mask: Array | None = None,
-    *,
-    attention_mask: Array | None = None,
-    adapter_ids: Array | None = None,
-    z_loss: float = 0.0,
-    chunk_size: int = 1024,
-    vocab_parallel: VocabParallel | None = None,
-    ignore_index: int | None = IGNORE_INDEX,
-) -> Array:
-    """Mean next-token cross-entropy over ``mask``, never building ``[tokens, vocab]`` logits.
-
-    The layers run as ``model.config`` says (``remat``, ``nested``, ``scan``).
-
-    Args:
-        model: the transformer.
-        tokens: ``[B, T]`` input ids.
-        targets: ``[B, T]`` ids to predict at each position (usually ``tokens`` shifted);
-            positions whose target is ``ignore_index`` count for nothing.
-        mask: ``[B, T]`` weights of the loss per position (padding and prompts at 0).
-        attention_mask: ``[B, T]`` False at padding tokens (not attended to).
-        adapter_ids: ``[B]`` LoRA adapter per example.
-        z_loss: weight of the ``logsumexp**2`` auxiliary loss.
-        chunk_size: tokens per loss chunk.
-        vocab_parallel: the head is split over a mesh axis's vocabulary; each
-            device computes its part of the logsumexp (:class:`jaxlean.loss.chunked.VocabParallel`).
-        ignore_index: the "no loss here" target (Hugging Face's ``-100`` labels; ``None``:
-            none). Any other target outside the vocabulary raises when concrete and
-            makes the loss NaN under ``jit``.
-    """
-    hidden = model.last_hidden_state(tokens, mask=attention_mask, adapter_ids=adapter_ids)
-    inputs, head = model.head(hidden, adapter_ids)
-    return cross_entropy(inputs, head, targets, mask=mask, z_loss=z_loss, chunk_size=chunk_size,
-                         vocab_parallel=vocab_parallel, ignore_index=ignore_index)
-
-
-def logprobs(
-    model: Transformer,
-    tokens: Array,
-    targets: Array,
-    *,
-    attention_mask: Array | None = None,
-    adapter_ids: Array | None = None,
-    chunk_size: int = 1024,
-    vocab_parallel: VocabParallel | None = None,
-    ignore_index: int | None = IGNORE_INDEX,
-) -> Array:
-    """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks; 0
-    where the target is ``ignore_index``."""
-    hidden = model.last_hidden_state(tokens, mask=attention_mask, adapter_ids=adapter_ids)
-    inputs, head = model.head(hidden, adapter_ids)
-    return token_logprobs(inputs, head, targets, chunk_size=chunk_size,
-                          vocab_parallel=vocab_parallel, ignore_index=ignore_index)
