@@ -36,6 +36,9 @@ from jaxlean.models.lm.transformer import (
 )
 from jaxlean.nn.layers import scan_layers
 
+__all__ = ["FINISH_REASONS", "Buckets", "KVCache", "Rollout", "bucket", "decode_step", "generate",
+           "prefill"]
+
 
 class KVCache(NamedTuple):
     """Keys/values of all layers and which slots hold real tokens.
