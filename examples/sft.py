@@ -75,12 +75,6 @@ def collate(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.nd
     return ids, ids != PAD, labels
 
 
-def sft_loss(model, input_ids, attention_mask, labels):
-    """Mean cross-entropy of each next token whose label is not -100 (labels shifted as HF
-    does; the loss skips -100 targets itself, as ``transformers`` does)."""
-    return loss(model, input_ids[:, :-1], labels[:, 1:], attention_mask=attention_mask[:, :-1])
-
-
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="sft-"))
@@ -94,7 +88,9 @@ def main(argv: list[str] | None = None) -> dict:
                      targets=("q_proj", "v_proj", "up_proj", "down_proj"))
     tx = packed(optax.adam(args.lr), trainable=is_lora_path)
     state = tx.init(model)
-    step = make_train_step(sft_loss, tx)
+    # loss(model, input_ids, labels=..., attention_mask=...) is transformers' causal-LM
+    # loss: labels shifted inside, -100 skipped.
+    step = make_train_step(loss, tx)
 
     rng = np.random.default_rng(args.seed)
     questions = [(a, b) for a in range(10) for b in range(10)]

@@ -110,7 +110,7 @@ def test_ref_and_policy_sharing_the_base_survive_three_steps():
     lora_before = policy.layers.mlp.up_proj.lora.b
     values = []
     for _ in range(3):
-        policy, state, value = step(policy, state, x, y)
+        policy, state, value = step(policy, state, x, targets=y)
         values.append(float(value))
     # the base is the very same arrays as ref's, alive and unchanged; the adapters trained
     assert policy.embed is ref.embed
