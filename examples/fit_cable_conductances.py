@@ -20,7 +20,7 @@ import optax
 from jaxlean.models.neuron import swc
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 
-NAMES = ("g_na", "g_k", "g_leak")
+NAMES = ("g_na", "g_k", "gl")
 DT, T_MAX = 0.05, 20.0
 
 

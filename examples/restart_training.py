@@ -6,10 +6,16 @@ restarted process reads the checkpoint in the background while it compiles its
 step from the state's shapes (``jax.eval_shape``: nothing is computed), and the
 persistent compilation cache turns that compile into a lookup.
 
+Checkpoints are written in the background: "saving checkpoint" is printed when a
+save starts, and "checkpoint of step N saved" once it is committed on disk
+(``Checkpointer.newly_saved``), so a job killed after that line resumes at step N
+(or at a later step saved meanwhile), never earlier.
+
 Run without arguments, this script plays both runs: it starts itself once with
 ``--die-at 12`` (the process kills itself after step 12, as a preemption would,
 whatever checkpoint write is in flight), then again without it, and prints
 where the second run resumed and how long it took to its first step.
+``--die-after-save`` kills the process right after its first "saved" line instead.
 """
 
 from __future__ import annotations
@@ -26,7 +32,12 @@ from pathlib import Path
 START = time.time()
 
 
-def train(workdir: Path, steps: int, die_at: int | None) -> None:
+def _die(reason: str) -> None:
+    print(reason, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def train(workdir: Path, steps: int, die_at: int | None, die_after_save: bool = False) -> None:
     """Train an MLP for ``steps`` steps, checkpointing every 5, resuming if possible."""
     import equinox as eqx
     import jax
@@ -69,13 +80,21 @@ def train(workdir: Path, steps: int, die_at: int | None) -> None:
             if i == state["step"] + 1:
                 print(f"first step done {time.time() - START:.2f} s after process start "
                       f"({cache_stats().summary()})")
+            for saved in checkpoints.newly_saved():  # committed since the last step
+                print(f"checkpoint of step {saved} saved", flush=True)
+                if die_after_save:
+                    _die(f"step {i}: killed")
             if i % 5 == 0:
                 checkpoints.save(i, {"model": model, "opt_state": opt_state, "data_key": key,
                                      "step": i})
-                print(f"step {i}: loss {float(value):.4f}, checkpoint saved")
+                print(f"step {i}: loss {float(value):.4f}, saving checkpoint")
             if i == die_at:
-                print(f"step {i}: killed", flush=True)
-                os.kill(os.getpid(), signal.SIGKILL)
+                for saved in checkpoints.newly_saved():
+                    print(f"checkpoint of step {saved} saved")
+                _die(f"step {i}: killed")
+        checkpoints.wait()
+        for saved in checkpoints.newly_saved():
+            print(f"checkpoint of step {saved} saved")
     print(f"finished {steps} steps, final loss {float(value):.4f}")
 
 
@@ -85,9 +104,11 @@ def main() -> None:
                                                      "both runs in a temporary directory)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--die-at", type=int, help="kill this process after that step")
+    parser.add_argument("--die-after-save", action="store_true",
+                        help="kill this process right after it reports a checkpoint saved")
     args = parser.parse_args()
     if args.workdir is not None:
-        train(args.workdir, args.steps, args.die_at)
+        train(args.workdir, args.steps, args.die_at, args.die_after_save)
         return
     with tempfile.TemporaryDirectory(prefix="jaxlean-restart-") as scratch:
         command = [sys.executable, __file__, "--workdir", scratch, "--steps", str(args.steps)]

@@ -88,12 +88,6 @@ def write_tokenizer(directory: Path, corpus: list[str]) -> None:
     (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
 
 
-def sft_loss(model, input_ids, labels, attention_mask):
-    """Mean cross-entropy of the tokens whose label is not -100, labels shifted as Hugging
-    Face shifts them."""
-    return loss(model, input_ids[:, :-1], labels[:, 1:], attention_mask=attention_mask[:, :-1])
-
-
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="sft-"))
@@ -129,7 +123,9 @@ def main(argv: list[str] | None = None) -> dict:
                      targets=("q_proj", "v_proj", "up_proj", "down_proj"))
     tx = packed(optax.adam(args.lr), trainable=is_lora_path)
     state = tx.init(model)
-    step = make_train_step(sft_loss, tx)
+    # loss(model, input_ids, labels=..., attention_mask=...) is transformers' causal-LM
+    # loss: labels shifted inside, -100 skipped.
+    step = make_train_step(loss, tx)
     losses = []
     for i in range(args.steps):
         batch = next(batches)

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> dict:
     for i in range(args.steps):
         batch = synthetic_batch(i, args.batch, args.length, args.vocab, args.seed)
         tokens, targets = shard_batch(batch, mesh)
-        model, opt_state, loss = step(model, opt_state, tokens, targets)
+        model, opt_state, loss = step(model, opt_state, tokens, targets=targets)
         losses.append(float(loss))
         if leader and (i % 5 == 0 or i == args.steps - 1):
             print(f"step {i:4d}  loss {losses[-1]:.4f}  ({time.perf_counter() - start:.1f} s)",

@@ -6,6 +6,25 @@ per-layer rematerialisation; see ``README.md`` for each capability.
 The names below are imported on first use (PEP 562), so ``import jaxlean``
 costs nothing beyond Python, and ``from jaxlean import fit`` imports what
 ``fit`` needs, not the checkpoint, Hugging Face or benchmark code.
+
+Subpackages (``help()`` on each says more):
+
+- ``jaxlean.models.lm``: a Llama / Mistral / Qwen-style decoder and what fine-tuning
+  it needs: ``Transformer``, ``TransformerConfig``, ``loss``, ``logprobs``; Hugging
+  Face checkpoints ``load_pretrained``, ``save_pretrained`` (``.hf``); LoRA
+  ``add_lora``, ``is_lora_path`` (``.lora``) and PEFT adapter files ``save_lora``,
+  ``load_lora``, ``merge_lora`` (``.peft``); KV-cache sampling ``generate``
+  (``.generate``); ``token_stats``, ``policy_loss``, ``distill`` on the model's head
+  (``.heads``). ``from jaxlean.models.lm import Transformer, load_pretrained`` works.
+- ``jaxlean.models.neuron``: a differentiable neuron cable simulator that discretises
+  cells as NEURON does (``simulate`` in ``.cable``, ``Cell``, SWC files, ``hh``, ``pas``).
+- ``jaxlean.models.pmm``: pyPMM's parametric matrix model (``AffineObservablePMM``).
+- ``jaxlean.loss``: chunked cross-entropy, distillation and policy-gradient losses.
+- ``jaxlean.train``: ``fit``, ``make_train_step``, ``packed`` optimizers, ``muon``,
+  checkpoints.
+- ``jaxlean.nn``, ``jaxlean.linalg``, ``jaxlean.parallel``, ``jaxlean.compile``: layer
+  stacks and remat, tree and tridiagonal solvers, meshes, the compilation cache.
+- ``jaxlean.bench`` and the ``jaxlean`` command (``jaxlean bench``, ``jaxlean cache``).
 """
 
 from __future__ import annotations

@@ -18,14 +18,15 @@ import jaxlean
 from jaxlean._progress import Progress
 from jaxlean.compile.cli import add_cache_parser
 
+__all__ = ["build_parser", "main"]
+
 console = Console()
 
 
 def _bench(args: argparse.Namespace) -> int:
     import jax
 
-    from jaxlean.bench import BenchContext, available
-    from jaxlean.bench._report import rich_report, write_outputs
+    from jaxlean.bench import BenchContext, available, rich_report, write_outputs
 
     registry = available()
     if args.list:

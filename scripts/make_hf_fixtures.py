@@ -5,14 +5,17 @@ For each supported family this saves, under ``tests/models/lm/fixtures/<name>/``
 (the same model in the 4.x layout: top-level ``rope_theta`` / ``rope_scaling``),
 ``model.safetensors``, and ``expected.npz`` with the inputs and Hugging Face's
 float32 logits, next-token log-probs and greedy tokens (``generate(do_sample=False)``
-on a left-padded batch). Under ``composite/<name>/`` it saves tiny vision-language
-checkpoints (LLaVA, Mistral 3) with the logits they compute on text alone. The tests
-compare jaxlean against these without torch.
+on a left-padded batch), and ``loss.npz``: the causal-LM loss ``transformers``
+computes from ``labels`` (unshifted, ``-100`` on prompts and padding) and an
+``attention_mask`` on a right-padded batch. Under ``composite/<name>/`` it saves tiny
+vision-language checkpoints (LLaVA, Mistral 3) with the logits they compute on text
+alone. The tests compare jaxlean against these without torch.
 
 Needs the ``hf-parity`` extra (torch, transformers)::
 
     pip install -e '.[hf-parity]'
-    python scripts/make_hf_fixtures.py
+    python scripts/make_hf_fixtures.py           # everything (new random weights)
+    python scripts/make_hf_fixtures.py loss      # loss.npz only, from the stored weights
 """
 
 from __future__ import annotations
@@ -101,6 +104,41 @@ def write(name: str, config_class: str, options: dict, seed: int) -> None:
     np.savez_compressed(folder / "expected.npz", tokens=tokens.astype(np.int32), mask=mask,
                         logits=logits.astype(np.float32), logprobs=logprobs.astype(np.float32),
                         greedy=greedy.astype(np.int32))
+    write_loss(name, seed)
+
+
+def hf_loss(model, input_ids: np.ndarray, attention_mask: np.ndarray,
+            labels: np.ndarray) -> float:
+    """``transformers``' own causal-LM loss: ``model(input_ids, attention_mask, labels).loss``."""
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor(input_ids),
+                    attention_mask=torch.tensor(attention_mask.astype(np.int64)),
+                    labels=torch.tensor(labels.astype(np.int64)))
+    return float(out.loss)
+
+
+def loss_batch(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A right-padded batch as SFT collators write it: ``(input_ids, attention_mask, labels)``
+    with labels ``-100`` on each row's prompt and padding."""
+    rng = np.random.default_rng(100 + seed)
+    lengths, prompts = [LENGTH, LENGTH - 3, LENGTH - 1], [0, 2, 4]
+    ids = rng.integers(1, SIZES["vocab_size"], (3, LENGTH))
+    attention = np.arange(LENGTH)[None] < np.array(lengths)[:, None]
+    ids[~attention] = 0
+    labels = np.where(attention, ids, -100)
+    for row, prompt in enumerate(prompts):
+        labels[row, :prompt] = -100
+    return ids.astype(np.int32), attention, labels.astype(np.int32)
+
+
+def write_loss(name: str, seed: int) -> None:
+    """``loss.npz``: the stored checkpoint's loss on :func:`loss_batch`, as HF computes it."""
+    folder = OUT / name
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, attn_implementation="eager", dtype=torch.float32).eval()
+    ids, attention, labels = loss_batch(seed)
+    np.savez_compressed(folder / "loss.npz", input_ids=ids, attention_mask=attention,
+                        labels=labels, loss=np.float32(hf_loss(model, ids, attention, labels)))
 
 
 TEXT = dict(vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
@@ -144,7 +182,15 @@ def write_composite(name: str, seed: int) -> None:
 
 
 def main() -> None:
-    """Every fixture; ``composite`` as the argument writes the composite ones only."""
+    """Every fixture; ``composite`` as the argument writes the composite ones only, ``loss``
+    each family's ``loss.npz`` only (from the checkpoint already stored)."""
+    if sys.argv[1:] == ["loss"]:
+        for seed, name in enumerate(FAMILIES):
+            write_loss(name, seed)
+            print("wrote", OUT / name / "loss.npz", file=sys.stderr)
+        print(f"transformers {transformers.__version__}, torch {torch.__version__}",
+              file=sys.stderr)
+        return
     if sys.argv[1:] != ["composite"]:
         for seed, (name, (config_class, options)) in enumerate(FAMILIES.items()):
             write(name, config_class, options, seed)

@@ -12,7 +12,12 @@ Each case is described once in :data:`CASES`; the test reads the same
 description from the fixture file, so the two cannot drift apart. The SWC corpus
 (:data:`CORPUS`: the shapes of real reconstructions that Import3d reads in its
 own way) is written to ``fixtures/corpus/*.swc`` and simulated like the others;
-for every SWC case the fixture also holds NEURON's ``nseg`` and segment areas.
+for every SWC case the fixture also holds NEURON's section names (Import3d's order), ``nseg``
+and segment areas, and each recorded site as the ``(section name, x)`` a NEURON user writes.
+Recordings start at ``t = 0`` (``Vector.record`` after ``finitialize``).
+
+``pyramidal_soma_hh`` is the NEURON habit: ``hh`` on the soma, ``pas`` on every other section,
+nothing set (NEURON's defaults of both, ``hh``'s leak included, and ``Ra = 35.4``).
 """
 
 from __future__ import annotations
@@ -158,10 +163,13 @@ _CORPUS = {"kind": "swc", "dt": 0.025, "t_max": 10.0, "amp": 1.0, "delay": 1.0, 
            "celsius": 6.3, "Ra": 35.4}
 CASES = {
     "passive_cable": {"kind": "cable", "n": 25, "length": 500.0, "diam": 2.0, "dt": 0.025,
-                      "t_max": 10.0, "amp": 0.1, "delay": 1.0, "dur": 5.0, "celsius": 6.3},
+                      "t_max": 10.0, "amp": 0.1, "delay": 1.0, "dur": 5.0, "celsius": 6.3,
+                      "g_pas": 3e-4, "e_pas": -54.3},
     "y_hh": {**_SWC, "swc": "y", "nseg": ["ncomp", 2], "amp": 0.4},
     "y_hh_16c": {**_SWC, "swc": "y", "nseg": ["ncomp", 2], "amp": 0.4, "celsius": 16.3},
     "pyramidal_hh": {**_SWC, "swc": "pyramidal", "nseg": ["ncomp", 2], "amp": 1.0},
+    "pyramidal_soma_hh": {**_CORPUS, "swc": "pyramidal", "nseg": ["d_lambda", 0.1, 100.0],
+                          "amp": 4.0, "dur": 6.0, "channels": "soma_hh"},
     **{f"corpus_{name}": {**_CORPUS, "swc": f"corpus/{name}", "nseg": ["d_lambda", 0.1, 100.0]}
        for name in CORPUS},
 }
@@ -203,6 +211,9 @@ def _swc_cell(h, case: dict):
     for section in sections:
         section.Ra, section.cm = case["Ra"], 1.0
         section.nseg = _nseg(h, section, case["nseg"], section.name().startswith("soma"))
+        if case.get("channels") == "soma_hh":  # the NEURON habit, every value NEURON's default
+            section.insert("hh" if section.name().startswith("soma") else "pas")
+            continue
         section.insert("hh")
         for segment in section:
             for name, value in HH.items():
@@ -223,7 +234,7 @@ def _cable(h, case: dict):
     cable.Ra, cable.cm = 100.0, 1.0
     cable.insert("pas")
     for segment in cable:
-        segment.g_pas, segment.e_pas = 3e-4, -54.3
+        segment.g_pas, segment.e_pas = case["g_pas"], case["e_pas"]
     n = case["n"]
     chosen = [0, n // 2, n - 1]
     keep = [cable((k + 0.5) / n) for k in chosen]
@@ -245,11 +256,16 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
     h.celsius, h.dt, h.secondorder = case["celsius"], case["dt"], 0
     h.cvode_active(0)
     recordings = [h.Vector().record(segment._ref_v) for segment in segments]
+    time = h.Vector().record(h._ref_t)
     h.finitialize(-65.0)
     h.continuerun(case["t_max"])
     steps = round(case["t_max"] / case["dt"])
-    v = np.stack([np.asarray(r)[1: steps + 1] for r in recordings], axis=1)
-    result = {"v": v, "sites": np.asarray(sites, dtype=np.int64),
+    v = np.stack([np.asarray(r)[: steps + 1] for r in recordings], axis=1)
+    result = {"v": v, "t": np.asarray(time)[: steps + 1],
+              "sites": np.asarray(sites, dtype=np.int64),
+              "site_names": np.asarray([segment.sec.name() for segment in segments]),
+              "site_x": np.asarray([segment.x for segment in segments]),
+              "names": np.asarray([s.name() for s in sections]),
               "nseg": np.asarray([s.nseg for s in sections], dtype=np.int64),
               "area": np.asarray([segment.area() for s in sections for segment in s]),
               "case": np.asarray(json.dumps(case)),

@@ -9,7 +9,13 @@ soma and a 10-segment dendrite) is built in NEURON with:
   16.3 degC, driven by an ``IClamp``; spikes detected by a ``NetCon``;
 * ``synapses``: ``hh`` soma, ``pas`` dendrite, an ``ExpSyn`` and an ``Exp2Syn``
   receiving spike times (``NetCon.event``);
-* ``seclamp``: ``hh`` soma held by an ``SEClamp`` at three levels.
+* ``seclamp``: ``hh`` soma held by an ``SEClamp`` at three levels;
+* ``defaults``: ``soma.insert("hh")``, ``dend.insert("pas")`` and nothing set: NEURON's
+  own defaults of ``hh`` (its leak ``gl_hh``, ``el_hh`` included) and ``pas``.
+
+The other cases set ``hh``'s and ``pas``'s values (:data:`HH`, :data:`PAS`, NEURON's names)
+explicitly, ``pas`` to ``hh``'s leak. Every recording starts at ``t = 0`` (``Vector.record``
+after ``finitialize``).
 
 Backward Euler (``secondorder = 0``), ``dt = 0.025`` ms, rate tables off. The
 traces are saved as ``.npz`` with the case description (JSON), which the test
@@ -59,25 +65,31 @@ PROCEDURE rates(v (mV)) { LOCAL tadj
 
 CELL = {"soma_L": 20.0, "soma_diam": 20.0, "dend_L": 200.0, "dend_diam": 2.0, "dend_nseg": 10,
         "Ra": 100.0, "cm": 1.0, "v_init": -65.0, "dt": 0.025, "t_max": 20.0}
-HH = {"g_na": 0.12, "g_k": 0.036, "e_na": 50.0, "e_k": -77.0, "g_leak": 3e-4, "e_leak": -54.3}
+HH = {"gnabar": 0.12, "gkbar": 0.036, "gl": 3e-4, "el": -54.3, "ena": 50.0, "ek": -77.0}
+PAS = {"g": 3e-4, "e": -54.3}
+SET = {"hh": HH, "pas": PAS}
 SITES = [-1, 4, 9]  # the soma, and dendrite segments 4 and 9 (its tip)
 CASES = {
-    "ka_ball_stick": {**CELL, "celsius": 16.3, "gbar_ka": 0.02,
+    "ka_ball_stick": {**CELL, **SET, "celsius": 16.3, "gbar_ka": 0.02,
                       "iclamp": {"amp": 1.0, "delay": 1.0, "dur": 15.0},
                       "record": ["v", "a_ka", "b_ka", "i_ka", "m", "i_na"],
                       "detect": {"threshold": -20.0, "sites": [-1, 9]}},
-    "synapses": {**CELL, "celsius": 6.3,
+    "synapses": {**CELL, **SET, "celsius": 6.3,
                  "expsyn": {"segment": 9, "tau": 2.0, "e": 0.0, "weight": 0.02,
                             "times": [2.01, 2.3, 6.4, 13.33]},
                  "exp2syn": {"segment": 4, "tau1": 0.5, "tau2": 5.0, "e": -10.0, "weight": 0.01,
                              "times": [1.0, 8.71]},
                  "record": ["v", "g_expsyn", "i_expsyn", "a_exp2syn", "b_exp2syn", "i_exp2syn"],
                  "detect": {"threshold": 10.0, "sites": [-1]}},
-    "seclamp": {**CELL, "celsius": 6.3,
+    "seclamp": {**CELL, **SET, "celsius": 6.3,
                 "seclamp": {"amplitudes": [-65.0, -10.0, -40.0], "durations": [2.0, 5.0, 6.0],
                             "rs": 1.0},
                 "record": ["v", "i_clamp", "m", "n"],
                 "detect": {"threshold": -30.0, "sites": [9]}},
+    "defaults": {**CELL, "celsius": 6.3,
+                 "iclamp": {"amp": 0.5, "delay": 2.0, "dur": 10.0},
+                 "record": ["v", "m", "i_na", "i_l", "i_leak"],
+                 "detect": {"threshold": 0.0, "sites": [-1]}},
 }
 
 
@@ -104,17 +116,20 @@ def _ball_and_stick(h, case: dict):
     for section in (soma, dend):
         section.Ra, section.cm = case["Ra"], case["cm"]
     soma.insert("hh")
-    soma(0.5).hh.gnabar, soma(0.5).hh.gkbar = HH["g_na"], HH["g_k"]
-    soma(0.5).hh.gl, soma(0.5).hh.el = HH["g_leak"], HH["e_leak"]
-    soma.ena, soma.ek = HH["e_na"], HH["e_k"]
     dend.insert("pas")
-    for segment in dend:
-        segment.pas.g, segment.pas.e = HH["g_leak"], HH["e_leak"]
+    if "hh" in case:  # else NEURON's defaults
+        values = case["hh"]
+        soma(0.5).hh.gnabar, soma(0.5).hh.gkbar = values["gnabar"], values["gkbar"]
+        soma(0.5).hh.gl, soma(0.5).hh.el = values["gl"], values["el"]
+        soma.ena, soma.ek = values["ena"], values["ek"]
+    if "pas" in case:
+        for segment in dend:
+            segment.pas.g, segment.pas.e = case["pas"]["g"], case["pas"]["e"]
     if "gbar_ka" in case:
         dend.insert("ka")
         for segment in dend:
             segment.ka.gbar = case["gbar_ka"]
-        dend.ek = HH["e_k"]
+        dend.ek = case["hh"]["ek"]
     n = case["dend_nseg"]
     return soma, dend, [soma(0.5) if s < 0 else dend((s + 0.5) / n) for s in SITES]
 
@@ -173,11 +188,11 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
             field = {"a": "A", "b": "B"}.get(field, field)
             recordings[quantity] = h.Vector().record(getattr(synapses[kind], f"_ref_{field}"))
             continue
-        reference = {"v": "v", "m": "m_hh", "n": "n_hh", "i_na": "ina", "a_ka": "a_ka",
-                     "b_ka": "b_ka", "i_ka": "ik"}[quantity]
+        reference = {"v": "v", "m": "m_hh", "n": "n_hh", "i_na": "ina", "i_l": "il_hh",
+                     "i_leak": "i_pas", "a_ka": "a_ka", "b_ka": "b_ka", "i_ka": "ik"}[quantity]
         if quantity == "v":
             segments = sites
-        elif quantity.endswith("_ka"):
+        elif quantity.endswith("_ka") or quantity == "i_leak":
             segments = [s for s in sites if s.sec == dend]
         else:
             segments = sites[:1]  # hh is on the soma only
@@ -192,7 +207,7 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
     out = {}
     for quantity, vectors in recordings.items():
         vectors = vectors if isinstance(vectors, list) else [vectors]
-        out[quantity] = np.stack([np.asarray(r)[1: steps + 1] for r in vectors], axis=1)
+        out[quantity] = np.stack([np.asarray(r)[: steps + 1] for r in vectors], axis=1)
     for k, (_, times) in enumerate(detectors):
         out[f"spikes_{k}"] = np.asarray(times)
     del handler, keep

@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", EXAMPLES, ids=[path.stem for path in EXAMPLES])
 def test_example_runs(script):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, JAXLEAN_EXAMPLE_SIZE="small"))
+                          timeout=600, env=dict(os.environ, JAXLEAN_EXAMPLE_SIZE="small",
+                                                PYTHONPATH=str(ROOT)))  # this checkout's jaxlean
     assert done.returncode == 0, done.stderr[-3000:]
     if script.stem == "fit_requeue":  # small or not, run 1 must be killed mid-run
         assert "killed with epochs" in done.stdout, done.stdout[-3000:]

@@ -2,8 +2,11 @@
 without checkpoints or a terminal bar never imports orbax, rich or the benchmarks."""
 
 import json
+import pydoc
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +34,37 @@ def test_every_public_name_resolves():
     assert set(jaxlean.__all__) <= set(dir(jaxlean))
     with pytest.raises(AttributeError, match="no_such_name"):
         jaxlean.no_such_name  # noqa: B018
+
+
+LM_PROBE = """
+import json, sys
+import jaxlean.models.lm as lm
+print(json.dumps(sorted(m for m in ("jax", "safetensors") if m in sys.modules)))
+"""
+
+
+def test_the_lm_package_re_exports_its_api_on_first_use():
+    done = subprocess.run([sys.executable, "-c", LM_PROBE], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert json.loads(done.stdout) == []
+    import jaxlean.models.lm as lm
+    from jaxlean.models.lm.hf import load_pretrained
+
+    assert set(lm.__all__) == set(lm._EXPORTS) <= set(dir(lm))
+    assert all(getattr(lm, name) is not None for name in lm.__all__)
+    assert lm.load_pretrained is load_pretrained
+    with pytest.raises(AttributeError, match="no_such_name"):
+        lm.no_such_name  # noqa: B018
+
+
+def test_help_on_jaxlean_points_to_the_language_model_api():
+    text = pydoc.render_doc(jaxlean, renderer=pydoc.plaintext)
+    for name in ("jaxlean.models.lm", "load_pretrained", "save_pretrained", "add_lora",
+                 "generate", "jaxlean.models.neuron"):
+        assert name in text, name
+
+
+def test_safetensors_is_a_core_dependency():
+    with open(Path(__file__).parents[1] / "pyproject.toml", "rb") as file:
+        project = tomllib.load(file)["project"]
+    assert any(d.startswith("safetensors") for d in project["dependencies"])

@@ -1,7 +1,8 @@
 """Benchmarks run by ``jaxlean bench``: each module here registers one.
 
 Every benchmark measures a baseline and jaxlean side by side in one process and
-reports ratios; see :mod:`jaxlean.bench._registry`.
+reports ratios; see :mod:`jaxlean.bench._registry`. :func:`rich_report` and
+:func:`write_outputs` render the results (terminal; JSON, Markdown and plots).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from jaxlean.bench._registry import (
     Target,
     register,
 )
+from jaxlean.bench._report import rich_report, write_outputs
 
 __all__ = [
     "BenchContext",
@@ -29,6 +31,8 @@ __all__ = [
     "Target",
     "available",
     "register",
+    "rich_report",
+    "write_outputs",
 ]
 
 

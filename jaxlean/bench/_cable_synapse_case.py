@@ -1,6 +1,6 @@
 """The ``solver`` benchmark's user-model cable: HH, an A-type K channel and 100 ExpSyn synapses.
 
-A cell as a user builds it: ``hh`` and ``pas`` everywhere, a user-defined A-type
+A cell as a user builds it: ``hh`` (NEURON's, its leak included) everywhere, a user-defined A-type
 K channel (:data:`KA`, a :class:`Mechanism`) everywhere, and ``expsyn`` on 100
 compartments driven by input spike times. Forward and gradient (with respect to
 ``g_na``, ``gbar_ka`` and the synaptic weight) are timed in alternation with
@@ -39,7 +39,7 @@ from jaxlean.bench._cable_case import (
 from jaxlean.bench._measure import SidesDisagreeError, aot_compile, time_alternating
 from jaxlean.bench._registry import BenchContext, BenchResult
 from jaxlean.models.neuron.cable import Cell, simulate
-from jaxlean.models.neuron.channels import hh, pas
+from jaxlean.models.neuron.channels import hh
 from jaxlean.models.neuron.mechanisms import Mechanism
 from jaxlean.models.neuron.params import CELL
 from jaxlean.models.neuron.synapses import expsyn
@@ -83,9 +83,10 @@ def spike_times(n_synapses: int, steps: int, seed: int = 2) -> np.ndarray:
 
 
 def jaxlean_cell(branches: np.ndarray, sites: np.ndarray) -> Cell:
-    """The jaxlean cell: ``hh``, ``pas``, :data:`KA` everywhere, ``expsyn`` at ``sites``."""
+    """The jaxlean cell: ``hh`` (with its leak, as jaxley's ``HH``) and :data:`KA` everywhere,
+    ``expsyn`` at ``sites``."""
     cell = _jaxlean_cell(branches)
-    for mechanism in (hh, pas, KA):
+    for mechanism in (hh, KA):
         cell = cell.insert(mechanism)
     return cell.insert(expsyn, compartments=sites)
 
@@ -195,9 +196,9 @@ def _jaxley(branches: np.ndarray, sites: np.ndarray, times: np.ndarray, steps: i
         cell.make_trainable(name, verbose=False)
     start = cell.get_parameters()
 
-    def loss(params):  # the initial voltage left out, as in jaxlean's trace
+    def loss(params):  # from t = 0 (the initial voltage), as jaxlean's trace
         return jnp.mean(jx.integrate(cell, params=params, delta_t=DT, t_max=DT * steps,
-                                     voltage_solver="jaxley.dhs.cpu")[:, 1:])
+                                     voltage_solver="jaxley.dhs.cpu"))
 
     return loss, start
 
@@ -223,7 +224,7 @@ def check_same_model(cell: Cell, branches: np.ndarray, sites: np.ndarray) -> str
             index % COMPARTMENTS_PER_BRANCH).record(verbose=False)
     theirs = jx.integrate(peer, delta_t=DT, t_max=t_max, voltage_solver="jaxley.dhs.cpu")
     ours = np.asarray(ours).T
-    difference = np.abs(ours - np.asarray(theirs)[:, 1:]).max(axis=1)
+    difference = np.abs(ours - np.asarray(theirs)).max(axis=1)  # both from t = 0
     text = (f"same model (HH + user A-type K + {sites.size} ExpSyn): over {SAME_STEPS} steps "
             f"(a spike, {times.size} input spikes), jaxley and jaxlean voltages differ by at most "
             f"{difference[0]:.1e} mV at the soma, {difference[1]:.1e} mV at the farthest tip "

@@ -22,7 +22,7 @@ UNROLLED = dict(scan=False, remat=None, nested=None)
 
 def grad_step(model: Transformer, tokens: jax.Array, targets: jax.Array):
     """Gradients of the model's loss; its config says how the layers run."""
-    return jax.grad(loss)(model, tokens, targets)
+    return jax.grad(loss)(model, tokens, targets=targets)
 
 
 def abstract_model(config: TransformerConfig, shape: tuple[int, int]):

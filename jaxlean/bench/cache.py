@@ -77,7 +77,8 @@ def transformer_step_workload() -> tuple[Callable, tuple]:
     tokens = jax.random.randint(jax.random.PRNGKey(1), (4, 65), 0, config.vocab_size)
 
     def train_step(model, opt_state, tokens):
-        value, grads = eqx.filter_value_and_grad(loss)(model, tokens[:, :-1], tokens[:, 1:])
+        value, grads = eqx.filter_value_and_grad(loss)(model, tokens[:, :-1],
+                                                         targets=tokens[:, 1:])
         updates, opt_state = tx.update(grads, opt_state, eqx.filter(model, eqx.is_array))
         return eqx.apply_updates(model, updates), opt_state, value
 

@@ -42,6 +42,9 @@ from typing import Any
 from jaxlean.bench._measure import SidesDisagreeError, Timing
 from jaxlean.bench._registry import BenchContext, BenchResult, register
 
+__all__ = ["checkpoint_config", "measure", "read_whole", "run", "run_child",
+           "transformers_available"]
+
 FULL_BYTES = 2**30
 QUICK_BYTES = 100 * 2**20
 SIDES = ("read_whole", "jaxlean", "transformers")
@@ -105,8 +108,8 @@ def read_whole(directory: Path) -> Any:
     import numpy as np
     from safetensors.numpy import load_file
 
-    from jaxlean.models.lm.hf import _LAYER, _table
     from jaxlean.models.lm.hf_config import config_from_hf, read_json
+    from jaxlean.models.lm.hf_names import LAYER, name_table
     from jaxlean.models.lm.transformer import Transformer
 
     config = config_from_hf(read_json(directory))
@@ -114,13 +117,13 @@ def read_whole(directory: Path) -> Any:
     for file in sorted(directory.glob("*.safetensors")):
         tensors.update(load_file(file))
     template = eqx.filter_eval_shape(lambda: Transformer(config, key=jax.random.key(0)))
-    top, per_layer = _table(config)
+    top, per_layer = name_table(config)
     wheres, arrays = [], []
     for name, where, transpose in top:
         arrays.append(jnp.asarray(tensors[name].T if transpose else tensors[name]))
         wheres.append(where)
     for suffix, where, transpose in per_layer:
-        layers = [tensors[_LAYER.format(i=i) + suffix] for i in range(config.num_layers)]
+        layers = [tensors[LAYER.format(i=i) + suffix] for i in range(config.num_layers)]
         arrays.append(jnp.asarray(np.stack([t.T if transpose else t for t in layers])))
         wheres.append(where)
     return eqx.tree_at(lambda m: [w(m) for w in wheres], template, arrays)

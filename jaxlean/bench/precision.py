@@ -91,7 +91,7 @@ def loss_and_grad(trainable: Transformer, frozen: Transformer, tokens: jax.Array
                   targets: jax.Array) -> tuple[jax.Array, Transformer]:
     """Next-token loss and its gradient with respect to the trainable half."""
     return eqx.filter_value_and_grad(lambda t: loss(eqx.combine(t, frozen), tokens,
-                                                   targets))(trainable)
+                                                   targets=targets))(trainable)
 
 
 def check_close(case: str, reference: tuple, other: tuple) -> str:

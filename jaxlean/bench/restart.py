@@ -79,8 +79,11 @@ def transformer_step_workload() -> tuple[Callable, Callable, Any, Callable]:
         tokens = np.random.default_rng(step).integers(0, config.vocab_size, (4, 65), np.int32)
         return tokens[:, :-1], tokens[:, 1:]
 
-    return (loss, lambda: Transformer(config, key=jax.random.key(0)), packed(optax.adam(1e-3)),
-            batch)
+    def next_token_loss(model, tokens, targets):  # the batch's (inputs, shifted targets)
+        return loss(model, tokens, targets=targets)
+
+    return (next_token_loss, lambda: Transformer(config, key=jax.random.key(0)),
+            packed(optax.adam(1e-3)), batch)
 
 
 WORKLOADS: dict[str, Callable[[], tuple[Callable, Callable, Any, Callable]]] = {

@@ -7,7 +7,8 @@
 - ``directory``: the cache directory on disk (listing, clearing, pruning);
 - ``health``: what stops a cache directory from working (``jaxlean cache info``);
 - ``multiprocess_key``: cache keys that every process of a CPU run shares;
-- ``stats``: trace, hit and miss accounting from ``jax.monitoring`` events;
+- ``stats``: trace, hit, miss and uncacheable accounting, from ``jax.monitoring`` events
+  and the cache lookups and writes themselves;
 - ``report``: :func:`compile_report`, one function's compile stage by stage;
 - ``program_cost``: flops and bytes of a compiled program, loops times their trip counts;
 - ``check``: explain the misses of a command run twice (``jaxlean cache check``);

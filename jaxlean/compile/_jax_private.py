@@ -2,7 +2,8 @@
 
 JAX's persistent compilation cache has no public hooks for what jaxlean does
 (swap in a safer file store, reset the "cache initialised" state, make cache
-keys process-invariant on multi-process CPU runs), and JAX runs XLA's cost
+keys process-invariant on multi-process CPU runs, see each lookup and write with
+its key, exact compile time and host callbacks), and JAX runs XLA's cost
 analysis only on a whole program (``compile_report`` needs it per loop body), so
 jaxlean reaches into ``jax._src``. Those names move between JAX releases, so
 they are all listed here, in :data:`INTERNALS`, with the shape jaxlean relies on
@@ -18,8 +19,10 @@ a warning instead (see :func:`jaxlean.compile.multiprocess_key.install`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import inspect
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +31,7 @@ import jax
 from jaxlean.errors import CacheError
 
 __all__ = [
+    "CACHE_IO_INTERNALS",
     "INTERNALS",
     "STORE_INTERNALS",
     "CacheInterface",
@@ -43,6 +47,7 @@ __all__ = [
     "require",
     "reset_persistent_cache",
     "set_persistent_store",
+    "watch_cache_io",
 ]
 
 
@@ -87,6 +92,15 @@ INTERNALS: tuple[Internal, ...] = (
              "read one loop body back as an HLO module to estimate its cost", optional=True),
     Internal("jax._src.lib._jax.hlo_module_cost_analysis",
              "estimate the cost of one loop body", optional=True),
+    Internal("jax._src.compiler._cache_read",
+             "see each persistent-cache lookup, its key and how long the load took",
+             params=("module_name", "cache_key", "compile_options", "backend",
+                     "executable_devices"), optional=True),
+    Internal("jax._src.compiler._cache_write",
+             "see each program offered to the persistent cache, its exact compile time and "
+             "whether the cache refuses it (host callbacks)",
+             params=("cache_key", "compile_time_secs", "module_name", "backend", "executable",
+                     "host_callbacks"), optional=True),
 )
 
 _MISSING = object()
@@ -241,6 +255,51 @@ def replace_accelerator_hash(make: Callable[[Callable], Callable]) -> bool:
         return False
     module = importlib.import_module("jax._src.cache_key")
     module._hash_accelerator_config = _found[path] = make(module._hash_accelerator_config)
+    return True
+
+
+#: What :func:`watch_cache_io` wraps.
+CACHE_IO_INTERNALS = ("jax._src.compiler._cache_read", "jax._src.compiler._cache_write")
+
+
+def watch_cache_io(on_read: Callable[..., None], on_write: Callable[..., None]) -> bool:
+    """Have JAX's persistent-cache lookups and writes reported (once per process).
+
+    ``on_read(module_name, cache_key, compile_time, seconds)`` runs after each
+    lookup: ``compile_time`` is what the entry recorded (JAX stores whole seconds),
+    ``None`` on a miss, and ``seconds`` the time the lookup and load took.
+    ``on_write(module_name, cache_key, compile_time_secs, host_callbacks)`` runs
+    before JAX decides whether to store a freshly compiled program (it refuses
+    programs with host callbacks). Both run on the compiling thread.
+
+    Returns ``False`` (nothing watched) when this JAX lacks either function or
+    reshaped it.
+    """
+    if any(path in _problems for path in CACHE_IO_INTERNALS):
+        return False
+    module = importlib.import_module("jax._src.compiler")
+    read, write = module._cache_read, module._cache_write
+    if getattr(read, "_jaxlean_watched", False):
+        return True
+
+    @functools.wraps(read)
+    def watched_read(module_name, cache_key, *args, **kwargs):
+        start = time.monotonic()
+        executable, compile_time = read(module_name, cache_key, *args, **kwargs)
+        on_read(module_name, cache_key, None if executable is None else compile_time,
+                time.monotonic() - start)
+        return executable, compile_time
+
+    @functools.wraps(write)
+    def watched_write(cache_key, compile_time_secs, module_name, backend, executable,
+                      host_callbacks, *args, **kwargs):
+        on_write(module_name, cache_key, compile_time_secs, host_callbacks)
+        return write(cache_key, compile_time_secs, module_name, backend, executable,
+                     host_callbacks, *args, **kwargs)
+
+    watched_read._jaxlean_watched = watched_write._jaxlean_watched = True
+    module._cache_read, module._cache_write = watched_read, watched_write
+    _found[CACHE_IO_INTERNALS[0]], _found[CACHE_IO_INTERNALS[1]] = watched_read, watched_write
     return True
 
 

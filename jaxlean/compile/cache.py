@@ -17,7 +17,13 @@ import jax
 from jaxlean.compile import _jax_private, cpu_collectives, health, multiprocess_key
 from jaxlean.compile.directory import default_cache_dir, prune
 from jaxlean.compile.file_cache import SafeFileCache
-from jaxlean.compile.stats import CacheStats, FunctionCacheStats, install_listeners, snapshot
+from jaxlean.compile.stats import (
+    CacheStats,
+    FunctionCacheStats,
+    install_listeners,
+    set_inactive_reason,
+    snapshot,
+)
 from jaxlean.errors import CacheError
 
 __all__ = ["CacheStats", "FunctionCacheStats", "cache_stats", "enable_compilation_cache"]
@@ -39,6 +45,12 @@ def _print_summary() -> None:
     print(snapshot().summary(), file=sys.stderr)
 
 
+def _no_cache(message: str) -> None:
+    """Warn that the run goes on without a persistent cache, and keep why for the summary."""
+    set_inactive_reason(message)
+    warnings.warn(f"jaxlean: {message}; running without a persistent cache", stacklevel=4)
+
+
 def _read_only(directory: Path, asked: bool) -> bool | None:
     """Whether to use ``directory`` read-only (``None``: not at all), warning when not as asked.
 
@@ -48,16 +60,14 @@ def _read_only(directory: Path, asked: bool) -> bool | None:
     """
     if asked or _jax_private.process_index() != 0:
         if asked and not directory.is_dir():
-            warnings.warn(f"jaxlean: no compilation cache at {directory} to read; running "
-                          "without a persistent cache", stacklevel=3)
+            _no_cache(f"no compilation cache at {directory} to read")
             return None
         return asked
     reason = health.unwritable_reason(directory, create=True)
     if reason is None:
         return False
     if not directory.is_dir():
-        warnings.warn(f"jaxlean: cannot create the compilation cache at {directory} "
-                      f"({reason}); running without a persistent cache", stacklevel=3)
+        _no_cache(f"cannot create the compilation cache at {directory} ({reason})")
         return None
     warnings.warn(f"jaxlean: the compilation cache at {directory} is read-only ({reason}): "
                   "its entries are used, new compiles are not stored", stacklevel=3)
@@ -145,6 +155,7 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_secs
             warnings.warn(f"jaxlean: cannot trim the compilation cache at {directory} to "
                           f"{max_size_bytes} bytes ({type(err).__name__}: {err}); it may "
                           "stay above the limit", stacklevel=2)
+    set_inactive_reason(None)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_secs))
     jax.config.update("jax_persistent_cache_enable_xla_caches", xla_caches)
     _install_store(SafeFileCache(directory, max_size_bytes, read_only=read_only))
@@ -159,7 +170,12 @@ def cache_stats(reset: bool = False) -> CacheStats:
     """Persistent-cache hits, misses, writes and compile seconds saved, total and per function.
 
     Counting starts at the first call of this function, :func:`enable_compilation_cache`
-    or :func:`compile_report`.
+    or :func:`compile_report`. A compile the cache refuses to store (a program with
+    host callbacks) counts as ``uncacheable``, not as a miss, and is warned about
+    once per function. ``saved_s`` is the compile time recorded when each hit entry
+    was written (to the millisecond, for entries jaxlean's store wrote) minus the
+    time to load it. Without a persistent cache in use, ``active`` is false and
+    :meth:`CacheStats.summary` says so (and why) instead of giving hits and misses.
 
     Args:
         reset: start counting from zero after taking this snapshot.

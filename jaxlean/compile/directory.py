@@ -3,7 +3,9 @@
 JAX stores one file per compiled executable, named ``<module>-<sha256>-cache``
 (``<module>`` is the lowered module's name, e.g. ``jit_train_step``), and, when
 its own LRU eviction is on, a ``<module>-<sha256>-atime`` file with the last
-access time. XLA's GPU sub-caches live in sub-directories. This module reads
+access time. XLA's GPU sub-caches live in sub-directories. jaxlean's store keeps a
+``<module>-<sha256>-jaxlean.json`` beside each entry it writes, with the exact
+compile time (JAX's entry records whole seconds). This module reads
 that layout for ``jaxlean cache info|clear|prune`` and for
 :func:`jaxlean.compile.cache.enable_compilation_cache`'s size limit.
 """
@@ -21,6 +23,7 @@ from jaxlean.errors import CacheError
 
 ENTRY_SUFFIX = "-cache"
 ATIME_SUFFIX = "-atime"
+METADATA_SUFFIX = "-jaxlean.json"
 XLA_SUBCACHES = ("xla_gpu_per_fusion_autotune_cache_dir", "xla_gpu_kernel_cache_file")
 
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -98,9 +101,9 @@ def list_entries(directory: Path) -> list[CacheEntry]:
 
 
 def remove_entry(entry: CacheEntry) -> None:
-    """Delete an entry and its ``-atime`` companion; already-gone files are fine."""
-    for path in (entry.path, entry.path.with_name(entry.key + ATIME_SUFFIX)):
-        path.unlink(missing_ok=True)
+    """Delete an entry and its ``-atime`` and metadata companions; already-gone files are fine."""
+    for suffix in (ENTRY_SUFFIX, ATIME_SUFFIX, METADATA_SUFFIX):
+        entry.path.with_name(entry.key + suffix).unlink(missing_ok=True)
 
 
 def clear(directory: Path) -> tuple[int, int]:
@@ -113,6 +116,8 @@ def clear(directory: Path) -> tuple[int, int]:
     entries = list_entries(directory)
     for entry in entries:
         remove_entry(entry)
+    for path in directory.glob(f"*{METADATA_SUFFIX}"):
+        path.unlink(missing_ok=True)
     for name in XLA_SUBCACHES:
         sub = directory / name
         if sub.is_dir():

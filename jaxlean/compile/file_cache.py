@@ -15,6 +15,10 @@ store is the same file layout with these changes:
   its entries and skips writes; a write that fails (full disk, permissions
   changed) warns once and makes the store read-only instead of failing each compile.
 
+- beside each entry it writes, a ``<key>-jaxlean.json`` records the exact compile
+  time (JAX's entry keeps whole seconds), so a hit's saved time is true to the
+  millisecond (:meth:`SafeFileCache.compile_seconds`).
+
 Size limits are enforced by :func:`jaxlean.compile.directory.prune` after each write.
 Writes are counted here (:func:`jaxlean.compile.stats.record_write`), where it is
 known whether they happened.
@@ -23,6 +27,7 @@ known whether they happened.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import threading
@@ -31,7 +36,7 @@ from pathlib import Path
 
 from jaxlean.compile import stats
 from jaxlean.compile._jax_private import CacheInterface
-from jaxlean.compile.directory import ENTRY_SUFFIX, prune
+from jaxlean.compile.directory import ENTRY_SUFFIX, METADATA_SUFFIX, prune
 from jaxlean.errors import CacheError
 
 
@@ -42,6 +47,8 @@ def _read_umask() -> int:
 
 
 _ENTRY_MODE = 0o666 & ~_read_umask()
+
+__all__ = ["SafeFileCache"]
 
 
 class SafeFileCache(CacheInterface):
@@ -112,6 +119,11 @@ class SafeFileCache(CacheInterface):
                             "new compiles are no longer stored")
             return
         stats.record_write()
+        seconds = stats.pending_compile_seconds(key)
+        if seconds is not None:
+            with contextlib.suppress(OSError):  # without it, a hit saves JAX's whole seconds
+                self._write(self.path / f"{key}{METADATA_SUFFIX}", key,
+                            json.dumps({"compile_s": seconds}).encode())
         if self.max_bytes is not None:
             try:
                 prune(self.path, self.max_bytes)
@@ -119,6 +131,15 @@ class SafeFileCache(CacheInterface):
                 self._warn_once("prune", f"cannot trim the compilation cache at {self.path} "
                                 f"to {self.max_bytes} bytes ({type(err).__name__}: {err}); "
                                 "it may grow past the limit")
+
+    def compile_seconds(self, key: str) -> float | None:
+        """The compile time recorded when entry ``key`` was written, or ``None`` when this
+        store did not record it (written by another store or an older jaxlean)."""
+        try:
+            value = json.loads((self.path / f"{key}{METADATA_SUFFIX}").read_text())["compile_s"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return float(value) if isinstance(value, int | float) else None
 
     def _write(self, entry: Path, key: str, value: bytes) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

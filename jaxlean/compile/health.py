@@ -25,7 +25,7 @@ from pathlib import Path
 
 from jaxlean._units import format_bytes
 from jaxlean.compile import _jax_private
-from jaxlean.compile.directory import ATIME_SUFFIX, ENTRY_SUFFIX, list_entries
+from jaxlean.compile.directory import ATIME_SUFFIX, ENTRY_SUFFIX, METADATA_SUFFIX, list_entries
 
 __all__ = ["Finding", "check_directory", "repair", "unwritable_reason"]
 
@@ -135,12 +135,13 @@ def check_directory(directory: Path, max_bytes: int | None = None,
             "store keeps them and recompiles those programs on every run",
             "remove them (`jaxlean cache info --repair`)", damaged, True))
     keys = {e.key for e in entries}
-    stale = tuple(p for p in directory.glob(f"*{ATIME_SUFFIX}")
-                  if p.name.removesuffix(ATIME_SUFFIX) not in keys)
+    stale = tuple(p for suffix in (ATIME_SUFFIX, METADATA_SUFFIX)
+                  for p in directory.glob(f"*{suffix}") if p.name.removesuffix(suffix) not in keys)
     stale += tuple(p for p in directory.glob(".*") if p.suffix in _TEMPORARY and p.is_file())
     if stale:
         findings.append(Finding(
-            "note", f"{len(stale)} leftover files ({ATIME_SUFFIX} files without an entry, "
+            "note", f"{len(stale)} leftover files ({ATIME_SUFFIX} and {METADATA_SUFFIX} files "
+            "without an entry, "
             "temporary files of interrupted writes) take space",
             "remove them (`jaxlean cache info --repair`)", stale, True))
     if max_bytes is not None:
@@ -169,5 +170,6 @@ def repair(findings: list[Finding]) -> int:
         if path.name.endswith(ENTRY_SUFFIX):
             key = path.name.removesuffix(ENTRY_SUFFIX)
             path.with_name(key + ATIME_SUFFIX).unlink(missing_ok=True)
+            path.with_name(key + METADATA_SUFFIX).unlink(missing_ok=True)
         removed += 1
     return removed

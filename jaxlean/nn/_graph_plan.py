@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jaxlean.errors import GraphError
-from jaxlean.nn._runs import Run, block_kind, chain_runs
+from jaxlean.nn._lost_scans import lost_scans
+from jaxlean.nn._runs import Run, block_kind, chain_runs, module_kinds
 
 INPUT, OUTPUT = "input", "output"
 RESERVED = (INPUT, OUTPUT)
@@ -74,12 +75,18 @@ class Step:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """Topologically ordered steps, the edges, and how every input is assembled."""
+    """Topologically ordered steps, the edges, and how every input is assembled.
+
+    ``lost_scans``: stretches of neighbouring nodes that run alone only because each
+    holds its own (equivalent) function object, each as ``(nodes, path, function)``:
+    where in each node the function sits, and its name and source line.
+    """
 
     steps: tuple[Step, ...]
     edges: tuple[Edge, ...]
     inputs: tuple[tuple[str, Spec], ...]
     unused: tuple[str, ...]
+    lost_scans: tuple[tuple[tuple[str, ...], str, str], ...] = ()
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -280,10 +287,11 @@ def _links(order: Sequence[str], edges: Sequence[Edge]) -> dict:
 
 
 def _steps(order: Sequence[str], links: Mapping[str, str], modules: Mapping[str, Any],
-           scan: bool) -> tuple[Step, ...]:
-    """Each maximal chain, at its first node's place in ``order``, split into runs."""
+           scan: bool) -> tuple[tuple[Step, ...], tuple]:
+    """Each maximal chain, at its first node's place in ``order``, split into runs; and
+    the stretches of each chain that a function object per node keeps from scanning."""
     linked_to = set(links.values())
-    steps, chains = [], 0
+    steps, chains, lost = [], 0, []
     for name in order:
         if name in linked_to:
             continue
@@ -291,13 +299,17 @@ def _steps(order: Sequence[str], links: Mapping[str, str], modules: Mapping[str,
         while chain[-1] in links:
             chain.append(links[chain[-1]])
         chain_modules = [modules[node] for node in chain]
-        for run in chain_runs(chain_modules, scan=scan):
+        kinds = module_kinds(chain_modules) if scan else None
+        if kinds is not None:
+            lost += [(tuple(chain[found.start:found.stop]), found.path, found.function)
+                     for found in lost_scans(chain_modules, kinds)]
+        for run in chain_runs(chain_modules, scan=scan, kinds=kinds):
             kind = block_kind(chain_modules[run.start:run.start + run.period])
             index = None
             if run.scanned:
                 index, chains = chains, chains + 1
             steps.append(Step(tuple(chain[run.start:run.stop]), kind, run, index))
-    return tuple(steps)
+    return tuple(steps), tuple(lost)
 
 
 def build_plan(modules: Mapping[str, Any], edges: Any, *, scan: bool = True) -> Plan:
@@ -332,6 +344,6 @@ def build_plan(modules: Mapping[str, Any], edges: Any, *, scan: bool = True) -> 
             raise GraphError(f"node {name!r} has no input connected; add an edge into it "
                              f"(for example 'input' -> {name!r})")
     inputs = tuple((target, input_spec(target, incoming[target])) for target in (*run, OUTPUT))
-    steps = _steps(run, _links(run, kept), modules, scan)
+    steps, lost = _steps(run, _links(run, kept), modules, scan)
     return Plan(steps, tuple(kept), inputs,
-                tuple(name for name in names if name not in used))
+                tuple(name for name in names if name not in used), lost)

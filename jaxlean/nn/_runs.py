@@ -132,12 +132,16 @@ def plan_runs(kinds: Sequence[int], has_params: Sequence[bool] | None = None) ->
     return runs
 
 
-def chain_runs(modules: Sequence[Any], *, scan: bool = True) -> tuple[Run, ...]:
-    """The runs of a chain of modules; with ``scan=False`` every module runs alone."""
+def chain_runs(modules: Sequence[Any], *, scan: bool = True,
+               kinds: Sequence[int] | None = None) -> tuple[Run, ...]:
+    """The runs of a chain of modules; with ``scan=False`` every module runs alone.
+
+    ``kinds``: the modules' :func:`module_kinds`, when the caller has them already.
+    """
     if not scan:
         return tuple(Run(i, 1, 1) for i in range(len(modules)))
     has_params = [any(is_array(leaf) for leaf in jax.tree.leaves(m)) for m in modules]
-    return tuple(plan_runs(module_kinds(modules), has_params))
+    return tuple(plan_runs(module_kinds(modules) if kinds is None else kinds, has_params))
 
 
 def block_kind(modules: Sequence[Any]) -> str:

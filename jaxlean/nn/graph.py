@@ -23,6 +23,12 @@ A node's input is assembled from its incoming edges in one of two forms:
   tuple when the slots are ``0, 1, ..., k-1``; slots nest (``"dec.x.0"``).
 
 The same rules build the graph's output from the edges into ``"output"``.
+
+An error raised while a node runs (a shape mismatch is JAX's bare
+``dot_general requires contracting dimensions ...``) is raised again, of the same
+type, with the node (or layer, in a ``Sequential``) and its input shapes in front
+of the original message. Neighbours that would be scanned together but for a new
+function object each (a ``lambda`` per layer) are warned about at construction.
 """
 
 from __future__ import annotations
@@ -36,10 +42,12 @@ import jax
 
 from jaxlean._pytree import is_array
 from jaxlean.errors import GraphError
-from jaxlean.nn._graph_plan import INPUT, OUTPUT, Edge, Plan, Spec, build_plan
+from jaxlean.nn._graph_plan import INPUT, OUTPUT, Edge, Plan, Spec, Step, build_plan
 from jaxlean.nn._runs import RunOptions, apply_alone, apply_scanned, module_of_run, stack_run
 from jaxlean.nn.layers import Nested
 from jaxlean.nn.remat import RematOption
+
+__all__ = ["FnNode", "Graph", "chain_edges"]
 
 
 class FnNode(eqx.Module):
@@ -81,6 +89,34 @@ def _index(value: Any, key: str, edge: Edge) -> Any:
                      f"a {type(value).__name__}")
 
 
+def _names(nodes: Sequence[str], label: str) -> str:
+    """``layers 3..9`` (a Sequential's indices) or ``nodes 'a', 'b', ..., 'z'``."""
+    if label == "layer":
+        return f"layer {nodes[0]}" if len(nodes) == 1 else f"layers {nodes[0]}..{nodes[-1]}"
+    shown = [repr(n) for n in nodes] if len(nodes) <= 4 else \
+        [repr(nodes[0]), repr(nodes[1]), "...", repr(nodes[-1])]
+    return f"{label}{'s' if len(nodes) > 1 else ''} {', '.join(shown)}"
+
+
+def _shapes(x: Any) -> str:
+    """The input's array shapes, for an error message (``float32[8, 5]``)."""
+    leaves = [f"{leaf.dtype}{list(leaf.shape)}" for leaf in jax.tree.leaves(x)
+              if hasattr(leaf, "shape") and hasattr(leaf, "dtype")]
+    if len(leaves) > 4:
+        leaves = [*leaves[:4], "..."]
+    return ", ".join(leaves) or "no arrays"
+
+
+def _located(err: Exception, where: str) -> Exception:
+    """``err`` again, of the same type when it can be rebuilt, with ``where`` in front."""
+    message = f"{where}: {err}"
+    try:
+        located = type(err)(message)
+    except Exception:  # a type whose constructor takes other arguments
+        return GraphError(message)
+    return located if str(located) == message else GraphError(message)
+
+
 def chain_edges(names: Sequence[str]) -> dict[str, str]:
     """The edges of a simple chain ``input -> names[0] -> ... -> names[-1] -> output``.
 
@@ -107,9 +143,11 @@ class Graph(eqx.Module):
     chains: tuple[Any, ...]
     plan: Plan = eqx.field(static=True)
     options: RunOptions = eqx.field(static=True)
+    label: str = eqx.field(static=True)
 
     def __init__(self, nodes: Mapping[str, Any], edges: Mapping[str, str | list[str]], *,
-                 remat: RematOption = None, nested: Nested = None, scan: bool = True):
+                 remat: RematOption = None, nested: Nested = None, scan: bool = True,
+                 label: str = "node"):
         """Validate the graph, plan its execution and stack the runs' parameters.
 
         Args:
@@ -126,6 +164,8 @@ class Graph(eqx.Module):
                 block or ``"auto"`` (see :func:`~jaxlean.nn.layers.scan_layers`).
             scan: ``False`` runs every node one by one (no stacking): the unrolled
                 reference, with the same values.
+            label: what errors and warnings call a node (``Sequential`` says
+                ``"layer"``: its nodes are the layer indices).
 
         Raises:
             GraphError: a cycle (listed), an unconnected input, an unknown node, a
@@ -140,12 +180,19 @@ class Graph(eqx.Module):
         for name in plan.unused:
             warnings.warn(f"graph node {name!r} does not reach 'output'; it is not run and "
                           "its parameters are dropped", UserWarning, stacklevel=2)
+        for lost, path, function in plan.lost_scans:
+            warnings.warn(
+                f"{_names(lost, label)} would be scanned as one run of identical modules, "
+                f"but {path} is a new function object in each ({function}), so each "
+                f"{label} is traced and compiled on its own; create the function once and "
+                f"give every {label} that same object", UserWarning, stacklevel=2)
         self.modules = {step.nodes[0]: modules[step.nodes[0]]
                         for step in plan.steps if step.chain is None}
         self.chains = tuple(stack_run([modules[name] for name in step.nodes], step.run.period)
                             for step in plan.steps if step.chain is not None)
         self.plan = plan
         self.options = options
+        self.label = label
 
     @property
     def remat(self) -> RematOption:
@@ -164,13 +211,24 @@ class Graph(eqx.Module):
         values = {INPUT: x}
         for step in self.plan.steps:
             inputs = self._gather(step.nodes[0], values)
-            if step.chain is None:
-                values[step.nodes[0]] = apply_alone(self.modules[step.nodes[0]], inputs,
-                                                    self.options)
-            else:
-                values[step.nodes[-1]] = apply_scanned(self.chains[step.chain], inputs,
-                                                       self.options)
+            try:
+                if step.chain is None:
+                    values[step.nodes[0]] = apply_alone(self.modules[step.nodes[0]], inputs,
+                                                        self.options)
+                else:
+                    values[step.nodes[-1]] = apply_scanned(self.chains[step.chain], inputs,
+                                                           self.options)
+            except (TypeError, ValueError) as err:
+                raise _located(err, self._where(step, inputs)) from err
         return self._gather(OUTPUT, values)
+
+    def _where(self, step: Step, inputs: Any) -> str:
+        """The failing node in the user's terms: ``layer 3 (Linear) on float32[8, 5]``."""
+        kind = type(self.modules[step.nodes[0]]).__name__ if step.chain is None else step.kind
+        where = f"{_names(step.nodes[:1], self.label)} ({kind}"
+        if step.chain is not None:
+            where += f", the first of {_names(step.nodes, self.label)} scanned as one run"
+        return f"{where}) on input {_shapes(inputs)}"
 
     def node(self, name: str) -> Any:
         """The module of node ``name`` (sliced out of its run's stack if it is scanned)."""

@@ -46,7 +46,8 @@ class Sequential(eqx.Module):
     def __init__(self, layers: Sequence[Callable], *, remat: RematOption = None,
                  nested: Nested = None, scan: bool = True):
         nodes = {str(index): layer for index, layer in enumerate(layers)}
-        self.graph = Graph(nodes, chain_edges(nodes), remat=remat, nested=nested, scan=scan)
+        self.graph = Graph(nodes, chain_edges(nodes), remat=remat, nested=nested, scan=scan,
+                           label="layer")
 
     def __call__(self, x: Any) -> Any:
         return self.graph(x)

@@ -37,7 +37,7 @@ import numpy as np
 import optax
 
 from jaxlean.compile.quick import quick_compile_options
-from jaxlean.errors import ConfigError
+from jaxlean.errors import ConfigError, NonFiniteError
 
 _PROBE_DIM = 2
 _PROBE_STEPS = 2
@@ -304,6 +304,14 @@ def probe_values(tx: Any, tree: Any, groups: list[list[int]],
     if results is None:
         return "its updates have another structure than the params", False
     ref_steps, packed_steps, big_steps, nudged_steps = results
+    for step, ref_updates in enumerate(ref_steps):  # broken before packing: say so, not "per leaf"
+        for leaf_path, want in jax.tree_util.tree_leaves_with_path(ref_updates):
+            if not np.all(np.isfinite(np.asarray(want, np.float32))):
+                raise NonFiniteError(
+                    f"packed: optax transformation {name(tx)} gives a non-finite update at "
+                    f"params{_path(leaf_path)} in probe step {step + 1} on finite gradients, per "
+                    "leaf and without packing: one of its hyperparameters (the learning rate?) "
+                    "is NaN or infinite")
     mixes = False
     for big, nudged in zip(big_steps, nudged_steps, strict=True):
         for b, (a, c) in enumerate(zip(big, nudged, strict=True)):

@@ -17,6 +17,11 @@ presence, shape, dtype or kind differs, so a checkpoint of another model is
 never loaded into the wrong slots. Each array comes back with the template
 leaf's sharding (orbax reads just the shards each process needs). A small
 JSON ``metadata`` dict (loss history, configuration) travels with each step.
+
+A background save is not on disk when :meth:`Checkpointer.save` returns: a job
+killed then resumes from the previous step. :meth:`Checkpointer.newly_saved`
+says, without blocking, which saves have been committed since it was last
+asked, so a log line can say "saved" only when it is true.
 """
 
 from __future__ import annotations
@@ -145,9 +150,15 @@ class Checkpointer:
                                                enable_async_checkpointing=async_save)
         self._manager = ocp.CheckpointManager(self.directory, options=options,
                                               item_names=("arrays", "meta"))
+        self._in_flight: list[int] = []
 
     def save(self, step: int, state: Any, metadata: dict | None = None) -> None:
-        """Write ``state`` (and the JSON-serialisable ``metadata``) as checkpoint ``step``."""
+        """Start writing ``state`` (and the JSON-serialisable ``metadata``) as checkpoint ``step``.
+
+        With ``async_save`` this returns once the arrays are copied off the devices,
+        before the checkpoint is on disk: :meth:`newly_saved` reports it once it is
+        committed, and :meth:`wait` waits for it. A later save first waits for this one.
+        """
         import orbax.checkpoint as ocp
 
         leaves, _ = jax.tree_util.tree_flatten_with_path(state)
@@ -166,6 +177,24 @@ class Checkpointer:
             raise CheckpointError(f"checkpoint metadata must be JSON-serialisable: {err}") from None
         self._manager.save(step, args=ocp.args.Composite(
             arrays=ocp.args.StandardSave(arrays), meta=ocp.args.JsonSave(meta)), force=True)
+        self._in_flight.append(step)
+
+    def newly_saved(self) -> list[int]:
+        """The steps whose save (started by :meth:`save`) is now committed on disk, each
+        reported once, oldest first; never blocks.
+
+        A step reported here is what a job killed from now on resumes from (unless a
+        later one is committed meanwhile). A step that ``keep`` already deleted again
+        is not reported.
+        """
+        if not self._in_flight:
+            return []
+        # saves run one at a time (each save waits for the previous), so every started
+        # save but the last is finished, and the last one is once none is in progress
+        finished = self._in_flight if not self._manager.is_saving_in_progress() \
+            else self._in_flight[:-1]
+        self._in_flight = self._in_flight[len(finished):]
+        return [step for step in finished if (self.directory / str(step)).is_dir()]
 
     def _meta(self, step: int) -> dict:
         import orbax.checkpoint as ocp
@@ -265,7 +294,7 @@ class Checkpointer:
         return steps[-1] if steps else None
 
     def wait(self) -> None:
-        """Block until background saves are on disk."""
+        """Block until background saves are on disk (:meth:`newly_saved` then lists them)."""
         self._manager.wait_until_finished()
 
     def close(self) -> None:

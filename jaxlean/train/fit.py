@@ -35,6 +35,7 @@ import optax
 
 from jaxlean.compile.quick import quick_compile_options
 from jaxlean.errors import ConfigError, DataError, NonFiniteError
+from jaxlean.train._adapters import adapter_mask
 from jaxlean.train._groups import Trainable
 from jaxlean.train._progress import ProgressBar
 from jaxlean.train._resume import check_same_run, describe_run, resize_history, resumable_epochs
@@ -198,7 +199,7 @@ def _build(
     steps_per_epoch = size // batch_size
     log_every = log_every or max(1, math.ceil(epochs * steps_per_epoch / 50))
 
-    layout = Layout.plan(params, trainable)
+    layout = Layout.plan(params, adapter_mask(params) if trainable is None else trainable)
     frozen = layout.frozen(params)
     theta = layout.select(params)
     to_params = layout.merge
@@ -401,7 +402,8 @@ def make_train_fn(
         patience: stop after this many epochs without improvement of the
             validation loss (train loss without ``val_data``) and return the best params.
         log_every: steps between ``on_step`` calls (default: ~50 calls per run).
-        trainable: which leaves train (pytree of bools or predicate on key path).
+        trainable: which leaves train (pytree of bools or predicate on key path;
+            None: only the adapters if ``params`` holds any, else every leaf).
         pack: ``packed(tx)`` (True) or plain ``tx``, the unpacked reference (False).
         on_step: host callback ``(step, epoch, loss)``; on_epoch: ``(epoch, train, val)``.
 
@@ -486,6 +488,7 @@ def fit(
             run resumed: a rich bar on a terminal, plain lines on stderr every
             ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) otherwise; False: silent.
         trainable: pytree of bools or predicate on the key path; frozen leaves do not change.
+            None: only the adapters (``add_lora``) if ``params`` holds any, else every leaf.
         pack: run ``packed(tx)``: optimizer state and, inside each epoch's loop,
             the trainable params in a few buffers (default). ``False`` runs plain
             optax on the pytree (``jaxlean bench optim`` compares both).

@@ -1,4 +1,4 @@
-"""One jitted training step for any loss over any pytree model, placement kept, shared arrays safe.
+"""One jitted training step for any loss over any pytree model, placement kept, arrays safe.
 
 :func:`make_train_step` compiles loss, gradient and optimizer update once per
 placement of its inputs. It never mentions devices: place the model (e.g. with
@@ -6,31 +6,37 @@ placement of its inputs. It never mentions devices: place the model (e.g. with
 the step to match; the outputs come back laid out as the inputs went in, so
 the next call reuses the same executable.
 
-Only the trainable leaves are differentiated, updated and donated; frozen
-leaves go in read-only and come back as the very same arrays, so a frozen base
-shared with another model (``policy = add_lora(ref, ...)``) stays valid. A
-donated leaf that something else still references is copied once first.
+Only the trainable leaves are differentiated and updated (a model holding
+adapters trains only them by default); frozen leaves go in read-only and come
+back as the very same arrays. By default only the optimizer state is donated:
+no array of the model passed in is deleted, whatever else holds it (a reference
+model sharing it, an earlier model kept by the caller). A step whose loss,
+gradient or update is not finite changes nothing and says so.
 """
 
 from __future__ import annotations
 
-import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxlean.errors import ConfigError
+from jaxlean.train._adapters import adapter_mask
+from jaxlean.train._donation import Donate, aliased, copy_where, donated_args
 from jaxlean.train._groups import Trainable, trainable_flags
+from jaxlean.train._nonfinite import finite_flags, keep_if, why_skipped
 from jaxlean.train.checkpoint import unplaced_sharding
 from jaxlean.train.packed import PackedState
 
-__all__ = ["StepMetrics", "TrainStep", "make_train_step"]
+__all__ = ["Donate", "StepMetrics", "TrainStep", "count_integer_elements", "make_train_step"]
 
 
 class StepMetrics(NamedTuple):
@@ -43,12 +49,15 @@ class StepMetrics(NamedTuple):
             ``optax.inject_hyperparams`` state (anywhere in the optimizer state, also
             inside ``packed``); None when the optimizer injects none.
         tokens: tokens in the batch: see ``count_tokens`` of :func:`make_train_step`.
+        skipped: True when the loss, a gradient or an update was not finite, so the
+            step kept the model and the optimizer state as they were.
     """
 
     loss: jax.Array
     grad_norm: jax.Array
     learning_rate: jax.Array | None
     tokens: jax.Array | None
+    skipped: jax.Array
 
 
 def _is_array_like(x: Any) -> bool:
@@ -83,34 +92,6 @@ def _place(x: Any, sharding: Any) -> Any:
     return x if sharding is None or x.committed else jax.device_put(x, sharding)
 
 
-def _reference_counts(tree: Any) -> list[int]:
-    """``sys.getrefcount`` of each leaf of ``tree``, as seen from here."""
-    leaves = jax.tree.leaves(tree)
-    return [sys.getrefcount(x) for x in leaves]
-
-
-# A leaf held only by its pytree container shows this count from ``_reference_counts``.
-_UNSHARED = _reference_counts([object()])[0]
-
-
-def _shared(tree: Any) -> list[bool]:
-    """Per leaf of ``tree``: does anything besides ``tree``'s own container reference it?
-
-    Donating a buffer deletes it for every holder of the array: another model
-    built on the same weights, an earlier copy of the model kept by the caller.
-    Call this before anything else holds the leaves (a partition of the tree does).
-    """
-    return [count > _UNSHARED for count in _reference_counts(tree)]
-
-
-def _copy_where(tree: Any, copy: list[bool]) -> Any:
-    """``tree`` with the array leaves flagged in ``copy`` replaced by copies."""
-    leaves, treedef = jax.tree.flatten(tree)
-    leaves = [jnp.copy(x) if flag and isinstance(x, jax.Array) else x
-              for x, flag in zip(leaves, copy, strict=True)]
-    return jax.tree.unflatten(treedef, leaves)
-
-
 def _packed_trainable(opt_state: Any) -> set[str] | None:
     """Key paths (``keystr``) of the leaves a :func:`packed` optimizer trains, or None if the
     state holds no packed state."""
@@ -131,11 +112,11 @@ def _learning_rate(opt_state: Any) -> jax.Array | None:
     return None
 
 
-def default_count_tokens(*batch: Any, attention_mask: Any = None, **_: Any) -> jax.Array | None:
-    """Tokens in a batch: the sum of ``attention_mask`` if given, else the element count of
-    the first integer batch argument (the token ids), else None."""
-    if attention_mask is not None:
-        return jnp.sum(jnp.asarray(attention_mask).astype(jnp.int32))
+def count_integer_elements(*batch: Any, **_: Any) -> jax.Array | None:
+    """The element count of the first integer positional batch argument (token ids), else
+    None: the default ``count_tokens`` of :func:`make_train_step`. Padding counts too: pass
+    a function that knows the batch's mask to count only real tokens (for a language model,
+    :func:`jaxlean.models.lm.tokens.count_tokens` sums ``attention_mask``)."""
     for x in batch:
         if _is_array_like(x) and jnp.issubdtype(x.dtype, jnp.integer):
             return jnp.asarray(x.size, jnp.int32)
@@ -157,34 +138,43 @@ class TrainStep:
     """
 
     def __init__(self, loss_fn: Callable, tx: optax.GradientTransformation, *, has_aux: bool,
-                 donate: bool, trainable: Trainable, metrics: bool,
+                 donate: Donate | bool, trainable: Trainable, metrics: bool,
                  count_tokens: Callable[..., Any]):
         self._loss_fn = loss_fn
         self._tx = tx
         self._has_aux = has_aux
-        self._donate = (0, 1) if donate else ()
+        self._donate = donated_args(donate)
         self._trainable = trainable
         self._metrics = metrics
         self._count_tokens = count_tokens
         self._jitted: dict[tuple, Callable] = {}
+        self._calls = 0
+        self._pending: tuple[int, jax.Array, Any] | None = None
 
     def _flags(self, arrays: Any, opt_state: Any) -> list[bool]:
-        """Per array leaf: is it trained (inexact, and selected by ``trainable``, by a
-        packed optimizer's own selection, or by default)."""
+        """Per array leaf: is it trained (inexact, and selected by ``trainable``, or by
+        default: the adapters if the model holds any, within a packed optimizer's selection)."""
         with_paths = jax.tree_util.tree_flatten_with_path(arrays)[0]
         paths = [path for path, _ in with_paths]
+        adapters = None
         if self._trainable is not None:
             flags = trainable_flags(paths, self._trainable)
         else:
             chosen = _packed_trainable(opt_state)
             flags = [True] * len(paths) if chosen is None else [
                 jax.tree_util.keystr(path) in chosen for path in paths]
+            adapters = adapter_mask(arrays)
+            if adapters is not None:
+                flags = [f and a for f, a in zip(flags, jax.tree.leaves(adapters), strict=True)]
         flags = [flag and jnp.issubdtype(x.dtype, jnp.inexact)
                  for flag, (_, x) in zip(flags, with_paths, strict=True)]
         if with_paths and not any(flags):
-            raise ConfigError("make_train_step: no leaf of the model is trainable (trainable= "
-                              "or the packed optimizer's trainable= selects no floating-point "
-                              "array), so a step would change nothing")
+            raise ConfigError(
+                "make_train_step: no leaf of the model is trainable (trainable= or the packed "
+                "optimizer's trainable= selects no floating-point array"
+                + ("; the model holds adapters, so by default only they train: pass "
+                   "trainable= to make_train_step to train other leaves" if adapters is not None
+                   else "") + "), so a step would change nothing")
         return flags
 
     def _step(self, trainable: Any, opt_state: Any, frozen: Any, static: Any, mask: Any,
@@ -199,25 +189,31 @@ class TrainStep:
         # and their updates are dropped (both vanish from the compiled step)
         full_grads = eqx.combine(grads, jax.tree.map(jnp.zeros_like, frozen))
         params = eqx.combine(trainable, frozen)
-        updates, opt_state = self._tx.update(full_grads, opt_state, params)
-        trainable = eqx.apply_updates(trainable, eqx.filter(updates, mask))
-        if not self._metrics:
-            return trainable, opt_state, value
+        updates, new_state = self._tx.update(full_grads, opt_state, params)
+        updates = eqx.filter(updates, mask)
         loss, aux = value if self._has_aux else (value, None)
+        finite = finite_flags(loss, grads, updates)
+        ok = jnp.all(finite)
+        # a non-finite step keeps the model and the optimizer state as they came in
+        trainable = keep_if(ok, eqx.apply_updates(trainable, updates), trainable)
+        opt_state = keep_if(ok, new_state, opt_state)
+        if not self._metrics:
+            return trainable, opt_state, value, finite
         metrics = StepMetrics(loss, optax.tree.norm(grads), _learning_rate(opt_state),
-                              self._count_tokens(*batch, **kwargs))
-        return trainable, opt_state, (metrics, aux) if self._has_aux else metrics
+                              self._count_tokens(*batch, **kwargs), ~ok)
+        return trainable, opt_state, (metrics, aux) if self._has_aux else metrics, finite
 
-    def prepare(self, model: Any, opt_state: Any, shared: list[bool] | None = None
+    def prepare(self, model: Any, opt_state: Any, copy: list[bool] | None = None
                 ) -> tuple[Callable, tuple]:
         """The jitted step for this model structure and placement, and its arguments
         ``(trainable, opt_state, frozen, static)`` (unplaced leaves placed): call it as
-        ``step(trainable, opt_state, frozen, batch, kwargs)``. Trainable leaves flagged
-        in ``shared`` (one flag per array leaf of ``model``) are copied."""
+        ``step(trainable, opt_state, frozen, batch, kwargs)``; it returns ``(trainable,
+        opt_state, out, finite)``. Trainable leaves flagged in ``copy`` (one flag per array
+        leaf of ``model``) are copied."""
         arrays, static = eqx.partition(model, _is_array_like)
         flags = self._flags(arrays, opt_state)
-        if shared is not None:
-            arrays = _copy_where(arrays, [f and s for f, s in zip(flags, shared, strict=True)])
+        if copy is not None:
+            arrays = copy_where(arrays, [f and c for f, c in zip(flags, copy, strict=True)])
         flag_iter = iter(flags)
         mask = jax.tree.map(lambda _: next(flag_iter), arrays)
         trainable, frozen = eqx.partition(arrays, mask)
@@ -239,7 +235,7 @@ class TrainStep:
                                   grad_shardings)
 
             self._jitted[key] = jax.jit(step, donate_argnums=self._donate,
-                                        out_shardings=(*shardings[:2], None))
+                                        out_shardings=(*shardings[:2], None, None))
         # frozen leaves go in as they are: they are not outputs, and the caller's model
         # must get the very same arrays back
         placed = jax.tree.map(_place, (trainable, opt_state), shardings[:2])
@@ -257,17 +253,37 @@ class TrainStep:
 
         ``batch`` and ``kwargs`` go to ``loss_fn(model, *batch, **kwargs)`` (arrays or
         pytrees of arrays). The returned model holds the new trainable leaves and the
-        very same frozen arrays that came in.
+        very same frozen arrays that came in. A step whose loss, gradient or update is
+        not finite returns the model and optimizer state unchanged (``StepMetrics.skipped``);
+        the next call, once that step is done, warns naming it and what was not finite.
         """
-        shared = None
-        if self._donate:  # before anything here holds the leaves (see _shared)
-            shared = _shared(model)
-            shared = [s for s, x in zip(shared, jax.tree.leaves(model), strict=True)
-                      if _is_array_like(x)]
-            opt_state = _copy_where(opt_state, _shared(opt_state))
-        step, (trainable, opt_state, frozen, static) = self.prepare(model, opt_state, shared)
-        trainable, opt_state, out = step(trainable, opt_state, frozen, batch, kwargs)
+        copy = None
+        if self._donate:  # a donated buffer must back nothing else among the arguments
+            opt_state = copy_where(opt_state, aliased(opt_state, model, batch, kwargs))
+            if 0 in self._donate:
+                copy = [c for c, x in zip(aliased(model, opt_state, batch, kwargs),
+                                          jax.tree.leaves(model), strict=True)
+                        if _is_array_like(x)]
+        step, (trainable, opt_state, frozen, static) = self.prepare(model, opt_state, copy)
+        structure = jax.tree.structure(trainable)
+        trainable, opt_state, out, finite = step(trainable, opt_state, frozen, batch, kwargs)
+        self._calls += 1
+        self._report()  # the previous step's, while this one runs
+        self._pending = (self._calls, finite, structure)
         return eqx.combine(trainable, frozen, static), opt_state, out
+
+    def _report(self) -> None:
+        """Warn if the previous call's step was skipped (waits for that step only)."""
+        if self._pending is None:
+            return
+        call, finite, structure = self._pending
+        self._pending = None
+        finite = np.asarray(finite)
+        if not finite.all():
+            warnings.warn(f"make_train_step: step {call} (counting this step function's "
+                          f"calls from 1) was skipped, the model and optimizer state kept as "
+                          f"they were: {why_skipped(finite, structure)}", RuntimeWarning,
+                          stacklevel=3)
 
     def lower(self, model: Any, opt_state: optax.OptState, *batch: Any, **kwargs: Any
               ) -> jax.stages.Lowered:
@@ -290,9 +306,9 @@ class TrainStep:
 
 
 def make_train_step(loss_fn: Callable[..., Any], tx: optax.GradientTransformation, *,
-                    has_aux: bool = False, donate: bool = True, trainable: Trainable = None,
-                    metrics: bool = False,
-                    count_tokens: Callable[..., Any] = default_count_tokens) -> TrainStep:
+                    has_aux: bool = False, donate: Donate | bool = "state",
+                    trainable: Trainable = None, metrics: bool = False,
+                    count_tokens: Callable[..., Any] = count_integer_elements) -> TrainStep:
     """``step(model, opt_state, *batch, **kwargs) -> (model, opt_state, out)``, jitted.
 
     ``loss_fn(model, *batch, **kwargs)`` returns a scalar (or ``(scalar, aux)``
@@ -304,27 +320,50 @@ def make_train_step(loss_fn: Callable[..., Any], tx: optax.GradientTransformatio
     once per structure and placement of the model and optimizer state (see
     :class:`TrainStep`); ``step.lower(...)`` gives its HLO.
 
+    A step whose loss, gradient or optimizer update holds a NaN or infinity (an
+    out-of-range token id, a NaN learning rate) is not applied: the model and the
+    optimizer state come back as they went in (new arrays under donation), the
+    loss is returned as computed, ``StepMetrics.skipped`` is True, and the next
+    call warns (``RuntimeWarning``) naming the step and the pytree paths that
+    were not finite.
+
     Args:
         loss_fn: the loss; bind options with ``functools.partial`` or pass batch
             arrays by keyword (``step(m, s, x, y, attention_mask=am)``).
         tx: the optimizer, e.g. ``packed(optax.adamw(3e-4), trainable=is_lora_path)``;
             its state comes from ``tx.init`` of the model's arrays.
         has_aux: ``loss_fn`` returns ``(loss, aux)``; the step returns both.
-        donate: reuse the trainable leaves' and optimizer state's buffers for the
-            outputs. Frozen leaves are never donated, and a donated leaf that is
-            referenced elsewhere (a reference model sharing it, an earlier model
-            kept by the caller) is copied first, so no live array is deleted.
+        donate: which inputs' buffers the step reuses for its outputs (a donated
+            array is deleted: using it afterwards raises "Array has been deleted").
+            ``"state"`` (default): the optimizer state passed in, so rebind it
+            (``model, state, out = step(model, state, ...)``) and copy it first
+            (``jax.tree.map(jnp.copy, state)``) to keep it; no array of the model
+            is ever deleted, whoever else holds it. ``"all"``: also the trainable
+            leaves of the model passed in, saving their memory in a full
+            fine-tune; every holder of those arrays loses them (the model passed
+            in, a reference model sharing them, e.g. one built by ``add_lora``
+            when its base trains), so use it only when nothing else needs them.
+            ``"none"`` (or False): nothing. Frozen leaves are never donated, and
+            a donated buffer that also backs another argument of the call (the
+            same array twice, a ``jax.device_put`` alias) is copied first.
         trainable: which leaves train, as in :func:`jaxlean.train.packed.packed`
-            (pytree of bools, predicate on the key path); None: the selection of a
-            ``packed`` optimizer in the state, else every floating-point leaf.
+            (pytree of bools, predicate on the key path). None: the arrays inside
+            adapters when the model holds any (a pytree node whose type sets
+            ``jaxlean_adapter = True``, as :class:`jaxlean.models.lm.lora.LoRA`
+            does: PEFT's frozen base), else every floating-point leaf; either way
+            only those a ``packed`` optimizer in the state selects. Pass
+            ``trainable=`` to train the base of a model with adapters too.
         metrics: return a :class:`StepMetrics` (loss, gradient norm, learning rate
-            of an ``optax.inject_hyperparams`` schedule, tokens) instead of the loss.
+            of an ``optax.inject_hyperparams`` schedule, tokens, skipped) instead of
+            the loss.
         count_tokens: ``count_tokens(*batch, **kwargs)`` gives ``StepMetrics.tokens``
-            (default :func:`default_count_tokens`).
+            (default :func:`count_integer_elements`: the element count of the first
+            integer batch argument, padding included; a language model's counts
+            ``attention_mask``: :func:`jaxlean.models.lm.tokens.count_tokens`).
 
     Raises:
-        ConfigError: (at the first call) no leaf is trainable; a non-array leaf
-            of the model is not hashable.
+        ConfigError: ``donate`` is not one of the values above; (at the first call)
+            no leaf is trainable; a non-array leaf of the model is not hashable.
     """
     return TrainStep(loss_fn, tx, has_aux=has_aux, donate=donate, trainable=trainable,
                      metrics=metrics, count_tokens=count_tokens)

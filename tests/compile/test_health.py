@@ -12,7 +12,7 @@ import pytest
 from jaxlean.cli import main
 from jaxlean.compile import _jax_private
 from jaxlean.compile.cache import enable_compilation_cache
-from jaxlean.compile.directory import ATIME_SUFFIX, ENTRY_SUFFIX, list_entries
+from jaxlean.compile.directory import ATIME_SUFFIX, ENTRY_SUFFIX, METADATA_SUFFIX, list_entries
 from jaxlean.compile.health import check_directory, repair, unwritable_reason
 
 
@@ -106,10 +106,14 @@ def test_leftovers_are_notes(tmp_path):
     _entry(tmp_path, "jit_a", b"x", atime=False)
     (tmp_path / ".jit_b-0.abc.tmp").write_bytes(b"partial")
     (tmp_path / f"jit_gone-{0:064x}{ATIME_SUFFIX}").write_bytes(b"\0" * 8)
+    (tmp_path / f"jit_gone-{0:064x}{METADATA_SUFFIX}").write_text('{"compile_s": 0.5}')
+    kept = list_entries(tmp_path)[0]
+    kept.path.with_name(kept.key + METADATA_SUFFIX).write_text('{"compile_s": 0.5}')
     (finding,) = check_directory(tmp_path)
-    assert finding.severity == "note" and len(finding.paths) == 2
+    assert finding.severity == "note" and len(finding.paths) == 3
     repair([finding])
-    assert sorted(p.name for p in tmp_path.iterdir()) == [list_entries(tmp_path)[0].path.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [kept.path.name,
+                                                           kept.key + METADATA_SUFFIX]
 
 
 def test_size_limit_reached(tmp_path, capsys, monkeypatch):

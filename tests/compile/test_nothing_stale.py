@@ -52,7 +52,7 @@ JOB = textwrap.dedent('''
                            optax.sgd(0.5))
     out = {"model": jax.jit(lambda m, x: m(x))(model, x).tolist(),
            "inner_import": jax.jit(inner_import)(x).tolist()}
-    _, _, loss = step(model, optax.sgd(0.5).init(model), x, jax.random.key(0))  # donates model
+    _, _, loss = step(model, optax.sgd(0.5).init(model), x, jax.random.key(0))  # donates the state
     out.update(step_loss=float(loss), hits=cache_stats().hits)
     print(json.dumps(out))
 ''')

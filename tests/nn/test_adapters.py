@@ -1,4 +1,5 @@
-"""scan_layers with Equinox modules (filter_vmap-built stacks) and Flax NNX (split/merge)."""
+"""scan_layers with Equinox modules (filter_vmap-built stacks) and Flax NNX: modules passed to
+Sequential directly, and the split/merge recipe (scan_layers, or shared (fn, params) pairs)."""
 
 import equinox as eqx
 import jax
@@ -6,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxlean import scan_layers, stack
+from jaxlean import Sequential, scan_layers, stack
 from jaxlean._random import normal
 
 
@@ -78,3 +79,32 @@ def test_flax_nnx_recipe_split_stack_scan_merge():
     ref_grads = stack(jax.grad(loop_loss)([nnx.split(layer)[1] for layer in layers]))
     for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_flax_nnx_modules_go_into_sequential_directly_and_scan():
+    layers = [nnx.Linear(4, 4, rngs=nnx.Rngs(i)) for i in range(4)]
+    model = Sequential(layers)
+    assert [run.repeats for run in model.runs] == [4]
+    x = jnp.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    want = x
+    for layer in layers:
+        want = layer(want)
+    np.testing.assert_allclose(model(x), want, rtol=1e-5, atol=1e-6)
+    grads = jax.grad(lambda m: jnp.sum(m(x) ** 2))(model)
+    assert jax.tree.structure(grads) == jax.tree.structure(model)
+
+
+def test_flax_nnx_split_merge_as_shared_fn_params_pairs_scan():
+    layers = [nnx.Linear(4, 4, rngs=nnx.Rngs(i)) for i in range(4)]
+    graphdef = nnx.split(layers[0])[0]
+
+    def apply(state, h):  # one function object for every layer
+        return nnx.merge(graphdef, state)(h)
+
+    model = Sequential([(apply, nnx.split(layer)[1]) for layer in layers])
+    assert [run.repeats for run in model.runs] == [4]
+    x = jnp.linspace(-1.0, 1.0, 4)
+    want = x
+    for layer in layers:
+        want = layer(want)
+    np.testing.assert_allclose(model(x), want, rtol=1e-5, atol=1e-6)

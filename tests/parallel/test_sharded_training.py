@@ -61,10 +61,10 @@ PLACEMENT_AND_GRADIENTS = textwrap.dedent("""
     # 2. loss and gradients equal the single-device ones (remat, vocab-parallel head)
     assert stokens.sharding.spec == P((DATA, FSDP), None)
     grad = eqx.filter_jit(eqx.filter_value_and_grad(loss))
-    want_loss, want_grad = grad(model, tokens, targets)
+    want_loss, want_grad = grad(model, tokens, targets=targets)
     for remat, vp in [(None, None), ("full", None), ("full", VocabParallel(mesh, FSDP, DATA))]:
-        got_loss, got_grad = grad(sharded.with_options(remat=remat), stokens, stargets,
-                                  vocab_parallel=vp)
+        got_loss, got_grad = grad(sharded.with_options(remat=remat), stokens,
+                                  targets=stargets, vocab_parallel=vp)
         close(got_loss, want_loss, 1e-6, ("loss", remat, vp))
         close(got_grad, want_grad, 1e-5, ("grad", remat, vp))
 
@@ -76,7 +76,7 @@ ONE_TRACE = textwrap.dedent("""
     def equations(layers, remat):
         m = shard_model(Transformer(config(layers), key=jax.random.key(1)), mesh, RULES)
         m = m.with_options(remat=remat)
-        jaxpr = jax.make_jaxpr(lambda m: eqx.filter_grad(loss)(m, stokens, stargets))(m)
+        jaxpr = jax.make_jaxpr(lambda m: eqx.filter_grad(loss)(m, stokens, targets=stargets))(m)
         return len(str(jaxpr).splitlines()), "checkpoint" in str(jaxpr) or "remat" in str(jaxpr)
     deep = equations(8, "full")
     assert equations(2, "full") == deep, "jaxpr grows with depth"
@@ -85,7 +85,7 @@ ONE_TRACE = textwrap.dedent("""
     def temp_bytes(layers, remat):
         m = shard_model(Transformer(config(layers), key=jax.random.key(1)), mesh, RULES)
         m = m.with_options(remat=remat)
-        fn = jax.jit(lambda m, t: eqx.filter_grad(loss)(m, t, t))
+        fn = jax.jit(lambda m, t: eqx.filter_grad(loss)(m, t, targets=t))
         return fn.lower(m, stokens).compile().memory_analysis().temp_size_in_bytes
     assert temp_bytes(8, "full") < 0.5 * temp_bytes(8, None), (temp_bytes(8, "full"),
                                                                  temp_bytes(8, None))
@@ -105,7 +105,7 @@ PACKED_STATE = textwrap.dedent("""
         state = tx.init(sharded)
         update = jax.jit(update_fn(tx)).lower(sharded, state, sharded).compile()
         step = (make_train_step(loss, tx, donate=False).lower(sharded, state, stokens,
-                                                              stargets).compile()
+                                                              targets=stargets).compile()
                 if name != "flatten" else None)
         counts[name] = (collectives(update), step and collectives(step))
         print(name, "collectives in update / whole step:", len(counts[name][0]),
@@ -122,8 +122,8 @@ TRAINING_AND_ERRORS = textwrap.dedent("""
     def train(model, batches, tx):
         model = model.with_options(remat="full")
         step, state, losses = make_train_step(loss, tx), tx.init(model), []
-        for batch in batches:
-            model, state, value = step(model, state, *batch)
+        for tokens, targets in batches:
+            model, state, value = step(model, state, tokens, targets=targets)
             losses.append(float(value))
         return losses, model
     batches = [synthetic_batch(i, 8, 16, 64) for i in range(4)]

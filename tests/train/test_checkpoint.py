@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -169,3 +175,41 @@ _SHARDED = textwrap.dedent("""
 
 def test_sharded_state_is_restored_in_the_template_layout(run_on_devices):
     run_on_devices(_SHARDED, devices=4, timeout=300)
+
+
+def test_newly_saved_reports_a_step_only_once_it_is_committed(tmp_path, monkeypatch):
+    state = _fresh()
+    with Checkpointer(tmp_path) as checkpoints:
+        assert checkpoints.newly_saved() == []
+        checkpoints.save(1, state)
+        real = checkpoints._manager.is_saving_in_progress
+        monkeypatch.setattr(checkpoints._manager, "is_saving_in_progress", lambda: True)
+        assert checkpoints.newly_saved() == []  # the only save is still being written
+        monkeypatch.setattr(checkpoints._manager, "is_saving_in_progress", real)
+        checkpoints.save(2, state)  # waits for step 1 first
+        monkeypatch.setattr(checkpoints._manager, "is_saving_in_progress", lambda: True)
+        assert checkpoints.newly_saved() == [1]
+        monkeypatch.setattr(checkpoints._manager, "is_saving_in_progress", real)
+        checkpoints.wait()
+        assert checkpoints.newly_saved() == [2]
+        assert checkpoints.newly_saved() == []
+        assert checkpoints.all_steps() == [1, 2]
+
+
+@pytest.mark.slow
+def test_restart_example_killed_after_saved_resumes_at_that_step(tmp_path):
+    """examples/restart_training.py kills itself right after its first "saved" line; the
+    requeued run resumes at that step."""
+    repo = Path(__file__).resolve().parents[2]
+    script = repo / "examples" / "restart_training.py"
+    env = dict(os.environ, JAXLEAN_EXAMPLE_SIZE="small", JAX_PLATFORMS="cpu", PYTHONPATH=str(repo))
+    command = [sys.executable, str(script), "--workdir", str(tmp_path), "--steps", "30"]
+    first = subprocess.run([*command, "--die-after-save"], capture_output=True, text=True,
+                           timeout=600, env=env)
+    assert first.returncode == -signal.SIGKILL, first.stdout + first.stderr[-3000:]
+    said = re.findall(r"checkpoint of step (\d+) saved", first.stdout)
+    assert len(said) == 1, first.stdout
+    assert first.stdout.rstrip().splitlines()[-1].endswith("killed")
+    second = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"resumed at step {said[0]} " in second.stdout, (first.stdout, second.stdout)

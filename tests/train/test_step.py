@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -108,12 +110,12 @@ def test_ref_and_policy_sharing_the_base_survive_three_steps():
     lora_before = policy.layers.mlp.up_proj.lora.b
     values = []
     for _ in range(3):
-        policy, state, value = step(policy, state, x, y)
+        policy, state, value = step(policy, state, x, targets=y)
         values.append(float(value))
     # the base is the very same arrays as ref's, alive and unchanged; the adapters trained
     assert policy.embed is ref.embed
     assert policy.layers.attn.q_proj.weight is ref.layers.attn.q_proj.weight
-    assert not lora_before.is_deleted()   # held here: copied, not donated
+    assert not lora_before.is_deleted()   # the default donates no array of the model
     for leaf, value in zip(jax.tree.leaves(ref), ref_values, strict=True):  # alive, unchanged
         np.testing.assert_array_equal(leaf, value)
     assert values[2] < values[0]
@@ -125,18 +127,162 @@ class _Affine(eqx.Module):
     b: jax.Array
 
 
+def _alive_and_equal(tree, values) -> None:
+    """Every array leaf of ``tree`` is alive and equals ``values`` (numpy copies taken before)."""
+    leaves = [x for x in jax.tree.leaves(tree) if eqx.is_array(x)]
+    assert [x.is_deleted() for x in leaves] == [False] * len(leaves)
+    for leaf, value in zip(leaves, values, strict=True):
+        np.testing.assert_array_equal(leaf, value)
+
+
+def _values(tree) -> list:
+    # real copies: a view (np.asarray) of an array on the CPU holds a reference to it
+    return [np.array(x, copy=True) for x in jax.tree.leaves(tree) if eqx.is_array(x)]
+
+
+def test_full_fine_tune_keeps_the_model_passed_in_and_consumes_the_state():
+    model = eqx.nn.MLP(3, 1, 16, 2, key=jax.random.key(0))
+    x, y = _data()
+    first, values = model, _values(model)
+    tx = optax.adam(1e-2)
+    state = first_state = tx.init(eqx.filter(model, eqx.is_array))
+    step = make_train_step(_mlp_loss, tx)                     # default donate="state"
+    for _ in range(3):
+        model, state, _ = step(model, state, x, y)
+    _alive_and_equal(first, values)                            # the caller's model: untouched
+    assert not np.allclose(model.layers[0].weight, first.layers[0].weight)
+    # the optimizer state passed in is what the default donates
+    assert all(leaf.is_deleted() for leaf in jax.tree.leaves(first_state))
+
+
+@pytest.mark.parametrize("trainable", [None, lambda path: True], ids=["adapters", "everything"])
+def test_reference_model_sharing_leaves_via_add_lora_stays_alive(trainable):
+    from jaxlean.models.lm.lora import add_lora
+    from jaxlean.models.lm.transformer import loss
+
+    ref = _tiny_lm()
+    policy = add_lora(ref, rank=2, key=jax.random.key(1))   # shares ref's Linear objects
+    values = _values(ref)
+    tokens = jax.random.randint(jax.random.key(2), (2, 9), 0, 32)
+    tx = optax.adam(1e-2)
+    step, state = make_train_step(loss, tx, trainable=trainable), tx.init(policy)
+    for _ in range(3):
+        policy, state, _ = step(policy, state, tokens[:, :-1], tokens[:, 1:])
+    _alive_and_equal(ref, values)
+    assert np.asarray(ref.lm_head.weight).shape == (16, 32)    # was deleted by one step
+
+
 @pytest.mark.parametrize("container", ["dict", "module"])
-def test_unshared_trainable_leaves_are_donated_and_shared_ones_copied(container):
+def test_donate_all_consumes_the_trainable_leaves_only(container):
     w, b = jnp.ones((3, 1)), jnp.zeros(1)
     params = {"w": w, "b": b} if container == "dict" else _Affine(w, b)
     get = (lambda p, name: p[name]) if container == "dict" else getattr
-    del b                                    # only params holds b now; w is also held here
     tx = optax.sgd(0.1)
-    step = make_train_step(lambda p, x: jnp.sum((x @ get(p, "w") + get(p, "b")) ** 2), tx)
+    step = make_train_step(lambda p, x: jnp.sum((x @ get(p, "w") + get(p, "b")) ** 2), tx,
+                           donate="all", trainable=lambda path: "b" in jax.tree_util.keystr(path))
     out, _, _ = step(params, tx.init(params), jnp.ones((2, 3)))
-    assert not w.is_deleted() and not get(params, "w").is_deleted()   # copied, then donated
-    assert get(params, "b").is_deleted()     # donated as it was: nothing else held it
+    assert get(params, "b").is_deleted() and b.is_deleted()    # asked for: donated
+    assert not w.is_deleted() and get(out, "w") is w            # frozen: never donated
     assert not get(out, "b").is_deleted()
+
+
+def test_a_donated_buffer_backing_another_argument_is_copied_first():
+    w = jnp.ones((3,))
+    alias = jax.device_put(w, jax.devices()[0])                # another array, the same buffer
+    params = {"w": w, "v": alias}
+
+    def keeps_params(params):                                  # a state holding the params
+        return optax.GradientTransformation(lambda p: {"p": p, "n": jnp.zeros([], jnp.int32)},
+                                            lambda u, s, p=None: (u, {**s, "n": s["n"] + 1}))
+
+    tx = optax.chain(keeps_params(params), optax.sgd(0.1))
+    loss = lambda p, x: jnp.sum((p["w"] + p["v"]) * x)
+    for donate in ("state", "all"):
+        model, state = params, tx.init(params)
+        step = make_train_step(loss, tx, donate=donate)
+        for _ in range(2):
+            model, state, _ = step(model, state, jnp.ones(3))
+        assert not w.is_deleted() and not alias.is_deleted()
+        np.testing.assert_array_equal(w, 1.0)
+
+
+def test_donate_values_are_checked():
+    with pytest.raises(ConfigError, match=r"'state'.*'all'.*'none'.*ask for it with 'all'"):
+        make_train_step(_mlp_loss, optax.sgd(0.1), donate=True)
+    with pytest.raises(ConfigError, match=r"donate must be .* got 'params'"):
+        make_train_step(_mlp_loss, optax.sgd(0.1), donate="params")
+
+
+def _base_and_adapters(model) -> tuple[list, list]:
+    from jaxlean.models.lm.lora import is_lora_path
+    base, adapters = [], []
+    for path, x in jax.tree_util.tree_leaves_with_path(model):
+        (adapters if is_lora_path(path) else base).append(np.array(x, copy=True))
+    return base, adapters
+
+
+@pytest.mark.parametrize("trainable", [None, lambda path: True], ids=["default", "everything"])
+def test_a_model_with_adapters_trains_only_them_by_default(trainable):
+    from jaxlean.models.lm.lora import add_lora
+    from jaxlean.models.lm.transformer import loss
+
+    model = add_lora(_tiny_lm(), rank=2, key=jax.random.key(1))
+    tokens = jax.random.randint(jax.random.key(2), (2, 9), 0, 32)
+    tx = optax.adam(1e-2)                                      # plain optax: no selection
+    step, state, trained = make_train_step(loss, tx, trainable=trainable), tx.init(model), model
+    for _ in range(2):
+        trained, state, _ = step(trained, state, tokens[:, :-1], tokens[:, 1:])
+    (base, adapters), (base_after, adapters_after) = map(_base_and_adapters, (model, trained))
+    moved = [not np.array_equal(x, y) for x, y in zip(base, base_after, strict=True)]
+    assert moved == [trainable is not None] * len(base)      # bit-identical unless asked for
+    assert all(not np.array_equal(x, y) for x, y in zip(adapters, adapters_after, strict=True))
+
+
+def _oov_batch():
+    tokens = jax.random.randint(jax.random.key(2), (2, 9), 0, 32)
+    return tokens.at[0, 3].set(40)                              # vocab_size is 32
+
+
+def test_a_non_finite_step_is_skipped_and_reported():
+    from jaxlean.models.lm.lora import add_lora
+    from jaxlean.models.lm.transformer import loss
+
+    model = add_lora(_tiny_lm(), rank=2, key=jax.random.key(1))
+    tx = optax.adam(1e-2)
+    step, state = make_train_step(loss, tx, metrics=True), tx.init(model)
+    good = jax.random.randint(jax.random.key(3), (2, 9), 0, 32)
+    model, state, _ = step(model, state, good[:, :-1], good[:, 1:])
+    before, state_before = _values(model), [np.array(x, copy=True) for x in jax.tree.leaves(state)]
+    b_before = np.array(model.layers.mlp.up_proj.lora.b)
+    bad = _oov_batch()
+    model, state, metrics = step(model, state, bad[:, :-1], bad[:, 1:])
+    assert bool(metrics.skipped) and np.isnan(metrics.loss)
+    _alive_and_equal(model, before)                              # bit for bit, adapters too
+    for leaf, value in zip(jax.tree.leaves(state), state_before, strict=True):
+        np.testing.assert_array_equal(leaf, value)
+    with pytest.warns(RuntimeWarning, match=r"step 2 \(counting .* was skipped.*the loss is "
+                                            r"not finite"):
+        model, state, metrics = step(model, state, good[:, :-1], good[:, 1:])
+    assert not bool(metrics.skipped)
+    assert all(np.all(np.isfinite(x)) for x in _values(model))   # trained on, finite
+    b = model.layers.mlp.up_proj.lora.b
+    assert not np.array_equal(b, b_before)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                           # step 3 was fine: no warning
+        step(model, state, good[:, :-1], good[:, 1:])
+
+
+def test_a_nan_learning_rate_is_named():
+    params = {"w": jnp.ones((3, 1))}
+    x, y = _data()
+    tx = optax.adam(float("nan"))
+    step = make_train_step(lambda p, x, y: jnp.mean((x @ p["w"] - y) ** 2), tx)
+    out, state, value = step(params, tx.init(params), x, y)
+    assert np.isfinite(value)
+    np.testing.assert_array_equal(out["w"], 1.0)                  # not applied
+    with pytest.warns(RuntimeWarning, match=r"step 1 .*update is not finite at model\['w'\].*"
+                                            r"learning rate"):
+        step(out, state, x, y)
 
 
 def test_keyword_batch_metrics_and_injected_learning_rate():
@@ -157,14 +303,25 @@ def test_keyword_batch_metrics_and_injected_learning_rate():
         np.testing.assert_allclose(metrics.learning_rate, schedule(i), rtol=1e-6)
         np.testing.assert_allclose(metrics.grad_norm, optax.tree.norm(grads), rtol=1e-5)
     assert int(aux["n"]) == 16
-    assert metrics.tokens is None                # no integer batch argument, no attention_mask
+    assert metrics.tokens is None                # no integer batch argument
+    assert not bool(metrics.skipped)
 
 
-def test_default_token_count_and_trainable_selecting_nothing():
-    from jaxlean.train.step import default_count_tokens
+def test_token_counts_and_trainable_selecting_nothing():
+    from jaxlean.models.lm.tokens import count_tokens
+    from jaxlean.train.step import count_integer_elements
     ids, am = jnp.zeros((2, 5), jnp.int32), jnp.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
-    assert int(default_count_tokens(ids)) == 10
-    assert int(default_count_tokens(ids, attention_mask=am)) == 8
+    assert int(count_integer_elements(ids)) == 10
+    assert int(count_integer_elements(ids, attention_mask=am)) == 10    # train knows no masks
+    assert int(count_tokens(ids)) == 10
+    assert int(count_tokens(ids, attention_mask=am)) == 8
+    params = {"w": jnp.ones((3, 1))}
+    loss = lambda p, ids, attention_mask: jnp.sum(p["w"] ** 2) + 0 * jnp.sum(attention_mask)
+    for counter, want in [(None, 10), (count_tokens, 8)]:
+        kwargs = {} if counter is None else {"count_tokens": counter}
+        step = make_train_step(loss, optax.sgd(0.1), metrics=True, **kwargs)
+        _, _, metrics = step(params, optax.sgd(0.1).init(params), ids, attention_mask=am)
+        assert int(metrics.tokens) == want
     params = {"w": jnp.ones(2)}
     tx = optax.sgd(0.1)
     step = make_train_step(lambda p: jnp.sum(p["w"] ** 2), tx, trainable=lambda path: False)

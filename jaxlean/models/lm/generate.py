@@ -26,6 +26,7 @@ import numpy as np
 from jax import Array
 
 from jaxlean.errors import ConfigError, DataError
+from jaxlean.models.lm.lora import check_adapter_ids
 from jaxlean.models.lm.sampling import Sampling, choose
 from jaxlean.models.lm.transformer import (
     Transformer,
@@ -34,6 +35,9 @@ from jaxlean.models.lm.transformer import (
     window_mask,
 )
 from jaxlean.nn.layers import scan_layers
+
+__all__ = ["FINISH_REASONS", "Buckets", "KVCache", "Rollout", "bucket", "decode_step", "generate",
+           "prefill"]
 
 
 class KVCache(NamedTuple):
@@ -197,26 +201,48 @@ def bucket(size: int, buckets: Buckets, what: str = "length") -> int:
     raise ConfigError(f"{what} {size} exceeds the largest {what} bucket {sizes[-1]}")
 
 
-def _rows(prompt: Any, prompt_mask: Any) -> list[np.ndarray]:
-    """Each prompt's real ids, in order, from a ragged list or a padded array and mask."""
+def _rows(prompt: Any, prompt_mask: Any, pad_id: int | None) -> list[np.ndarray]:
+    """Each prompt's real ids, in order, from a ragged list or a padded array and mask.
+
+    A mask-less array with a row ending in ``pad_id`` (when known) is refused as
+    right-padded: those pads would be read as prompt and generated after.
+    """
     if isinstance(prompt, (jax.Array, np.ndarray)):
         ids = np.asarray(prompt)
         if ids.ndim != 2:
             raise DataError(f"prompt must be [batch, length] or a list of sequences, got shape "
                             f"{ids.shape}")
-        mask = np.ones(ids.shape, bool) if prompt_mask is None else np.asarray(prompt_mask,
-                                                                                 bool)
+        if prompt_mask is None:
+            _refuse_right_padding(ids, pad_id)
+            return list(ids)
+        mask = np.asarray(prompt_mask)
         if mask.shape != ids.shape:
-            raise DataError(f"prompt_mask shape {mask.shape} must equal prompt shape {ids.shape}")
-        return [row[keep] for row, keep in zip(ids, mask, strict=True)]
+            raise DataError(f"attention_mask (prompt_mask) must have the prompt's shape "
+                            f"{ids.shape} ([batch, length], False or 0 at padding), got "
+                            f"{mask.shape}")
+        return [row[keep] for row, keep in zip(ids, mask.astype(bool), strict=True)]
     if prompt_mask is not None:
-        raise ConfigError("prompt_mask is for a padded [batch, length] array; a list of "
-                          "sequences has no padding")
+        raise ConfigError("attention_mask (prompt_mask) is for a padded [batch, length] array; "
+                          "a list of sequences has no padding")
     rows = [np.asarray(row) for row in prompt]
     for i, row in enumerate(rows):
         if row.ndim != 1:
             raise DataError(f"prompt {i} must be a sequence of ids, got shape {row.shape}")
     return rows
+
+
+def _refuse_right_padding(ids: np.ndarray, pad_id: int | None) -> None:
+    """Raise when a row of a mask-less prompt array ends with ``pad_id`` (Hugging Face warns
+    on the same sign of right padding); ``None``: no pad id is known, nothing to check."""
+    if pad_id is None or not ids.shape[1]:
+        return
+    ends = np.flatnonzero(ids[:, -1] == pad_id)
+    if ends.size:
+        raise DataError(
+            f"prompt row {int(ends[0])} ends with pad_id {pad_id}: a right-padded batch "
+            "without a mask would generate after the pads. Pass attention_mask (False or 0 "
+            "at padding, either side) or a list of sequences; if those ids are real tokens, "
+            "pass an all-True attention_mask")
 
 
 def _left_padded(rows: list[np.ndarray], width: int, pad_id: int
@@ -310,6 +336,7 @@ def generate(
     prompt: Array | np.ndarray | Sequence[Sequence[int]],
     prompt_mask: Array | np.ndarray | None = None,
     *,
+    attention_mask: Array | np.ndarray | None = None,
     max_new_tokens: int | Sequence[int],
     key: Array | None = None,
     temperature: float = 0.0,
@@ -336,9 +363,12 @@ def generate(
     Args:
         model: the transformer.
         prompt: a list of id sequences (any lengths, at least 1), or a padded
-            ``[B, P]`` array with ``prompt_mask``; the padding may be on either side
-            (the real ids of a row are taken in order).
-        prompt_mask: ``[B, P]`` bool, False at padding (default: no padding).
+            ``[B, P]`` array with ``attention_mask``; the padding may be on either side
+            (the real ids of a row are taken in order). An array without a mask
+            whose row ends with ``pad_id`` (given, or the first eos id) is refused
+            as right-padded.
+        prompt_mask: ``[B, P]`` bool or 0/1, False at padding (default: no padding).
+        attention_mask: Hugging Face's name for ``prompt_mask`` (give one of them).
         max_new_tokens: a limit for every row, or one per row.
         key: PRNG key, or ``[B]`` keys (one per row), for ``temperature > 0``.
         temperature, top_k, top_p, min_p: see :class:`~jaxlean.models.lm.sampling.Sampling`
@@ -347,7 +377,7 @@ def generate(
         stop_sequences: id sequences that end a row once its completion ends
             with one (reason ``"stop_sequence"``); matched within the completion.
         pad_id: the id after a row's end (default: the first eos id, else 0).
-        adapter_ids: ``[B]`` LoRA adapter per row.
+        adapter_ids: ``[B]`` LoRA adapter per row (checked against the adapters' count).
         prompt_buckets, length_buckets: the padded prompt and new-token sizes
             (see :data:`Buckets`).
 
@@ -356,9 +386,19 @@ def generate(
     """
     vocab = model.config.vocab_size
     sampling = Sampling(float(temperature), top_k, top_p, min_p).check(vocab)
-    rows = _rows(prompt, prompt_mask)
+    if attention_mask is not None:
+        if prompt_mask is not None:
+            raise ConfigError("generate: give attention_mask or prompt_mask (the same mask "
+                              "under Hugging Face's and jaxlean's names), not both")
+        prompt_mask = attention_mask
+    eos_ids = () if eos_id is None else tuple(
+        int(i) for i in ((eos_id,) if isinstance(eos_id, int) else eos_id))
+    known_pad = int(pad_id) if pad_id is not None else eos_ids[0] if eos_ids else None
+    pad_id = 0 if known_pad is None else known_pad
+    rows = _rows(prompt, prompt_mask, known_pad)
     if not rows:
         raise DataError("generate: no prompts")
+    check_adapter_ids(model, adapter_ids, len(rows))
     for i, row in enumerate(rows):
         if not len(row):
             raise DataError(f"prompt {i} is empty (generation needs at least one token)")
@@ -369,10 +409,7 @@ def generate(
         raise ConfigError(f"max_new_tokens must be integers >= 1, one for every row or one per "
                           f"row ({len(rows)}), got {max_new_tokens}")
     limits = np.broadcast_to(limits.astype(np.int32), (len(rows),))
-    eos_ids = () if eos_id is None else tuple(
-        int(i) for i in ((eos_id,) if isinstance(eos_id, int) else eos_id))
     eos, stops = _stop_table(eos_ids, stop_sequences, vocab)
-    pad_id = (eos_ids[0] if eos_ids else 0) if pad_id is None else int(pad_id)
     if not 0 <= pad_id < vocab:
         raise ConfigError(f"pad_id {pad_id} is outside the vocabulary [0, {vocab})")
     if sampling.greedy:

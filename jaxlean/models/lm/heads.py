@@ -28,7 +28,8 @@ __all__ = ["distill", "policy_loss", "token_stats"]
 
 def _hidden_and_head(model: Transformer, tokens: Array, attention_mask: Array | None,
                      adapter_ids: Array | None) -> tuple[Array, Any]:
-    hidden = model.last_hidden_state(tokens, mask=attention_mask, adapter_ids=adapter_ids)
+    hidden = model.last_hidden_state(tokens, attention_mask=attention_mask,
+                                     adapter_ids=adapter_ids)
     return model.head(hidden, adapter_ids)
 
 

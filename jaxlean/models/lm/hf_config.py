@@ -21,7 +21,14 @@ from jaxlean.errors import CheckpointError, ConfigError
 from jaxlean.models.lm.rope import ROPE_TYPES, rope_scaling
 from jaxlean.models.lm.transformer import TransformerConfig
 
+__all__ = ["ARCHITECTURES", "COMPOSITE_TYPES", "MODEL_TYPES", "GenerationSettings",
+           "config_from_hf", "config_to_hf", "generation_settings", "missing_path", "model_path",
+           "read_json", "text_config"]
+
 MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+# The causal-LM class transformers builds for each model type.
+ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                 "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
 # Vision-language models whose language model (``text_config``, one of MODEL_TYPES) is read:
 # their checkpoints keep it under ``language_model.`` (or ``model.language_model.``).
 COMPOSITE_TYPES = ("llava", "llava_next", "mistral3")
@@ -199,6 +206,9 @@ def config_from_hf(hf_config: dict | str | Path) -> TransformerConfig:
 def config_to_hf(config: TransformerConfig) -> dict:
     """The ``config.json`` of ``config`` (4.x layout, which transformers 4 and 5 both read).
 
+    Only the fields a :class:`TransformerConfig` holds: ``save_pretrained`` keeps the
+    others (``max_position_embeddings``, ...) from the checkpoint the model was loaded from.
+
     The ``model_type`` is the one family whose architecture matches: ``qwen3`` for
     q/k norms, ``qwen2`` for q/k/v biases, ``mistral`` for a sliding window, else ``llama``.
     """
@@ -208,10 +218,8 @@ def config_to_hf(config: TransformerConfig) -> dict:
                           "sliding window; at most one of them can be saved")
     model_type = ("qwen3" if c.qk_norm else "qwen2" if c.qkv_bias
                   else "mistral" if c.sliding_window is not None else "llama")
-    architecture = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                    "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[model_type]
     hf = {
-        "architectures": [architecture], "model_type": model_type,
+        "architectures": [ARCHITECTURES[model_type]], "model_type": model_type,
         "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
         "intermediate_size": c.intermediate_size, "num_hidden_layers": c.num_layers,
         "num_attention_heads": c.num_heads, "num_key_value_heads": c.num_kv_heads,

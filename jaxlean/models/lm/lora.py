@@ -17,10 +17,17 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
+from jaxlean._args import as_int, as_names
 from jaxlean._random import normal
-from jaxlean.errors import ConfigError
+from jaxlean.errors import ConfigError, DataError
+
+__all__ = [
+    "ATTENTION_TARGETS", "DEFAULT_TARGETS", "MLP_TARGETS", "Linear", "LoRA", "add_lora",
+    "check_adapter_ids", "is_lora_path", "lora_mask",
+]
 
 
 class LoRA(eqx.Module):
@@ -92,6 +99,19 @@ def _name(path: tuple) -> str:
     return getattr(last, "name", None) or str(getattr(last, "key", ""))
 
 
+def _check_key(key: Any) -> None:
+    """Refuse anything but one ``jax.random.key(...)`` (or a legacy ``PRNGKey`` ``uint32[2]``)."""
+    dtype = getattr(key, "dtype", None)
+    typed = dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
+    raw = dtype is not None and not typed and np.dtype(dtype) == np.uint32 \
+        and getattr(key, "shape", None) == (2,)
+    if not (isinstance(key, jax.Array | np.ndarray) and ((typed and key.ndim == 0) or raw)):
+        what = (f"{type(key).__name__} {key!r}" if dtype is None
+                else f"an array of dtype {dtype} and shape {tuple(key.shape)}")
+        raise ConfigError(f"add_lora: key must be one jax.random key (e.g. jax.random.key(0)), "
+                          f"got {what}")
+
+
 def add_lora(
     model: Any,
     *,
@@ -116,7 +136,7 @@ def add_lora(
         num_adapters: how many adapters each projection holds (selected per example).
         alpha: LoRA scaling numerator; the update is scaled by ``alpha / rank``
             (default ``alpha = rank``, i.e. scale 1).
-        targets: attribute names of the projections to adapt.
+        targets: attribute names of the projections to adapt (one string is one name).
         dtype: the adapters' dtype; default the projection's own (float32 for a
             tied head). ``jnp.float32`` on a bfloat16 base is mixed precision: the
             adapters are stored, differentiated and updated in float32 while every
@@ -127,13 +147,17 @@ def add_lora(
         The model with :class:`LoRA` adapters in the targeted projections.
 
     Raises:
-        ConfigError: for a non-positive rank or adapter count, or targets that match nothing.
+        ConfigError: for a rank or adapter count that is not an integer >= 1, a key
+            that is not a ``jax.random`` key, or targets that match nothing.
     """
+    rank = as_int(rank, "add_lora: rank")
+    num_adapters = as_int(num_adapters, "add_lora: num_adapters")
     if rank < 1 or num_adapters < 1:
         raise ConfigError(f"LoRA needs rank >= 1 and num_adapters >= 1, got {rank}, {num_adapters}")
+    _check_key(key)
     if dtype is not None and not jnp.issubdtype(dtype, jnp.floating):
         raise ConfigError(f"add_lora: dtype must be a floating-point dtype, got {dtype!r}")
-    targets = tuple(targets)
+    targets = as_names(targets, "add_lora: targets")
     scale = float(alpha if alpha is not None else rank) / rank
     found = [
         (path, node)
@@ -164,6 +188,38 @@ def add_lora(
     return jax.tree_util.tree_map_with_path(attach, model, is_leaf=_is_linear)
 
 
+def check_adapter_ids(model: Any, adapter_ids: Array | None, batch: int | None = None) -> None:
+    """Raise :class:`DataError` for ``adapter_ids`` that are not one adapter per example.
+
+    The shape (``[batch]`` integers) is checked always; the values only when
+    concrete (not traced), since indexing would clamp an id outside
+    ``[0, num_adapters)`` to the nearest adapter and train or run the wrong one.
+    Nothing is checked on a model without adapters (the ids are unused there).
+    """
+    if adapter_ids is None:
+        return
+    shape = tuple(jnp.shape(adapter_ids))
+    if len(shape) != 1 or (batch is not None and shape != (batch,)):
+        want = "[batch]" if batch is None else f"[batch] = ({batch},)"
+        raise DataError(f"adapter_ids must have shape {want}: one adapter per example, got "
+                        f"shape {shape}")
+    if not jnp.issubdtype(jnp.result_type(adapter_ids), jnp.integer):
+        raise DataError(f"adapter_ids must be integers, got dtype {jnp.result_type(adapter_ids)}")
+    if isinstance(adapter_ids, jax.core.Tracer):
+        return
+    counts = {node.num_adapters for node in jax.tree.leaves(
+        model, is_leaf=lambda node: isinstance(node, LoRA)) if isinstance(node, LoRA)}
+    if not counts:
+        return
+    count = min(counts)
+    ids = np.asarray(adapter_ids)
+    bad = np.flatnonzero((ids < 0) | (ids >= count))
+    if bad.size:
+        raise DataError(f"adapter_ids[{int(bad[0])}] = {int(ids[bad[0]])} is outside [0, {count}) "
+                        f"(the model has {count} adapter(s) per projection; "
+                        f"{bad.size} id(s) out of range)")
+
+
 def is_lora_path(path: tuple) -> bool:
     """Whether a pytree key path lies inside a LoRA adapter (``trainable=`` of ``packed``)."""
     return any(getattr(key, "name", None) == "lora" for key in path)
@@ -182,3 +238,8 @@ def lora_mask(model: Any) -> Any:
         model,
         is_leaf=lambda node: isinstance(node, LoRA),
     )
+
+
+# The marker jaxlean.train reads (it does not import models): a model holding LoRA adapters
+# trains only them unless make_train_step / fit is given trainable= (PEFT freezes the base).
+LoRA.jaxlean_adapter = True

@@ -10,5 +10,6 @@
 * :mod:`~jaxlean.models.neuron.params`: cell parameters, defaults, shapes and value checks.
 * :mod:`~jaxlean.models.neuron.clamp`, :mod:`~jaxlean.models.neuron.spikes`: voltage clamp,
   spike arrival and threshold detection.
-* :mod:`~jaxlean.models.neuron.cable`: ``simulate``, stimuli, time checkpointing, long runs.
+* :mod:`~jaxlean.models.neuron.cable`: ``simulate``, stimuli, rematerialisation over time, long
+  runs.
 """

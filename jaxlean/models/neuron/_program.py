@@ -35,7 +35,7 @@ from jax.extend.core import Primitive
 from jaxlean.linalg import Tree, tree_solve_in_layout
 from jaxlean.models.neuron import clamp, spikes
 from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron._time import Checkpoint, scan_in_segments, scan_steps
+from jaxlean.models.neuron._time import Remat, scan_in_segments, scan_steps
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.mechanisms import Insertion
 
@@ -59,7 +59,7 @@ class Plan:
     detectors: np.ndarray
     threshold: float
     max_spikes: int
-    checkpoint: Checkpoint
+    remat: Remat
     progress: bool
 
 
@@ -209,17 +209,11 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
     def gather(k, x):
         return x if where[k] is None else x[where[k]]
 
-    def step(carry, x):
-        v, states = carry["v"], dict(carry["states"])
+    def membrane(v, states):  # the membrane's diagonal and drive, and each current's flow
         diag, rhs = capacitance_dt, capacitance_dt * v
         flows = {}
         for k, ins in enumerate(plan.insertions):
             mechanism, name = ins.mechanism, ins.mechanism.name
-            if mechanism.on_spike is not None:
-                arrived = x["arrivals"][name]
-                states[name] = {**states[name], **{
-                    s: states[name][s] + arrived * jump
-                    for s, jump in mechanism.on_spike(own[k]).items()}}
             local = gather(k, v)
             for current, (g, e) in mechanism.conductances(states[name], own[k]).items():
                 g = jnp.broadcast_to(g, local.shape)
@@ -229,6 +223,18 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
                 else:
                     diag = diag.at[where[k]].add(scale[k] * g)
                     rhs = rhs.at[where[k]].add(scale[k] * g * e)
+        return diag, rhs, flows
+
+    def step(carry, x):
+        v, states = carry["v"], dict(carry["states"])
+        for k, ins in enumerate(plan.insertions):
+            mechanism, name = ins.mechanism, ins.mechanism.name
+            if mechanism.on_spike is not None:
+                arrived = x["arrivals"][name]
+                states[name] = {**states[name], **{
+                    s: states[name][s] + arrived * jump
+                    for s, jump in mechanism.spike_increments(own[k]).items()}}
+        diag, rhs, flows = membrane(v, states)
         if plan.targets.size:
             rhs = rhs.at[targets].add(stimulus_scale * x["current"])
         if plan.clamped.size:
@@ -262,8 +268,14 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
         carry["detect"] = (jnp.full((plan.detectors.size, plan.max_spikes), jnp.inf,
                                     capacitance_dt.dtype),
                            jnp.zeros(plan.detectors.size, jnp.int32))
+    flows = membrane(carry["v"], carry["states"])[2]
+    if plan.clamped.size:
+        flows["i_clamp"] = (xs["on"][0] / clamp_values["rs"]) * (xs["vc"][0]
+                                                                 - carry["v"][clamped])
+    start = _record(plan, at, carry, flows)   # the first sample: the state the run starts from
     carry, trace = _loop(plan, step, carry, xs)
-    out = {**trace, "t": (first + (jnp.arange(steps // plan.every) + 1) * plan.every) * dt,
+    trace = {name: jnp.concatenate([start[name][None], values]) for name, values in trace.items()}
+    out = {**trace, "t": (first + jnp.arange(steps // plan.every + 1) * plan.every) * dt,
            "final": {"v": layout.take(carry["v"], cell.tree.n),
                      "states": states_on(lambda a: layout.take(a, n), carry["states"]),
                      "step": carry["step"]}}
@@ -289,7 +301,7 @@ def _record(plan: Plan, at: np.ndarray, new: dict, flows: dict) -> dict[str, jax
 
 
 SEGMENT_STEPS = 16
-"""Steps the default backward pass recomputes together (``checkpoint=None``): each step's
+"""Steps the default backward pass recomputes together (``remat=None``): each step's
 solve is kept, the rest of a segment's residuals live only while it is differentiated.
 On the bench's 10k-compartment cell at 10,000 steps, segments of 16 and 32 steps took
 within 3 % of each other's time and 8 took 3-5 % more; at 16 the gradient's temp memory
@@ -298,12 +310,12 @@ was 503 MB, 415 MB of it the kept voltages (every step's state kept: 1,660 MB)."
 
 def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
     """Blocks of ``every`` steps, recording after each block, then the steps left over,
-    unrecorded. ``checkpoint=None`` differentiates blocks in segments of about
-    :data:`SEGMENT_STEPS` steps, keeping only each step's solve; a checkpoint option nests
+    unrecorded. ``remat=None`` differentiates blocks in segments of about
+    :data:`SEGMENT_STEPS` steps, keeping only each step's solve; a ``remat`` option nests
     checkpointed segments of blocks (:func:`scan_steps`) around steps that keep their solve."""
     every, blocks = plan.every, plan.steps // plan.every
     kept = jax.checkpoint(step, policy=_save_only_solves)
-    segmented = plan.checkpoint is None
+    segmented = plan.remat is None
     # inside a segment steps keep all their residuals, unless a block alone is longer
     unit = step if segmented and every <= SEGMENT_STEPS else kept
 
@@ -326,7 +338,7 @@ def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
         carry, trace = scan_in_segments(block, carry, xs_blocked, _save_only_solves,
                                         max(1, SEGMENT_STEPS // every))
     else:
-        carry, trace = scan_steps(block, carry, xs_blocked, plan.checkpoint,
+        carry, trace = scan_steps(block, carry, xs_blocked, plan.remat,
                                   "simulate" if plan.progress else None)
     if plan.steps > blocks * every:
         carry, _ = lax.scan(functools.partial(quiet, kept), carry,

@@ -5,7 +5,7 @@ pass. :func:`scan_in_segments` (``simulate``'s default) runs the plain scan but
 takes its derivatives from the same loop cut into short segments, each keeping
 only what its ``keep`` policy selects (the solves' results) and recomputing the
 rest from the segment's first state: one vector per step, nothing solved twice.
-:func:`scan_steps` (``checkpoint="sqrt"`` or lengths) nests ``jax.checkpoint``-ed
+:func:`scan_steps` (``remat="sqrt"`` or lengths) nests ``jax.checkpoint``-ed
 scans that keep only each segment's first state; the backward pass recomputes one
 segment at a time. Two levels of ``sqrt(T)`` steps keep about ``2 sqrt(T)``
 states for one extra forward pass; more levels keep fewer still.
@@ -31,27 +31,30 @@ from jax import lax
 from jaxlean._progress import interval
 from jaxlean.errors import ConfigError
 
-Checkpoint = Literal["sqrt"] | Sequence[int] | None
+__all__ = ["Remat", "SegmentProgress", "scan_in_segments", "scan_steps", "segment_lengths"]
+
+Remat = Literal["sqrt"] | Sequence[int] | None
+"""``simulate``'s ``remat`` option: ``None``, ``"sqrt"`` or segment lengths, outermost first."""
 
 
-def segment_lengths(checkpoint: Checkpoint, steps: int) -> tuple[int, ...]:
-    """The segment lengths, outermost first, of a ``checkpoint`` option for ``steps`` steps.
+def segment_lengths(remat: Remat, steps: int) -> tuple[int, ...]:
+    """The segment lengths, outermost first, of a ``remat`` option for ``steps`` steps.
 
     Raises:
       ConfigError: an unknown option, a length below 1, or lengths whose
         product is smaller than ``steps``.
     """
-    if checkpoint is None:
+    if remat is None:
         return (steps,)
-    if checkpoint == "sqrt":
+    if remat == "sqrt":
         inner = max(1, math.isqrt(steps - 1) + 1) if steps > 1 else 1
         return (-(-steps // inner), inner)
-    if isinstance(checkpoint, str) or not all(isinstance(k, int) for k in checkpoint):
-        raise ConfigError(f"checkpoint must be None, 'sqrt' or a sequence of segment lengths; "
-                          f"got {checkpoint!r}")
-    lengths = tuple(checkpoint)
+    if isinstance(remat, str) or not all(isinstance(k, int) for k in remat):
+        raise ConfigError(f"remat must be None, 'sqrt' or a sequence of segment lengths; "
+                          f"got {remat!r}")
+    lengths = tuple(remat)
     if not lengths or min(lengths) < 1 or math.prod(lengths) < steps:
-        raise ConfigError(f"checkpoint lengths must be >= 1 with a product of at least {steps} "
+        raise ConfigError(f"remat lengths must be >= 1 with a product of at least {steps} "
                           f"(the number of steps); got {lengths}")
     return lengths
 
@@ -166,8 +169,8 @@ def _nested(step: Callable, lengths: tuple[int, ...]) -> Callable:
     return lambda carry, xs: lax.scan(segment, carry, xs)
 
 
-def scan_steps(step: Callable, carry, xs, checkpoint: Checkpoint, progress: str | None = None):
-    """``lax.scan(step, carry, xs)`` with the backward memory set by ``checkpoint``.
+def scan_steps(step: Callable, carry, xs, remat: Remat, progress: str | None = None):
+    """``lax.scan(step, carry, xs)`` with the backward memory set by ``remat``.
 
     ``xs`` (a pytree of arrays with the steps first) is padded with zeros up to
     the product of the segment lengths; a padding step leaves the carry as it
@@ -176,7 +179,7 @@ def scan_steps(step: Callable, carry, xs, checkpoint: Checkpoint, progress: str 
     report under that label (see :class:`SegmentProgress`).
     """
     steps = jax.tree.leaves(xs)[0].shape[0]
-    lengths = segment_lengths(checkpoint, steps)
+    lengths = segment_lengths(remat, steps)
     total = math.prod(lengths)
     step, xs = _padded(step, xs, steps, total)
     xs = jax.tree.map(lambda x: x.reshape(*lengths, *x.shape[1:]), xs)

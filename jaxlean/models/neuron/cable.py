@@ -6,7 +6,7 @@ channels and synapses are :class:`~jaxlean.models.neuron.mechanisms.Mechanism`
 data. Each step solves the backward-Euler system with
 :func:`jaxlean.linalg.tree_solve_in_layout` (see :mod:`jaxlean.models.neuron._program`),
 so the gradient of a whole simulation costs about one more solve per step.
-Everything in ``params`` is differentiable; ``checkpoint`` bounds the memory of
+Everything in ``params`` is differentiable; ``remat`` bounds the memory of
 the backward pass of long simulations, and a run can be continued from the
 state another one ended in (see :func:`simulate`).
 
@@ -28,13 +28,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlean._args import as_names, reject_renamed
 from jaxlean._progress import interval
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import clamp as clamps_
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron import spikes as spikes_
 from jaxlean.models.neuron._program import Plan, initial_state, program
-from jaxlean.models.neuron._time import Checkpoint, segment_lengths
+from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.clamp import VoltageClamp
 
@@ -133,7 +134,7 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
                   for name, where in names.items()}
     else:
         record = _compartment_list(cell, record, "record")
-        wanted = {name: record for name in names}
+        wanted = {name: record for name in as_names(names, "states")}
     owners = {"v": None}
     for k, ins in enumerate(insertions):
         owners.update({name: k for name in (*ins.mechanism.states, *ins.mechanism.currents)})
@@ -233,7 +234,7 @@ def _cached_program(plan: Plan, with_initial: bool) -> Callable:
            tuple((name, k, tuple(pos.tolist())) for name, (k, pos) in plan.sites.items()),
            tuple(plan.targets.tolist()), tuple(plan.clamped.tolist()),
            tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
-           plan.checkpoint if isinstance(plan.checkpoint, str | None) else tuple(plan.checkpoint),
+           plan.remat if isinstance(plan.remat, str | None) else tuple(plan.remat),
            plan.progress and interval(), with_initial)  # the interval is read when traced
     if key in _PROGRAMS:
         _PROGRAMS.move_to_end(key)
@@ -259,11 +260,11 @@ def _rest_state(cell: Cell, insertions: tuple, params: parameters.Params) -> dic
 
 def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus], dt: float,
              t_max: float, record: int | Sequence[int] = (0,),
-             states: Sequence[str] | Mapping[str, Sequence[int]] = ("v",),
-             checkpoint: Checkpoint = None, progress: bool = True, *, every: int = 1,
+             states: str | Sequence[str] | Mapping[str, Sequence[int]] = ("v",),
+             remat: Remat = None, progress: bool = True, *, every: int = 1,
              initial: Mapping | None = None, spikes: Mapping | None = None,
              clamps: Sequence[VoltageClamp] = (), detect: Sequence[int] = (),
-             threshold: float = 10.0, max_spikes: int = 100) -> dict:
+             threshold: float = 10.0, max_spikes: int = 100, **renamed) -> dict:
     """Run the cell for ``t_max`` ms in steps of ``dt`` ms (``lax.scan``).
 
     Compiled once per cell structure and options, reused for new values; also callable
@@ -279,15 +280,17 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
       dt, t_max: time step and duration (ms); ``t_max`` a whole number of steps.
       record: a compartment or compartments where density states and currents
         and ``"v"`` are recorded (point mechanisms and clamps: every instance).
-      states: names to record: ``"v"`` (mV), any mechanism's states (``"m"``,
+      states: a name or names to record: ``"v"`` (mV), any mechanism's states (``"m"``,
         ``"g_expsyn"``, ...) or currents (``"i_na"``: mA/cm2, ``"i_expsyn"``: nA,
         computed at the voltage at the start of each step, as NEURON records
         them), ``"i_clamp"`` (nA); or ``{name: compartments}`` to record each
         name at its own compartments (instead of ``record``).
-      checkpoint: memory of the backward pass over time. ``None`` (the default) keeps each
-        step's voltage, the solve's result, and recomputes the rest of the state 16 steps at
-        a time (``_program.SEGMENT_STEPS``), solving nothing again: memory grows with the
-        number of steps T by one vector per compartment and step. A single length equal to
+      remat: memory of the backward pass over time (rematerialisation; formerly
+        ``checkpoint``, which now raises an error naming ``remat``). ``None`` (the
+        default) keeps each step's voltage, the solve's result, and recomputes the
+        rest of the state 16 steps at a time (``_program.SEGMENT_STEPS``), solving
+        nothing again: memory grows with the number of steps T by one vector per
+        compartment and step. A single length equal to
         the number of recorded blocks, ``(T // every,)``, keeps every step's whole state
         instead (JAX's own gradient of the loop, about 3.3x the memory of ``None`` with
         ``hh``). ``"sqrt"`` runs segments of about ``sqrt(T)`` steps and keeps only each
@@ -296,7 +299,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         first, nests the segments (``(100, 100, 10)`` for 100,000 steps keeps about 210
         states); their product must reach T (with ``every > 1``: the number of recorded
         blocks).
-      progress: with ``checkpoint``, a run whose forward or backward pass takes
+      progress: with ``remat``, a run whose forward or backward pass takes
         longer than ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) prints
         its progress on stderr, one host callback per outer segment; False: silent.
       every: record after every ``every``-th step only (steps left over at the
@@ -313,11 +316,16 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         are detected; at most ``max_spikes`` times are kept each.
 
     Returns:
-      ``{name: array (T // every, len(record) or instances)}`` for each recorded
+      ``{name: array (T // every + 1, len(record) or instances)}`` for each recorded
       name, ``"t"`` (ms) of those samples, ``"final"`` (the state to continue
       from) and, with ``detect``: ``"spikes"`` ``(detectors, max_spikes)``
-      (``inf`` after the last) and ``"spike_count"``.
+      (``inf`` after the last) and ``"spike_count"``. As NEURON's ``Vector.record``,
+      the first sample is the state the run starts from, at ``t = 0`` (``v_init``)
+      for a fresh run, at the time it continues from with ``initial`` (drop it
+      when joining a continued run to the earlier one); a current's first sample
+      is computed at that state, the others at the start of their step.
     """
+    reject_renamed(renamed, {"checkpoint": "remat"}, "simulate")
     steps = n_steps(dt, t_max)
     insertions = cell.insertions(params)
     parameters.check(cell, params, insertions)
@@ -325,7 +333,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
     if not isinstance(every, int) or not 1 <= every <= steps:
         raise ConfigError(f"every must be an int in [1, {steps}] (the number of steps); "
                           f"got {every!r}")
-    segment_lengths(checkpoint, steps // every)
+    segment_lengths(remat, steps // every)
     clamp_list = list(clamps)
     clamped = clamps_.check(clamp_list, cell.n)
     detectors = spikes_.detectors(detect, cell.n, max_spikes)
@@ -335,7 +343,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
     spike_times = _spike_inputs(insertions, spikes)
     plan = Plan(cell, insertions, float(dt), steps, every,
                 _sites(cell, insertions, record, states, clamped),
-                targets, clamped, detectors, float(threshold), max_spikes, checkpoint,
+                targets, clamped, detectors, float(threshold), max_spikes, remat,
                 bool(progress))
     run = _cached_program(plan, initial is not None)
     clamp_values = clamps_.values(clamp_list) if clamp_list else {}

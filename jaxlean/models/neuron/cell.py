@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from jaxlean.linalg import Tree
 from jaxlean.models.neuron import discretize, swc
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron.mechanisms import Insertion, Mechanism
+
+__all__ = ["ATTACH", "Cell"]
 
 ATTACH = (0.0, 0.5, 1.0)
 
@@ -42,8 +45,12 @@ class Cell:
         is that of the cylinder with the compartment's membrane area.
       taper: ``(n, 2)``: proximal and distal half resistances of the compartment's
         real shape (tapering frustums) relative to that cylinder's; 1 for cylinders.
-      branch: branch of each compartment: an unbranched run of compartments,
-        numbered by first compartment; the soma's is 0.
+      branch: branch of each compartment, numbered by first compartment; the soma's
+        is 0. In a cell from SWC a branch is a NEURON section, cut by Import3d's rules
+        (at forks, at type changes, where a child is not on the next line), in
+        NEURON's order and named in :attr:`section_names`: per-branch parameters and
+        ``ncomp`` line up with the sections a NEURON user counts. In a cell from
+        parents, a branch is an unbranched run of compartments.
       tree: the solver's tree over compartments ``0..n-1`` and junctions ``n..``.
       junction_owner: the compartment each junction belongs to.
       half_index: ``(nodes, 2)``: for the edge from each node to its tree parent,
@@ -53,6 +60,9 @@ class Cell:
         dendrite; 0 when built from parents without types).
       mechanisms: the inserted mechanisms; empty: a preset chosen by the
         parameters (see :mod:`jaxlean.models.neuron.params`).
+      section_names: NEURON's name of each branch of a cell from SWC (``"soma[0]"``,
+        ``"dend[3]"``, ``"apic[0]"``, ``"axon[0]"``, as Import3d names them); empty
+        for a cell from parents.
     """
 
     parents: np.ndarray
@@ -66,6 +76,7 @@ class Cell:
     half_index: np.ndarray
     kind: np.ndarray
     mechanisms: tuple[Insertion, ...] = ()
+    section_names: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -82,19 +93,55 @@ class Cell:
         """The root compartment (the soma of an SWC cell)."""
         return int(np.flatnonzero(self.parents < 0)[0])
 
-    def compartments_of(self, branch: int) -> np.ndarray:
-        """Compartments of ``branch``, proximal to distal."""
-        if not 0 <= branch < self.n_branches:
-            raise ConfigError(f"branch must be in [0, {self.n_branches - 1}]; got {branch}")
-        return np.flatnonzero(self.branch == branch)
+    def compartments_of(self, branch: int | str) -> np.ndarray:
+        """Compartments of ``branch`` (an index, or a section name such as ``"dend[3]"``),
+        proximal to distal."""
+        return np.flatnonzero(self.branch == self._branch_index(branch, "branch"))
+
+    def location(self, section: int | str, x: float = 0.5) -> int:
+        """The compartment at ``x`` (0 to 1, proximal to distal) along ``section``: NEURON's
+        ``sec(x)``. ``section`` is a branch index or a section name (``"dend[3]"``).
+
+        The section's ``nseg`` compartments are its segments, centred at
+        ``(j + 0.5) / nseg``; ``x`` selects the segment that holds it, as NEURON does
+        (``soma(0.5)`` is the soma's middle segment). NEURON's ``x = 0`` and ``x = 1`` are
+        the section's zero-area end nodes, which have no compartment here: they give the
+        first and the last segment.
+
+        Raises:
+          ConfigError: an unknown section, or ``x`` not a number in ``[0, 1]``.
+        """
+        index = self._branch_index(section, "section")
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not 0.0 <= x <= 1.0:
+            raise ConfigError(f"location: x must be a number in [0, 1] (0 the section's start, "
+                              f"1 its end); got {x!r}")
+        compartments = np.flatnonzero(self.branch == index)
+        nseg = compartments.size
+        return int(compartments[min(int(nseg * float(x)), nseg - 1)])
+
+    def _branch_index(self, branch: int | str, argument: str) -> int:
+        if isinstance(branch, str):
+            if branch not in self.section_names:
+                known = (f"this cell's sections are {_summary(self.section_names)}"
+                         if self.section_names else
+                         "this cell was built from parents and has no section names; give a "
+                         "branch index")
+                raise ConfigError(f"{argument}: no section named {branch!r}; {known}")
+            return self.section_names.index(branch)
+        if (isinstance(branch, bool) or not isinstance(branch, numbers.Integral)
+                or not 0 <= branch < self.n_branches):
+            raise ConfigError(f"{argument} must be in [0, {self.n_branches - 1}] (a branch "
+                              f"index) or a section name; got {branch!r}")
+        return int(branch)
 
     @functools.cached_property
     def structure(self) -> str:
         """A digest of everything a simulation program depends on besides the parameters
-        (topology, attachments, tapers, junctions): equal cells share compiled programs."""
+        (topology, attachments, tapers, junctions, branches): equal cells share compiled
+        programs."""
         digest = hashlib.sha256()
         for array in (self.parents, self.attach, self.taper, self.half_index,
-                      self.junction_owner, self.tree.parents):
+                      self.junction_owner, self.tree.parents, self.branch):
             digest.update(str(array.dtype).encode() + str(array.shape).encode())
             digest.update(np.ascontiguousarray(array).tobytes())
         return digest.hexdigest()
@@ -148,14 +195,17 @@ class Cell:
         where = "<swc text>" if isinstance(source, str) and "\n" in source else str(source)
         sections = swc.sections(swc.read_swc(source), where)
         counts = discretize.section_nseg(sections, ncomp, max_length, nseg)
-        return _build(*discretize.compartments(sections, counts))
+        cell = _build(*discretize.compartments(sections, counts))
+        return dataclasses.replace(cell, branch=np.repeat(np.arange(len(sections)), counts),
+                                   section_names=swc.section_names(sections))
 
     def insert(self, mechanism: Mechanism, *, types: object = None, branches: object = None,
                compartments: object = None) -> Cell:
         """This cell with ``mechanism`` on some compartments (a new ``Cell``).
 
         A density mechanism goes everywhere, or on the compartments of the given
-        SWC ``types``, ``branches`` or ``compartments`` (give at most one); a
+        SWC ``types``, ``branches`` (indices or section names, ``"soma[0]"``) or
+        ``compartments`` (give at most one); a
         point mechanism (a synapse) needs ``compartments``, one instance per
         entry. Inserting a mechanism again adds compartments (or instances).
 
@@ -220,6 +270,10 @@ def _selection(cell: Cell, mechanism: Mechanism, types: object, branches: object
     if not given:
         return None
     (key, value), = given.items()
+    if key == "branches":   # section names ("dend[3]") stand for their branch index
+        listed = [value] if isinstance(value, str) else value
+        if isinstance(listed, list | tuple) and any(isinstance(v, str) for v in listed):
+            value = [cell._branch_index(v, what + ": branches") for v in listed]
     values = np.atleast_1d(np.asarray(value))
     if values.ndim != 1 or values.size == 0 or not np.issubdtype(values.dtype, np.integer):
         raise ConfigError(f"{what}: {key} must be an integer or a non-empty sequence of them; "
@@ -244,6 +298,11 @@ def _no_clash(old: Mechanism, new: Mechanism) -> None:
         if shared:
             raise ConfigError(f"mechanisms {old.name!r} and {new.name!r} both name the {what} "
                               f"{shared}; names must be unique in a cell")
+
+
+def _summary(names: tuple[str, ...], most: int = 8) -> str:
+    shown = ", ".join(names[:most])
+    return f"{shown}, ... ({len(names)} in all)" if len(names) > most else shown
 
 
 def _depth(parents: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Hodgkin-Huxley channels (NEURON's ``hh.mod``) and the leak, as :class:`Mechanism` data.
+"""NEURON's ``hh`` (``hh.mod``, its leak included) and ``pas``, as :class:`Mechanism` data.
 
 Units are NEURON's: mV, ms, S/cm2, degC. Temperature scales every rate by
 ``q10 = 3 ** ((celsius - 6.3) / 10)``, as ``hh.mod`` does (steady states do not
@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxlean.models.neuron.mechanisms import Mechanism
+
+__all__ = ["GATES", "advance", "hh", "pas", "rates", "steady_state"]
 
 GATES = ("m", "h", "n")
 _SERIES_BELOW = 0.05
@@ -109,13 +111,16 @@ def _hh_advance(states, v, dt, speed, p):
 
 
 hh = Mechanism(
-    "hh", parameters={"g_na": (0.12, "S/cm2"), "g_k": (0.036, "S/cm2"), "e_na": (50.0, "mV"),
-                      "e_k": (-77.0, "mV")},
+    "hh", parameters={"g_na": (0.12, "S/cm2"), "g_k": (0.036, "S/cm2"), "gl": (3e-4, "S/cm2"),
+                      "e_na": (50.0, "mV"), "e_k": (-77.0, "mV"), "el": (-54.3, "mV")},
     states=GATES, rates=lambda v, p: rates(v), q10=3.0, q10_celsius=6.3, advance=_hh_advance,
     currents={"i_na": (lambda s, p: p["g_na"] * s["m"] ** 3 * s["h"], "e_na"),
-              "i_k": (lambda s, p: p["g_k"] * s["n"] ** 4, "e_k")})
-"""NEURON's ``hh.mod`` sodium and potassium currents; its leak is :data:`pas`."""
+              "i_k": (lambda s, p: p["g_k"] * s["n"] ** 4, "e_k"),
+              "i_l": (lambda s, p: p["gl"], "el")})
+"""NEURON's ``hh.mod``: sodium, potassium and its leak ``gl (v - el)`` (NEURON's ``gl_hh``
+3e-4 S/cm2, ``el_hh`` -54.3 mV), so ``soma.insert(hh)`` rests near -65 mV as in NEURON."""
 
-pas = Mechanism("pas", parameters={"g_leak": (3e-4, "S/cm2"), "e_leak": (-54.3, "mV")},
+pas = Mechanism("pas", parameters={"g_leak": (1e-3, "S/cm2"), "e_leak": (-70.0, "mV")},
                 currents={"i_leak": (lambda s, p: p["g_leak"], "e_leak")})
-"""A leak ``g_leak (v - e_leak)``: NEURON's ``pas``, with ``hh.mod``'s leak defaults."""
+"""A leak ``g_leak (v - e_leak)``: NEURON's ``pas`` with its defaults (``g_pas`` 1e-3 S/cm2,
+``e_pas`` -70 mV)."""

@@ -17,20 +17,25 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlean._args import as_int
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import _geometry
+
+__all__ = ["NEURON_DEFAULTS", "DLambda", "Fixed", "MaxLength", "compartments",
+           "neuron_defaults", "section_nseg"]
 
 #: NEURON's values of the cable parameters whose jaxlean default differs or that
 #: NEURON users get without asking: ``Ra = 35.4`` ohm cm (jaxlean: 100), ``cm = 1``
 #: uF/cm2, ``v_init = -65`` mV, ``celsius = 6.3`` degC. Channel defaults are
-#: NEURON's ``hh`` values in both (``gl = 3e-4`` S/cm2, ``el = -54.3`` mV for the
-#: leak); NEURON's ``pas`` differs (``g_pas = 1e-3`` S/cm2, ``e_pas = -70`` mV) and
-#: is not applied here. NEURON's default ``nseg`` is 1 for every section
-#: (``Fixed(1)``); jaxlean's ``Cell.from_swc`` asks for a rule.
+#: NEURON's in both: ``hh`` (its leak ``gl = 3e-4`` S/cm2, ``el = -54.3`` mV
+#: included) and ``pas`` (``g_leak = 1e-3`` S/cm2, ``e_leak = -70`` mV). NEURON's
+#: default ``nseg`` is 1 for every section (``Fixed(1)``); jaxlean's
+#: ``Cell.from_swc`` asks for a rule.
 NEURON_DEFAULTS = {"axial_resistivity": 35.4, "capacitance": 1.0, "v_init": -65.0,
                    "celsius": 6.3}
 
@@ -53,8 +58,7 @@ class Fixed:
     n: int
 
     def __post_init__(self):
-        if not (isinstance(self.n, int | np.integer) and self.n >= 1):
-            raise ConfigError(f"Fixed(n): n must be an integer >= 1; got {self.n!r}")
+        object.__setattr__(self, "n", as_int(self.n, "Fixed(n): n", minimum=1))
 
     def nseg(self, section) -> int:
         return int(self.n)
@@ -109,11 +113,13 @@ def section_nseg(sections: list, ncomp: int | None = None, max_length: float | N
     others ``ncomp``), ``max_length`` (somatic 1, the others ``MaxLength``) or a rule
     ``nseg`` applied to every section, the soma included (NEURON's ``forall``)."""
     if sum(option is not None for option in (ncomp, max_length, nseg)) != 1:
-        raise ConfigError("give exactly one of ncomp (per branch), max_length (um) or nseg "
+        raise ConfigError("give exactly one of ncomp (per section), max_length (um) or nseg "
                           "(a rule: Fixed, MaxLength, DLambda)")
-    if (ncomp is not None and not (isinstance(ncomp, int | np.integer) and ncomp >= 1)) or (
-            max_length is not None and not max_length > 0):
-        raise ConfigError(f"ncomp must be >= 1 and max_length > 0; got {ncomp}, {max_length}")
+    if ncomp is not None:
+        ncomp = as_int(ncomp, "ncomp", minimum=1)
+    if max_length is not None and not (isinstance(max_length, numbers.Real)
+                                       and 0 < max_length < math.inf):
+        raise ConfigError(f"max_length must be a positive number of um; got {max_length!r}")
     if nseg is not None and not isinstance(nseg, Fixed | MaxLength | DLambda):
         raise ConfigError(f"nseg must be a Fixed, MaxLength or DLambda rule; got {nseg!r}")
     for section in sections:

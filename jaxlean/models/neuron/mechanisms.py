@@ -38,6 +38,7 @@ Insert it with :meth:`Cell.insert <jaxlean.models.neuron.cell.Cell.insert>`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping
 
@@ -45,7 +46,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlean._args import as_names
 from jaxlean.errors import ConfigError
+
+__all__ = ["Insertion", "Mechanism", "parameter_table"]
 
 Array = jax.Array
 Values = Mapping[str, Array]
@@ -86,6 +90,7 @@ class Mechanism:
 
     def __post_init__(self):
         where = f"mechanism {self.name!r}"
+        object.__setattr__(self, "states", as_names(self.states, f"{where}: states"))
         if not self.name.isidentifier():
             raise ConfigError(f"{where}: name must be an identifier")
         if self.states and (self.rates is None) == (self.steady is None):
@@ -113,10 +118,12 @@ class Mechanism:
         if not self.states:
             return {}
         if self.rates is not None:
-            raw = self.rates(v, p)
+            with _reads(self, "rates(v, params)", {"params": self.parameters}):
+                raw = self.rates(v, p)
             out = {s: (a / (a + b), a + b) for s, (a, b) in _checked(self, raw).items()}
         else:
-            raw = self.steady(v, p)
+            with _reads(self, "steady(v, params)", {"params": self.parameters}):
+                raw = self.steady(v, p)
             out = {s: (inf, 1.0 / tau) for s, (inf, tau) in _checked(self, raw).items()}
         dtype = jnp.result_type(v)
         return {s: tuple(jnp.broadcast_to(jnp.asarray(x).astype(dtype), jnp.shape(v))
@@ -132,13 +139,45 @@ class Mechanism:
         if not self.states:
             return {}
         if self.advance is not None:
-            return self.advance(states, v, dt, speed, p)
+            with _reads(self, "advance(states, v, dt, speed, params)",
+                        {"states": self.states, "params": self.parameters}):
+                return self.advance(states, v, dt, speed, p)
         return {s: inf + (states[s] - inf) * jnp.exp(-dt * speed * rate)
                 for s, (inf, rate) in self._kinetics(v, p).items()}
 
     def conductances(self, states: Values, p: Values) -> dict[str, tuple[Array, Array]]:
         """``{current: (conductance, reversal)}`` of the present states."""
-        return {name: (g(states, p), p[reversal]) for name, (g, reversal) in self.currents.items()}
+        out = {}
+        for name, (g, reversal) in self.currents.items():
+            with _reads(self, f"the conductance of {name!r} (states, params)",
+                        {"states": self.states, "params": self.parameters}):
+                out[name] = (g(states, p), p[reversal])
+        return out
+
+    def spike_increments(self, p: Values) -> Mapping[str, Array]:
+        """``on_spike(params)``: what one input spike adds to each state."""
+        with _reads(self, "on_spike(params)", {"params": self.parameters}):
+            return self.on_spike(p)
+
+
+@contextlib.contextmanager
+def _reads(mechanism: Mechanism, what: str, given: Mapping[str, object]):
+    """Turn a ``KeyError`` from a mechanism's own function into an error that names the
+    mechanism, the function, the missing name and the names it may read."""
+    try:
+        yield
+    except KeyError as error:
+        key = error.args[0] if error.args else None
+        accepted = "; ".join(f"{arg}: {sorted(names)}" for arg, names in given.items())
+        hint = ""
+        if key == "celsius":
+            hint = (" The temperature reaches a mechanism only through its q10 and "
+                    "q10_celsius; declare a parameter for any other use of it.")
+        elif key == "v":
+            hint = (" The voltage is an argument of rates or steady, not of a conductance: "
+                    "the current is conductance * (v - reversal).")
+        raise ConfigError(f"mechanism {mechanism.name!r}: {what} reads {key!r}, which it is "
+                          f"not given; it may read {accepted}.{hint}") from None
 
 
 def _checked(mechanism: Mechanism, kinetics: Mapping) -> Mapping:

@@ -11,8 +11,8 @@ and so are NaN or infinite values and non-positive geometry, named with the
 compartment.
 
 Presets (:data:`PRESETS`): a cell with no inserted mechanism runs ``"hh"``
-(``hh`` and ``pas`` everywhere) when its parameters name any ``hh`` parameter,
-else ``"passive"`` (``pas``).
+(NEURON's ``hh``, its leak included, everywhere) when its parameters name any
+``hh`` parameter, else ``"passive"`` (``pas``, NEURON's defaults).
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.mechanisms import Insertion, parameter_table
 
+__all__ = ["CELL", "GEOMETRY", "PRESETS", "Params", "check", "check_names", "defaults",
+           "expand", "inferred_preset", "preset", "table"]
+
 Params = dict[str, jax.Array]
 
 GEOMETRY = {"length": "um", "radius": "um"}
@@ -34,7 +37,7 @@ CELL = {"capacitance": (1.0, "uF/cm2"), "axial_resistivity": (100.0, "ohm cm"),
         "v_init": (-65.0, "mV"), "celsius": (6.3, "degC")}
 SCALAR_ONLY = ("celsius",)
 POSITIVE = ("length", "radius", "capacitance", "axial_resistivity")
-PRESETS = {"hh": (pas, hh), "passive": (pas,)}
+PRESETS = {"hh": (hh,), "passive": (pas,)}
 
 
 class Compartments(Protocol):
@@ -95,8 +98,9 @@ def check_names(params: Params, insertions: tuple[Insertion, ...]) -> None:
     if missing:
         owners = sorted({declared[name][2].name for name in missing if name in declared})
         why = f" (of {', '.join(owners)}, inserted in this cell)" if owners else ""
-        if owners == ["hh"] and set(params) & set(hh.parameters):
-            why = (f" (HH channels are simulated because "
+        if owners and insertions is _PRESET_INSERTIONS["hh"]:
+            why = (f" (of {', '.join(owners)}: this cell has no inserted mechanism, and the "
+                   f"preset 'hh' is simulated because "
                    f"{[k for k in hh.parameters if k in params]} were given)")
         raise ConfigError(f"missing parameter(s) {sorted(missing)}{why}; start from "
                           f"cell.params()")

@@ -21,6 +21,9 @@ import numpy as np
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import _import3d
 
+__all__ = ["TYPE_NAMES", "Morphology", "Section", "fixture", "read_swc", "section_names",
+           "sections"]
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Morphology:
@@ -53,6 +56,22 @@ class Section:
     parent_x: float
     kind: int
     last_id: int
+
+
+TYPE_NAMES = {1: "soma", 2: "axon", 3: "dend", 4: "apic"}
+"""The section name Import3d gives each SWC type (others: ``dend_<type>``)."""
+
+
+def section_names(sections: list[Section]) -> tuple[str, ...]:
+    """NEURON's names of ``sections`` (in Import3d's order): ``"dend[3]"`` is the fourth
+    section of type 3, counted in that order, as Import3d's ``instantiate`` names them."""
+    count: dict[int, int] = {}
+    names = []
+    for section in sections:
+        k = count.get(section.kind, 0)
+        count[section.kind] = k + 1
+        names.append(f"{TYPE_NAMES.get(section.kind, f'dend_{section.kind}')}[{k}]")
+    return tuple(names)
 
 
 def fixture(name: str) -> Path:

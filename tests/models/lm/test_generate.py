@@ -49,7 +49,7 @@ def logits(model, batch):
 
     @eqx.filter_jit
     def run(model):
-        full = model(tokens, mask=mask, adapter_ids=ids)
+        full = model(tokens, attention_mask=mask, adapter_ids=ids)
         alone = model(tokens[1:2, 2:], adapter_ids=ids[1:2])  # row 1 without its pads
         step, cache = prefill(model, tokens[:, :PROMPT], mask[:, :PROMPT],
                               max_length=tokens.shape[1], adapter_ids=ids)
@@ -277,3 +277,29 @@ def test_bad_generation_inputs(model, batch):
     for bad in [0, [2, 2], 1.5]:
         with pytest.raises(ConfigError, match="max_new_tokens"):
             generate(model, tokens, max_new_tokens=bad)
+
+
+def test_attention_mask_names_the_prompt_padding(model):
+    """Hugging Face's attention_mask is the prompt mask; a right-padded array without one is
+    refused (it would generate after the pads); a mask of another shape is named."""
+    prompts = [[5, 6, 7, 8, 9], [5, 6, 7]]
+    ids, mask = _as_input([np.asarray(p) for p in prompts], "right")
+    options = dict(max_new_tokens=3, pad_id=46, adapter_ids=np.array([0, 1]), **BUCKETS)
+    want = generate(model, prompts, **options)
+    for got in (generate(model, ids, attention_mask=mask, **options),
+                generate(model, ids, attention_mask=mask.astype(np.int32), **options),
+                generate(model, ids, mask, **options)):
+        np.testing.assert_array_equal(got.tokens, want.tokens)
+    with pytest.raises(DataError, match=r"row 0 ends with pad_id 46: .* Pass attention_mask"):
+        generate(model, ids, **options)
+    with pytest.raises(DataError, match=r"row 0 ends with pad_id 7"):  # the eos id pads
+        generate(model, ids[:, :3], max_new_tokens=2, eos_id=7)
+    with pytest.raises(ConfigError, match="give attention_mask or prompt_mask"):
+        generate(model, ids, mask, attention_mask=mask, **options)
+    with pytest.raises(DataError, match=r"attention_mask \(prompt_mask\) must have the "
+                                        r"prompt's shape \(2, 8\)"):
+        generate(model, ids, attention_mask=mask[:, :-1], **options)
+    # Without a known pad id (no pad_id, no eos_id) nothing is guessed.
+    generate(model, ids, max_new_tokens=2)
+    with pytest.raises(DataError, match=r"adapter_ids\[0\] = 2 is outside \[0, 2\)"):
+        generate(model, prompts, max_new_tokens=2, adapter_ids=np.array([2, 0]))

@@ -136,7 +136,8 @@ def _ignore_cases():
     keep = (~ignored).astype(jnp.float32)
     old, adv = jnp.full((2, 5), -2.7), jnp.array([1.0, -0.5])
     cases = {
-        "loss": (lambda m, t: loss(m, tokens, t), lambda m: loss(m, tokens, targets, keep)),
+        "loss": (lambda m, t: loss(m, tokens, targets=t),
+                 lambda m: loss(m, tokens, targets=targets, weights=keep)),
         "token_stats": (lambda m, t: token_stats(m, tokens, t).logprobs,
                         lambda m: jnp.where(ignored, 0, token_stats(m, tokens, targets).logprobs)),
         "policy_loss": (lambda m, t: policy_loss(m, tokens, t, old, adv).loss,

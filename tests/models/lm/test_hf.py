@@ -120,7 +120,7 @@ def test_each_tensor_is_cast_to_the_requested_dtype(llama_file):
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="host buffers are adopted on CPU only")
 def test_loaded_parameters_are_adopted_by_jax_without_a_copy(llama_file, monkeypatch):
-    import jaxlean.models.lm.hf as hf
+    from jaxlean.models.lm import _safetensors
 
     filled = []
 
@@ -129,8 +129,8 @@ def test_loaded_parameters_are_adopted_by_jax_without_a_copy(llama_file, monkeyp
         filled.append(array)
         return array
 
-    aligned = hf._aligned_empty
-    monkeypatch.setattr(hf, "_aligned_empty", recording)
+    aligned = _safetensors.aligned_empty
+    monkeypatch.setattr(_safetensors, "aligned_empty", recording)
     loaded = load_safetensors(llama_file[0], LLAMA)
     pointers = {leaf.unsafe_buffer_pointer() for leaf in jax.tree.leaves(loaded)}
     assert len(filled) == len(pointers) == 12

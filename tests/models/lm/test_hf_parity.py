@@ -3,7 +3,8 @@
 ``scripts/make_hf_fixtures.py`` wrote each family's tiny random checkpoint with
 ``transformers`` itself, in the 5.x config layout (``config.json``) and the 4.x
 one (``config_4x.json``), with the logits, log-probs and greedy tokens that
-``transformers`` computed on a left-padded batch.
+``transformers`` computed on a left-padded batch, and (``loss.npz``) its causal-LM loss
+from unshifted ``labels`` and an ``attention_mask`` on a right-padded batch.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from safetensors.numpy import load_file, save_file
 from jaxlean.errors import CheckpointError
 from jaxlean.models.lm.generate import generate
 from jaxlean.models.lm.hf import config_from_hf, load_pretrained, save_pretrained
-from jaxlean.models.lm.transformer import Transformer, TransformerConfig, logprobs
+from jaxlean.models.lm.transformer import Transformer, TransformerConfig, logprobs, loss
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.npz").is_file())
@@ -51,7 +52,7 @@ def test_logits_logprobs_and_greedy_tokens_equal_hugging_face(tmp_path, family, 
 
     @jax.jit
     def outputs(model):
-        return (model(tokens, mask=mask),
+        return (model(tokens, attention_mask=mask),
                 logprobs(model, tokens[:, :-1], tokens[:, 1:], attention_mask=mask[:, :-1]))
 
     logits, logp = outputs(model)
@@ -60,9 +61,52 @@ def test_logits_logprobs_and_greedy_tokens_equal_hugging_face(tmp_path, family, 
                                rtol=1e-4)
     np.testing.assert_allclose(np.asarray(logp)[real[:, :-1]],
                                want["logprobs"][real[:, :-1]], atol=1e-4, rtol=1e-4)
-    greedy = generate(model, tokens, mask, max_new_tokens=want["greedy"].shape[1],
+    greedy = generate(model, tokens, attention_mask=mask, max_new_tokens=want["greedy"].shape[1],
                       length_buckets="exact").tokens
     np.testing.assert_array_equal(np.asarray(greedy), want["greedy"])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_loss_from_labels_equals_hugging_face(family):
+    """``loss(model, input_ids, labels=, attention_mask=)`` is transformers' causal-LM loss:
+    labels shifted inside, -100 (prompts, right padding) ignored, padding not attended to."""
+    model, _, _ = load_pretrained(FIXTURES / family)
+    want = np.load(FIXTURES / family / "loss.npz")
+    ids, attention, labels = (jnp.asarray(want[k]) for k in ("input_ids", "attention_mask",
+                                                             "labels"))
+    assert (want["labels"] == -100).any() and not want["attention_mask"].all()
+    eager = loss(model, ids, labels=labels, attention_mask=attention)
+    jitted = jax.jit(lambda m, i, a, y: loss(m, i, labels=y, attention_mask=a))(
+        model, ids, attention, labels)
+    for got in (eager, jitted):
+        np.testing.assert_allclose(got, want["loss"], rtol=1e-5, atol=1e-5)
+    # The same loss through the shifted convention: targets are labels[:, 1:].
+    shifted = jnp.concatenate([labels[:, 1:], jnp.full((3, 1), -100, labels.dtype)], axis=1)
+    np.testing.assert_allclose(loss(model, ids, targets=shifted, attention_mask=attention),
+                               want["loss"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3_tied"])
+def test_live_loss_from_labels_equals_transformers(family):
+    """With transformers installed: other right-padded batches, other labels, same loss."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        FIXTURES / family, attn_implementation="eager", dtype=torch.float32).eval()
+    model, config, _ = load_pretrained(FIXTURES / family)
+    rng = np.random.default_rng(7)
+    for batch, length in [(2, 7), (4, 12)]:
+        ids = rng.integers(1, config.vocab_size, (batch, length))
+        attention = np.arange(length)[None] < rng.integers(2, length + 1, (batch, 1))
+        ids[~attention] = 0
+        labels = np.where(attention & (rng.random((batch, length)) < 0.8), ids, -100)
+        with torch.no_grad():
+            want = float(hf(input_ids=torch.tensor(ids),
+                            attention_mask=torch.tensor(attention.astype(np.int64)),
+                            labels=torch.tensor(labels)).loss)
+        got = loss(model, jnp.asarray(ids), labels=jnp.asarray(labels),
+                   attention_mask=jnp.asarray(attention))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("family", ["qwen2", "qwen3_tied", "llama31"])

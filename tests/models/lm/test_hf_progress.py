@@ -4,7 +4,7 @@ import time
 
 import jax
 
-from jaxlean.models.lm import hf
+from jaxlean.models.lm import _safetensors, hf
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
 CONFIG = TransformerConfig(vocab_size=29, hidden_size=16, intermediate_size=24, num_layers=2,
@@ -16,8 +16,8 @@ def test_load_reports_tensors_read_in_logs_only_when_long(tmp_path, monkeypatch,
     hf.save_safetensors(Transformer(CONFIG, key=jax.random.key(0)), path)
     hf.load_safetensors(path, CONFIG)
     assert capsys.readouterr().err == ""  # well within the default 10 s
-    take = hf._Reader.take
-    monkeypatch.setattr(hf._Reader, "take", lambda *a: (time.sleep(0.01), take(*a))[1])
+    take = _safetensors.Reader.take
+    monkeypatch.setattr(_safetensors.Reader, "take", lambda *a: (time.sleep(0.01), take(*a))[1])
     monkeypatch.setenv("JAXLEAN_PROGRESS_INTERVAL", "0.05")  # a slow disk: 21 x 10 ms
     hf.load_safetensors(path, CONFIG)
     lines = capsys.readouterr().err.splitlines()

@@ -13,7 +13,8 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from jaxlean.errors import CheckpointError
-from jaxlean.models.lm import hf
+from jaxlean.models.lm import _safetensors, hf
+from jaxlean.models.lm.hf_names import LAYER, name_table
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
 LLAMA = TransformerConfig(vocab_size=29, hidden_size=16, intermediate_size=24, num_layers=2,
@@ -34,10 +35,10 @@ def sharded(tmp_path):
 
 def reference(tensors, dtype):
     """What each leaf must hold: the stored tensors stacked, transposed, cast (NumPy)."""
-    top, per_layer = hf._table(LLAMA)
+    top, per_layer = name_table(LLAMA)
     leaves = [tensors[n].T if t else tensors[n] for n, _, t in top]
     for suffix, _, t in per_layer:
-        layers = [tensors[hf._LAYER.format(i=i) + suffix] for i in range(LLAMA.num_layers)]
+        layers = [tensors[LAYER.format(i=i) + suffix] for i in range(LLAMA.num_layers)]
         leaves.append(np.stack([a.T if t else a for a in layers]))
     return [np.asarray(leaf).astype(dtype) for leaf in leaves]
 
@@ -46,19 +47,19 @@ def reference(tensors, dtype):
 def test_each_file_is_read_once_in_file_order_into_the_right_places(sharded, monkeypatch,
                                                                     dtype):
     directory, tensors = sharded
-    monkeypatch.setattr(hf, "_BLOCK_BYTES", 40)  # transposes copied in many slabs
+    monkeypatch.setattr(_safetensors, "BLOCK_BYTES", 40)  # transposes copied in many slabs
     reads = []
-    take = hf._Reader.take
+    take = _safetensors.Reader.take
 
     def recording(reader, handle, name, out, transpose):
         reads.append((handle.name, reader.where[name].start))
         take(reader, handle, name, out, transpose)
 
-    monkeypatch.setattr(hf._Reader, "take", recording)
+    monkeypatch.setattr(_safetensors.Reader, "take", recording)
     model = hf.load_safetensors(directory, LLAMA, dtype=dtype, progress=False)
     assert len(reads) == len(tensors) and reads == sorted(reads)
     want = reference(tensors, ml_dtypes.bfloat16 if dtype else np.float32)
-    top, per_layer = hf._table(LLAMA)
+    top, per_layer = name_table(LLAMA)
     for (_, where, _), expected in zip(top + per_layer, want, strict=True):
         got = where(model)
         assert got.dtype == expected.dtype
@@ -93,7 +94,7 @@ def test_bad_headers_name_the_file_and_the_fault(tmp_path, header, data, named):
 def test_a_file_cut_short_after_its_header_was_read_names_the_tensor_and_file(tmp_path):
     path = tmp_path / "model.safetensors"
     hf.save_safetensors(Transformer(LLAMA, key=jax.random.key(4)), path)
-    reader = hf._Reader([path])
+    reader = _safetensors.Reader([path])
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(CheckpointError, match=r"tensor '[\w.]+' of .*model\.safetensors cannot "
                                               r"be read: the file ends early"):

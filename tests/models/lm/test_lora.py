@@ -9,7 +9,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxlean.errors import ConfigError
+from jaxlean.errors import ConfigError, DataError
 from jaxlean.models.lm.lora import Linear, LoRA, add_lora, is_lora_path, lora_mask
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
 from jaxlean.train.packed import packed
@@ -73,7 +73,7 @@ def outputs(base, tokens):
         logp = jnp.take_along_axis(jax.nn.log_softmax(mixed), targets[..., None], -1)
         return dict(base=base(tokens), fresh=fresh(tokens, adapter_ids=ADAPTER_IDS),
                     mixed=mixed, merged=refs, reference_loss=-logp.mean(),
-                    loss=loss(trained, tokens, targets, adapter_ids=ADAPTER_IDS))
+                    loss=loss(trained, tokens, targets=targets, adapter_ids=ADAPTER_IDS))
 
     return fresh, run(base, fresh, trained)
 
@@ -104,7 +104,7 @@ def test_only_adapter_params_get_updates(base, tokens):
 
     @eqx.filter_jit
     def step(model, state):
-        grads = eqx.filter_grad(loss)(model, tokens, targets, adapter_ids=ids)
+        grads = eqx.filter_grad(loss)(model, tokens, targets=targets, adapter_ids=ids)
         updates, state = tx.update(grads, state, model)
         return eqx.apply_updates(model, updates), state
 
@@ -146,7 +146,7 @@ def test_float32_adapters_on_a_bfloat16_base():
     @eqx.filter_jit
     def value_and_adapter_grads(model):
         def of_adapters(lora, rest):
-            return loss(eqx.combine(lora, rest), tokens[:, :-1], tokens[:, 1:])
+            return loss(eqx.combine(lora, rest), tokens[:, :-1], targets=tokens[:, 1:])
         return jax.value_and_grad(of_adapters)(*eqx.partition(model, adapters))
 
     (value, grads), (want, want_grads) = (value_and_adapter_grads(m) for m in (mixed, reference))
@@ -157,3 +157,38 @@ def test_float32_adapters_on_a_bfloat16_base():
         assert _relative_error(got, expected) < 5e-2
     with pytest.raises(ConfigError, match="dtype must be a floating-point dtype"):
         add_lora(base, rank=2, key=jax.random.key(1), dtype=jnp.int32)
+
+
+def test_add_lora_arguments_are_refused_by_name(base):
+    """One string is one target; a float rank or an int key is refused naming the argument."""
+    one = add_lora(base, rank=2, key=jax.random.key(0), targets="q_proj")
+    assert one.layers.attn.q_proj.lora is not None and one.layers.attn.k_proj.lora is None
+    with pytest.raises(ConfigError, match=r"rank must be an integer, got float 8\.0"):
+        add_lora(base, rank=8.0, key=jax.random.key(0))
+    with pytest.raises(ConfigError, match="num_adapters must be an integer"):
+        add_lora(base, rank=2, num_adapters=True, key=jax.random.key(0))
+    for bad in [0, jax.random.split(jax.random.key(0), 2), jnp.zeros(2)]:
+        with pytest.raises(ConfigError, match=r"key must be one jax\.random key"):
+            add_lora(base, rank=2, key=bad)
+    add_lora(base, rank=2, key=jax.random.PRNGKey(0), targets=["v_proj"])  # legacy keys work
+
+
+def test_adapter_ids_out_of_range_raise_when_concrete(base, tokens):
+    """Indexing would clamp 2, 7 and -1 to an existing adapter: concrete ids are checked."""
+    two = add_lora(base, rank=2, num_adapters=2, key=jax.random.key(1), targets=TARGETS)
+    targets = jnp.roll(tokens, -1, axis=1)
+    for bad in (2, 7, -1):
+        ids = jnp.array([0, bad, 1])
+        message = rf"adapter_ids\[1\] = {bad} is outside \[0, 2\)"
+        with pytest.raises(DataError, match=message):
+            two(tokens, adapter_ids=ids)
+        with pytest.raises(DataError, match=message):
+            loss(two, tokens, targets=targets, adapter_ids=ids)
+        with pytest.raises(DataError, match=message):
+            two.project(jnp.zeros((3, CONFIG.hidden_size)), ids)
+    with pytest.raises(DataError, match=r"adapter_ids must have shape \[batch\] = \(3,\)"):
+        two(tokens, adapter_ids=jnp.array([0, 1]))
+    with pytest.raises(DataError, match="adapter_ids must be integers"):
+        two(tokens, adapter_ids=jnp.array([0.0, 1.0, 1.0]))
+    # Traced ids cannot be checked (documented); in range they run as before.
+    assert two(tokens, adapter_ids=jnp.array([0, 1, 1])).shape == (3, 6, CONFIG.vocab_size)

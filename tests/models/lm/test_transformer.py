@@ -88,7 +88,8 @@ def test_scanned_forward_equals_unrolled(model, batch):
         variants = [model.with_options(**options)
                     for options in [{}, dict(remat="full", nested=2), dict(scan=False),
                                     dict(scan=False, remat="full")]]
-        return ([(m.last_hidden_state(tokens, mask=mask), m.hidden_states(tokens, mask=mask))
+        return ([(m.last_hidden_state(tokens, attention_mask=mask),
+                  m.hidden_states(tokens, attention_mask=mask))
                  for m in variants],
                 unrolled_hidden(model, tokens, mask))
 
@@ -109,7 +110,7 @@ def test_gradients_equal_reference_and_identical_across_remat(model, batch):
     def variants(model):
         def run(**options):
             return eqx.filter_value_and_grad(loss)(model.with_options(**options), tokens,
-                                                   targets, mask)
+                                                   targets=targets, weights=mask)
         return [run(), run(remat="full"), run(remat="full", nested=2),
                 run(scan=False, remat="full"),
                 eqx.filter_value_and_grad(reference_loss)(model, tokens, targets, mask)]
@@ -136,7 +137,8 @@ def test_tied_head_and_logprobs(batch):
         logits = tied.last_hidden_state(tokens) @ tied.embed.T
         want = jnp.take_along_axis(jax.nn.log_softmax(logits), targets[..., None], -1)[..., 0]
         return (tied(tokens), logits, logprobs(tied, tokens, targets), want,
-                loss(tied, tokens, targets, mask), reference_loss(tied, tokens, targets, mask))
+                loss(tied, tokens, targets=targets, weights=mask),
+                reference_loss(tied, tokens, targets, mask))
 
     logits, want_logits, logp, want_logp, value, want_value = outputs(tied)
     np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-5)
@@ -185,7 +187,7 @@ def test_out_of_range_tokens(model, batch):
     with pytest.raises(DataError, match=r"token id 61 at index \(1, 4\) is outside"):
         model(bad)
     with pytest.raises(DataError, match=r"target id -1 at index \(0, 0\)"):
-        loss(model, tokens, targets.at[0, 0].set(-1), mask)
+        loss(model, tokens, targets=targets.at[0, 0].set(-1), weights=mask)
     # Masked-out targets may hold anything (the usual -100).
     check_tokens(targets.at[:, -1].set(-100), CONFIG.vocab_size, mask, what="target id")
     with pytest.raises(DataError, match=r"target id -100 at index \(0, 6\)"):
@@ -193,8 +195,8 @@ def test_out_of_range_tokens(model, batch):
     with pytest.raises(DataError, match=r"token id 61 at index \(1, 4\)"):
         check_tokens(bad, CONFIG.vocab_size)
     # Under jit the ids cannot be checked; they embed as NaN so the loss is loudly NaN.
-    assert np.isnan(eqx.filter_jit(loss)(model, bad, targets, mask))
-    assert np.isfinite(eqx.filter_jit(loss)(model, tokens, targets, mask))
+    assert np.isnan(eqx.filter_jit(loss)(model, bad, targets=targets, weights=mask))
+    assert np.isfinite(eqx.filter_jit(loss)(model, tokens, targets=targets, weights=mask))
 
 
 def test_compute_dtype_bfloat16_with_float32_weights():
@@ -211,7 +213,7 @@ def test_compute_dtype_bfloat16_with_float32_weights():
     @eqx.filter_jit
     def run(m):
         return m.last_hidden_state(tokens).dtype, eqx.filter_value_and_grad(loss)(
-            m, tokens, targets, mask)
+            m, tokens, targets=targets, weights=mask)
 
     (dtype, (value, grads)), (_, (want, want_grads)) = run(fast), run(model)
     assert dtype == jnp.bfloat16
@@ -222,3 +224,70 @@ def test_compute_dtype_bfloat16_with_float32_weights():
         assert err < 6e-2
     with pytest.raises(ConfigError, match="compute_dtype must be a floating-point"):
         model.with_options(compute_dtype=jnp.int32)
+
+
+def test_attention_mask_is_the_padding_argument(model, batch):
+    """Hugging Face's names: input_ids and attention_mask (0/1 or bool); the old keywords
+    raise naming the new ones; a mask of another shape is named, not a broadcasting error."""
+    tokens, _, _ = batch
+    padding = jnp.ones(tokens.shape, jnp.int32).at[0, :2].set(0)
+    want = model(tokens, attention_mask=padding.astype(bool))
+    np.testing.assert_array_equal(model(input_ids=tokens, attention_mask=padding), want)
+    for method in (model, model.last_hidden_state, model.hidden_states):
+        with pytest.raises(ConfigError, match="'mask' is now called 'attention_mask'"):
+            method(tokens, mask=padding)
+        with pytest.raises(ConfigError, match="'tokens' is now called 'input_ids'"):
+            method(tokens=tokens)
+        with pytest.raises(DataError, match=r"attention_mask must have the input ids' shape "
+                                            r"\(2, 7\) .* got \(2, 6\)"):
+            method(tokens, attention_mask=padding[:, :-1])
+    with pytest.raises(DataError, match=r"attention_mask must have .* got \(7,\)"):
+        loss(model, tokens, targets=tokens, attention_mask=padding[0])
+
+
+def test_loss_takes_hugging_face_labels_or_shifted_targets(model, batch):
+    """labels are shifted inside (-100 ignored), as transformers' causal-LM loss; targets
+    are already shifted; weights are the loss weights; nothing ambiguous is positional."""
+    tokens, _, _ = batch
+    labels = tokens.at[:, :3].set(-100)             # no loss on a 3-token prompt
+    shifted = jnp.concatenate([labels[:, 1:], jnp.full((2, 1), -100)], axis=1)
+    logits = model(tokens)[:, :-1]
+    logp = jnp.take_along_axis(jax.nn.log_softmax(logits), tokens[:, 1:, None], -1)[..., 0]
+    want = -jnp.mean(logp[:, 2:])                   # predictions of labels 3..6
+    np.testing.assert_allclose(loss(model, tokens, labels=labels), want, rtol=1e-5)
+    np.testing.assert_allclose(loss(model, input_ids=tokens, targets=shifted), want, rtol=1e-5)
+    # weights with labels are per label, shifted with them
+    weights = jnp.ones(tokens.shape).at[:, 6].set(3.0)
+    per = -logp[:, 2:]
+    np.testing.assert_allclose(loss(model, tokens, labels=labels, weights=weights),
+                               (per[:, :3].sum() + 3 * per[:, 3].sum()) / (2 * 3 + 2 * 3),
+                               rtol=1e-5)
+    with pytest.raises(ConfigError, match=r"by keyword, not as argument 3: labels=.*targets="):
+        loss(model, tokens, labels)
+    with pytest.raises(ConfigError, match=r"exactly one of labels= .* got both"):
+        loss(model, tokens, labels=labels, targets=shifted)
+    with pytest.raises(ConfigError, match="got neither"):
+        loss(model, tokens)
+    with pytest.raises(ConfigError, match="'mask' is now called 'weights'"):
+        loss(model, tokens, targets=shifted, mask=weights)
+    with pytest.raises(ConfigError, match="labels need an ignore_index"):
+        loss(model, tokens, labels=tokens, ignore_index=None)
+    with pytest.raises(DataError, match=r"labels must have the shape of input_ids \(2, 7\)"):
+        loss(model, tokens, labels=labels[:, 1:])
+    with pytest.raises(DataError, match=r"weights must have the shape of targets"):
+        loss(model, tokens, targets=shifted, weights=weights[:, 1:])
+
+
+def test_split_modules_stay_small_and_names_stay_importable():
+    """transformer.py was split (config, layers, causal_loss); its names still import from it."""
+    from pathlib import Path
+
+    import jaxlean.models.lm.transformer as transformer
+
+    folder = Path(transformer.__file__).parent
+    for name in ("transformer", "config", "layers", "causal_loss", "generate", "lora"):
+        lines = len((folder / f"{name}.py").read_text().splitlines())
+        assert lines <= 450, (name, lines)
+    for name in transformer.__all__:
+        assert getattr(transformer, name) is not None, name
+    assert {"RMSNorm", "Attention", "window_mask", "loss", "logprobs"} <= set(transformer.__all__)

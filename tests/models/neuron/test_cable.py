@@ -10,13 +10,17 @@ import pytest
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import swc
 from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, step_current
+from jaxlean.models.neuron.channels import hh
+
+HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
+"""``pas`` set to ``hh``'s leak: the passive cell these tests were written for."""
 
 
 def test_passive_sealed_cable_matches_cosh_steady_state():
     with jax.enable_x64():
         n, dx, radius, current = 100, 8.0, 1.0, 0.05  # um, um, nA
         cell = Cell.from_parents(np.arange(n) - 1, dx, radius)
-        params = cell.params("passive")
+        params = {**cell.params("passive"), **HH_LEAK}
         dt, t_max = 1.0, 150.0
         stimulus = Stimulus((0,), jnp.full(round(t_max / dt), current))
         v = simulate(cell, params, [stimulus], dt, t_max, record=range(n))["v"][-1]
@@ -47,7 +51,7 @@ def test_single_hh_compartment_fires_only_when_driven():
 def small_cell_loss(cell):
     dt, t_max = 0.05, 6.0
     stimulus = Stimulus(0, step_current(0.3, 0.5, 4.0, dt, t_max))
-    weights = jnp.linspace(0.5, 1.5, round(t_max / dt))[:, None]
+    weights = jnp.linspace(0.5, 1.5, round(t_max / dt) + 1)[:, None]  # samples from t = 0
 
     def loss(params):
         trace = simulate(cell, params, [stimulus], dt, t_max, record=(0, cell.n - 1),
@@ -65,7 +69,7 @@ def test_gradients_match_finite_differences_float64():
         assert not any(x.weak_type for x in params.values())
         grads = jax.jit(jax.grad(small_cell_loss(cell)))(params)
         rng = np.random.default_rng(0)
-        for name in ["g_na", "g_k", "g_leak", "capacitance", "axial_resistivity", "radius",
+        for name in ["g_na", "g_k", "gl", "capacitance", "axial_resistivity", "radius",
                      "length", "e_k", "v_init", "celsius"]:
             direction = jnp.asarray(rng.uniform(0.5, 1.5, jnp.shape(params[name])))
             step = 1e-6 * jnp.maximum(jnp.abs(params[name]), 1e-3) * direction
@@ -83,10 +87,10 @@ def test_vmap_over_parameter_sets():
     cell = Cell.from_swc(swc.fixture("y"), ncomp=1)
     loss = small_cell_loss(cell)
     params = cell.params()
-    g_leak = jnp.array([1e-4, 3e-4, 1e-3])
-    batched = jax.vmap(lambda g: loss({**params, "g_leak": g}))(g_leak)
+    gl = jnp.array([1e-4, 3e-4, 1e-3])
+    batched = jax.vmap(lambda g: loss({**params, "gl": g}))(gl)
     single_loss = jax.jit(loss)
-    single = jnp.stack([single_loss({**params, "g_leak": g}) for g in g_leak])
+    single = jnp.stack([single_loss({**params, "gl": g}) for g in gl])
     np.testing.assert_allclose(batched, single, rtol=1e-5)
     assert float(jnp.ptp(single)) > 0
 
@@ -106,9 +110,10 @@ def test_bad_inputs_are_named():
 @pytest.mark.parametrize("change,match", [
     ({"gnabar": 0.1}, r"unknown parameter\(s\) \['gnabar'\]"),
     ({"celsius": None}, r"missing parameter\(s\) \['celsius'\]"),
-    ({"e_k": None}, r"missing parameter\(s\) \['e_k'\] \(HH channels"),
-    ({"g_na": None}, r"missing parameter\(s\) \['g_na'\] \(HH channels"),
-    ({"g_leak": jnp.ones(5)}, r"'g_leak' must be a scalar, one value per branch \(4,\) or per "
+    ({"e_k": None}, r"missing parameter\(s\) \['e_k'\] \(of hh: this cell has no inserted "
+                    r"mechanism, and the preset 'hh' is simulated because"),
+    ({"g_na": None}, r"missing parameter\(s\) \['g_na'\] \(of hh: this cell has no inserted"),
+    ({"gl": jnp.ones(5)}, r"'gl' must be a scalar, one value per branch \(4,\) or per "
                               r"compartment \(7,\); got shape \(5,\)"),
     ({"celsius": jnp.ones(7)}, r"'celsius' must be a scalar; got shape \(7,\)"),
 ])
@@ -128,9 +133,9 @@ def test_per_branch_parameters_and_stimulus_forms_agree():
         expanded = per_branch[np.asarray(cell.branch)]
         current = step_current(0.3, 0.5, 1.0, dt, t_max)
         record = range(cell.n)
-        a = simulate(cell, {**cell.params(), "g_leak": per_branch},
+        a = simulate(cell, {**cell.params(), "gl": per_branch},
                      [Stimulus(2, current), Stimulus(0, 0.05)], dt, t_max, record=record)["v"]
-        b = simulate(cell, {**cell.params(), "g_leak": expanded},
+        b = simulate(cell, {**cell.params(), "gl": expanded},
                      [Stimulus((2,), current), Stimulus([0], jnp.full(60, 0.05))], dt, t_max,
                      record=record)["v"]
         np.testing.assert_allclose(a, b, rtol=1e-13)
@@ -183,11 +188,12 @@ def test_one_step_matches_dense_backward_euler(parents, attach):
             cell = Cell.from_parents(parents, rng.uniform(5, 20, n), rng.uniform(0.5, 2, n),
                                      attach)
         n = cell.n
-        params = {**cell.params("passive"), "v_init": jnp.asarray(rng.uniform(-70, -50, n)),
+        params = {**cell.params("passive"), **HH_LEAK,
+                  "v_init": jnp.asarray(rng.uniform(-70, -50, n)),
                   "g_leak": jnp.asarray(rng.uniform(1e-4, 1e-3, n)),
                   "capacitance": jnp.asarray(rng.uniform(0.5, 2, n))}
         dt, current = 0.1, 0.3
-        v = simulate(cell, params, [Stimulus(4, current)], dt, dt, record=range(n))["v"][0]
+        v = simulate(cell, params, [Stimulus(4, current)], dt, dt, record=range(n))["v"][1]
         p = {name: np.broadcast_to(np.asarray(value), (n,)) for name, value in params.items()}
         matrix, area = _dense_neuron_matrix(cell, p, dt)
         rhs = np.zeros(matrix.shape[0])
@@ -212,7 +218,7 @@ class _Checkpointing:
         dt, t_max = 0.05, 3.0
         stimulus = Stimulus(0, step_current(0.5, 0.5, 2.0, dt, t_max))
         v = simulate(self.cell, params, [stimulus], dt, t_max, record=(0, 6),
-                     checkpoint=checkpoint)["v"]
+                     remat=checkpoint)["v"]
         return jnp.mean(jnp.linspace(0.5, 1.5, v.shape[0])[:, None] * v), v
 
 
@@ -240,7 +246,10 @@ def test_bad_checkpoint_options():
     for option, match in (((2, 3), "product of at least 10"), ("log", "must be None, 'sqrt'"),
                           ((0, 20), "product of at least")):
         with pytest.raises(ConfigError, match=match):
-            simulate(cell, cell.params(), [], 0.1, 1.0, checkpoint=option)
+            simulate(cell, cell.params(), [], 0.1, 1.0, remat=option)
+    with pytest.raises(ConfigError, match="simulate: the argument 'checkpoint' is now called "
+                                          "'remat'"):
+        simulate(cell, cell.params(), [], 0.1, 1.0, checkpoint="sqrt")
 
 
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
@@ -278,7 +287,7 @@ def test_gate_step_derivative_matches_autodiff_of_the_formula(dtype):
 @pytest.mark.parametrize("change,match", [
     ({"g_na": jnp.asarray([0.12, jnp.nan])}, r"parameter 'g_na' must be finite; got nan at "
                                              r"compartment 1"),
-    ({"g_leak": jnp.inf}, r"parameter 'g_leak' must be finite; got inf"),
+    ({"gl": jnp.inf}, r"parameter 'gl' must be finite; got inf"),
     ({"radius": jnp.asarray([1.0, 0.0])}, r"'radius' must be finite and positive; got 0.0 at "
                                           r"compartment 1"),
     ({"length": jnp.asarray([jnp.nan, 1.0])}, r"'length' must be finite and positive; got nan "
@@ -365,3 +374,34 @@ def test_padded_loop_vectors_give_the_same_values_and_gradients(monkeypatch):
     for name in grads:
         np.testing.assert_allclose(padded_grads[name], grads[name], rtol=1e-12, atol=1e-15,
                                    err_msg=name)
+
+
+def test_recordings_start_at_t_zero_with_v_init():
+    """As NEURON's ``Vector.record``: the first sample is ``t = 0`` and the initial state."""
+    cell = Cell.from_parents([-1, 0], 20.0, [5.0, 1.0])
+    params = {**cell.params(), "v_init": -70.0}
+    out = simulate(cell, params, [Stimulus(0, 0.5)], 0.1, 1.0, record=(0, 1),
+                   states=("v", "m"), every=2)
+    np.testing.assert_allclose(out["t"], [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], atol=1e-6)
+    np.testing.assert_array_equal(out["v"][0], [-70.0, -70.0])
+    assert out["m"].shape == (6, 2) and float(out["v"][1, 0]) > -70.0
+
+
+def test_one_name_is_one_name():
+    cell = Cell.from_parents([-1, 0], 20.0, 1.0)
+    out = simulate(cell, cell.params(), [], 0.1, 1.0, states="i_na")
+    assert set(out) >= {"i_na"} and out["i_na"].shape == (11, 1)
+    with pytest.raises(ConfigError, match=r"cannot record \['i_nav'\]"):
+        simulate(cell, cell.params(), [], 0.1, 1.0, states="i_nav")
+
+
+def test_unclear_inputs_are_named():
+    cell = Cell.from_parents([-1, 0], 20.0, 1.0, kind=[1, 3]).insert(hh)
+    params = {name: value for name, value in cell.params().items() if name != "gl"}
+    with pytest.raises(ConfigError, match=r"missing parameter\(s\) \['gl'\] \(of hh, inserted in "
+                                          r"this cell\); start from cell.params\(\)") as error:
+        simulate(cell, params, [], 0.1, 1.0)
+    assert "because" not in str(error.value)
+    for ncomp in (4.0, True, "4"):
+        with pytest.raises(ConfigError, match="ncomp must be an integer, got"):
+            Cell.from_swc(swc.fixture("y"), ncomp=ncomp)

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import _geometry, swc
+from jaxlean.models.neuron.cable import simulate
 from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.channels import hh
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 
 
 def test_same_labels_from_swc_and_from_parents():
+    """Where every section is an unbranched run (these two cells), the sections of the SWC
+    file and the runs of its parent array are the same branches."""
     for name in ("y", "pyramidal"):
         cell = Cell.from_swc(swc.fixture(name), ncomp=2)
         again = Cell.from_parents(cell.parents, cell.length, cell.radius, cell.attach)
@@ -61,3 +69,51 @@ def test_swc_options_and_bad_cells():
         Cell.from_parents([-1, 0, 1], 10.0, 1.0, attach=[1, 1, 0])
     with pytest.raises(MorphologyError, match="length must be a scalar or one value"):
         Cell.from_parents([-1, 0, 1], [10.0, 2.0], 1.0)
+
+
+def test_branches_are_neurons_sections():
+    """A child on a later line and a type change start a section in NEURON without a fork:
+    they start a branch too, so per-branch values and ncomp are per NEURON section (names and
+    counts against NEURON itself: test_neuron_parity)."""
+    cell = Cell.from_swc(CORPUS / "line_order.swc", ncomp=3)
+    assert cell.section_names == ("soma[0]", "dend[0]", "dend[1]", "dend[2]", "dend[3]")
+    assert cell.n_branches == 5
+    assert [cell.compartments_of(name).size for name in cell.section_names] == [1, 3, 3, 3, 3]
+    runs = Cell.from_parents(cell.parents, cell.length, cell.radius, cell.attach)
+    assert runs.n_branches == 3   # dend[0] and dend[2] are one unbranched run of compartments
+    params = {**cell.params(), "gl": np.array([1e-4, 2e-4, 3e-4, 4e-4, 5e-4])}
+    v = simulate(cell, params, [], 0.1, 0.2, record=cell.location("dend[2]", 0.5))["v"]
+    assert v.shape == (3, 1)
+    mixed = Cell.from_swc(swc.fixture("pyramidal"), ncomp=2)
+    assert mixed.section_names[:2] == ("soma[0]", "apic[0]") and mixed.section_names[-1] == \
+        "axon[0]"
+
+
+def test_location_is_neurons_sec_x():
+    cell = Cell.from_swc(CORPUS / "line_order.swc", ncomp=3)
+    first = int(cell.compartments_of("dend[2]")[0])
+    assert cell.location("soma[0]", 0.5) == cell.location(0) == 0
+    for x, segment in ((0.0, 0), (0.1, 0), (1 / 3, 1), (0.5, 1), (5 / 6, 2), (1.0, 2)):
+        assert cell.location("dend[2]", x) == first + segment, x
+    assert cell.location(3, 0.5) == first + 1
+    for section, x, match in (("dend[9]", 0.5, r"no section named 'dend\[9\]'; this cell's "
+                                                r"sections are soma\[0\], dend\[0\]"),
+                              (5, 0.5, r"section must be in \[0, 4\] \(a branch index\)"),
+                              ("dend[0]", 1.5, r"x must be a number in \[0, 1\]"),
+                              ("dend[0]", "0.5", r"x must be a number")):
+        with pytest.raises(ConfigError, match=match):
+            cell.location(section, x)
+    plain = Cell.from_parents([-1, 0, 1], 10.0, 1.0)
+    assert plain.location(1, 0.9) == 2
+    with pytest.raises(ConfigError, match="built from parents and has no section names"):
+        plain.location("soma[0]")
+
+
+def test_insert_on_sections_by_name():
+    cell = Cell.from_swc(CORPUS / "line_order.swc", ncomp=2)
+    on = cell.insert(hh, branches=["soma[0]", "dend[2]"]).mechanisms[0].compartments
+    np.testing.assert_array_equal(on, [0, *cell.compartments_of("dend[2]")])
+    np.testing.assert_array_equal(cell.insert(hh, branches="dend[0]").mechanisms[0].compartments,
+                                  cell.compartments_of(1))
+    with pytest.raises(ConfigError, match=r"insert 'hh': branches: no section named 'axon\[0\]'"):
+        cell.insert(hh, branches="axon[0]")

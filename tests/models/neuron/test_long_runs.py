@@ -20,6 +20,9 @@ from jaxlean.models.neuron.cable import (
 from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.synapses import expsyn
 
+HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
+"""``pas`` set to ``hh``'s leak: the membrane these tests were written for."""
+
 DT, STEPS, PIECES = 0.05, 200, 10
 
 
@@ -28,7 +31,8 @@ class _Runs:
 
     def __init__(self):
         self.cell = self.build()
-        self.params = {**self.cell.params(), "weight_expsyn": jnp.asarray([0.01, 0.004]),
+        self.params = {**self.cell.params(), **HH_LEAK,
+                       "weight_expsyn": jnp.asarray([0.01, 0.004]),
                        "tau_expsyn": 1.0}
         t_max = DT * STEPS
         self.current = step_current(0.6, 0.5, 3.0, DT, t_max) + step_current(1.0, 6.0, 2.0, DT,
@@ -43,7 +47,8 @@ class _Runs:
     def build() -> Cell:
         base = Cell.from_parents([-1, 0, 1, 2], [20.0, 30.0, 30.0, 30.0], [8.0, 1.0, 1.0, 1.0],
                                  kind=[1, 3, 3, 3])
-        return base.insert(pas).insert(hh, types=1).insert(expsyn, compartments=[3, 2])
+        return base.insert(hh, types=1).insert(pas, types=3).insert(
+            expsyn, compartments=[3, 2])
 
     def run(self, params, current, steps, initial=None, cell=None, **options):
         return simulate(cell or self.cell, params, [Stimulus(0, current)], DT, DT * steps,
@@ -75,9 +80,11 @@ def test_ten_pieces_equal_the_whole_run_bit_for_bit_and_compile_once(runs):
         outs = runs.pieces(runs.params, pieces=PIECES)
         assert stats.snapshot().compiles == before  # new initial states and currents: no compile
         whole = runs.whole
-        for name in (*runs.states, "t"):
-            np.testing.assert_array_equal(np.concatenate([o[name] for o in outs]), whole[name],
-                                          err_msg=name)
+        for name in (*runs.states, "t"):  # each piece starts with its initial state: dropped
+            joined = np.concatenate([outs[0][name], *(o[name][1:] for o in outs[1:])])
+            np.testing.assert_array_equal(joined, whole[name], err_msg=name)
+        for name in ("v", "m", "g_expsyn", "t"):  # that sample ends the piece before
+            np.testing.assert_array_equal(outs[1][name][0], outs[0][name][-1], err_msg=name)
         jax.tree.map(np.testing.assert_array_equal, outs[-1]["final"], whole["final"])
         spikes = [np.concatenate([o["spikes"][d, :int(o["spike_count"][d])] for o in outs])
                   for d in range(2)]
@@ -112,11 +119,11 @@ def test_gradient_through_checkpointed_pieces_matches_finite_differences():
     with jax.enable_x64():
         cell = Cell.from_parents([-1, 0, 1], 25.0, [3.0, 1.0, 0.5])
         cell = cell.insert(pas, compartments=[0, 1]).insert(expsyn, compartments=[2])
-        base = {**cell.params(), "weight_expsyn": 0.01, "tau_expsyn": 2.0}
+        base = {**cell.params(), **HH_LEAK, "weight_expsyn": 0.01, "tau_expsyn": 2.0}
         steps, spikes = 120, {"expsyn": [[0.4, 2.6]]}
         current = step_current(0.1, 1.0, 2.0, DT, DT * steps)
         clamps = [VoltageClamp(1, [-70.0], [3.1], rs=30.0)]
-        weights = jnp.linspace(0.5, 1.5, steps)[:, None]
+        weights = jnp.linspace(0.5, 1.5, steps + 1)[:, None]
 
         def run(params, first, last, initial=None, **options):
             return simulate(cell, params, [Stimulus(0, current[first:last])], DT,
@@ -124,10 +131,10 @@ def test_gradient_through_checkpointed_pieces_matches_finite_differences():
                             initial=initial, **options)
 
         def loss(params):
-            one = run(params, 0, 60, rest_state(cell, params), checkpoint="sqrt",
+            one = run(params, 0, 60, rest_state(cell, params), remat="sqrt",
                       progress=False)  # 8 x 8 steps: 4 padding steps keep the final state
-            two = run(params, 60, steps, one["final"], checkpoint="sqrt", progress=False)
-            return jnp.mean(weights * jnp.concatenate([one["v"], two["v"]]))
+            two = run(params, 60, steps, one["final"], remat="sqrt", progress=False)
+            return jnp.mean(weights * jnp.concatenate([one["v"], two["v"][1:]]))
 
         grads = jax.jit(jax.grad(loss))(base)
         rng = np.random.default_rng(3)
@@ -147,25 +154,28 @@ def test_gradient_through_checkpointed_pieces_matches_finite_differences():
 
 @pytest.mark.slow
 def test_100k_steps_in_ten_pieces_equal_the_whole_run_recorded_every_300():
-    """The whole run records every 300th step (333 records, 100 steps left over unrecorded);
-    the pieces record every step."""
+    """The whole run records t = 0 and every 300th step (334 records, 100 steps left over
+    unrecorded); the pieces record every step."""
     with jax.enable_x64():
         cell = Cell.from_parents([-1, 0], 20.0, 2.0)
         steps, dt, every = 100_000, 0.025, 300
         current = 0.02 * jnp.sin(jnp.arange(steps) * 0.001)
-        whole = simulate(cell, cell.params("passive"), [Stimulus(1, current)], dt, steps * dt,
+        passive = {**cell.params("passive"), **HH_LEAK}
+        whole = simulate(cell, passive, [Stimulus(1, current)], dt, steps * dt,
                          record=(0, 1), every=every)
         state, pieces, times = None, [], []
         for k in range(10):
-            out = simulate(cell, cell.params("passive"),
+            out = simulate(cell, passive,
                            [Stimulus(1, current[k * steps // 10:(k + 1) * steps // 10])], dt,
                            steps * dt / 10, record=(0, 1), initial=state)
             pieces.append(out["v"])
             times.append(out["t"])
             state = out["final"]
-        assert whole["v"].shape == (steps // every, 2)
-        np.testing.assert_array_equal(np.concatenate(pieces)[every - 1::every][:333], whole["v"])
-        np.testing.assert_array_equal(np.concatenate(times)[every - 1::every][:333], whole["t"])
+        assert whole["v"].shape == (steps // every + 1, 2)
+        pieces = np.concatenate([pieces[0], *(piece[1:] for piece in pieces[1:])])
+        times = np.concatenate([times[0], *(t[1:] for t in times[1:])])
+        np.testing.assert_array_equal(pieces[::every][:334], whole["v"])
+        np.testing.assert_array_equal(times[::every][:334], whole["t"])
         jax.tree.map(np.testing.assert_array_equal, state, whole["final"])
         assert int(state["step"]) == steps
         assert float(np.ptp(whole["v"][:, 1])) > 1.0

@@ -5,6 +5,10 @@ The fixtures were written by ``scripts/make_neuron_mechanism_fixtures.py`` (NEUR
 compiled by ``nrnivmodl``); the test builds the same ball-and-stick cell from the
 case description stored in each fixture. Float64; voltages within 1e-3 mV,
 spike times within 1e-4 ms. Live against NEURON when it is installed.
+
+``defaults`` is the NEURON habit, ``soma.insert("hh")``, ``dend.insert("pas")`` with nothing
+set: jaxlean's ``hh`` and ``pas`` with their own defaults give NEURON's traces. Recordings
+start at ``t = 0`` with the initial state, as ``Vector.record`` does.
 """
 
 from __future__ import annotations
@@ -28,7 +32,11 @@ from jaxlean.models.neuron.synapses import exp2syn, expsyn
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_neuron_mechanism_fixtures.py"
-CASES = ["ka_ball_stick", "synapses", "seclamp"]
+CASES = ["ka_ball_stick", "synapses", "seclamp", "defaults"]
+NAMES = {"hh": {"gnabar": "g_na", "gkbar": "g_k", "gl": "gl", "el": "el", "ena": "e_na",
+                "ek": "e_k"},
+         "pas": {"g": "g_leak", "e": "e_leak"}}
+"""NEURON's names of the values a case sets -> jaxlean's."""
 TOLERANCE = {"v": 1e-3, "i_clamp": 1e-3}  # mV, nA; states and densities: 1e-5 of their range
 
 
@@ -56,7 +64,7 @@ def jaxlean_run(fixture) -> dict:
     cell = Cell.from_parents(np.arange(n + 1) - 1, [case["soma_L"]] + [case["dend_L"] / n] * n,
                              [case["soma_diam"] / 2] + [case["dend_diam"] / 2] * n,
                              kind=[1] + [3] * n)
-    cell = cell.insert(pas).insert(hh, types=1)
+    cell = cell.insert(hh, types=1).insert(pas, types=3)
     if "gbar_ka" in case:
         cell = cell.insert(KA, types=3)
     spikes = {}
@@ -66,6 +74,8 @@ def jaxlean_run(fixture) -> dict:
             spikes[name] = [case[name]["times"]]
     params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
               "axial_resistivity": case["Ra"], "capacitance": case["cm"]}
+    for mechanism, names in NAMES.items():  # absent: NEURON's defaults, which are jaxlean's
+        params.update({names[k]: value for k, value in case.get(mechanism, {}).items()})
     if "gbar_ka" in case:
         params["gbar_ka"] = case["gbar_ka"]
     for name in ("expsyn", "exp2syn"):
@@ -82,7 +92,7 @@ def jaxlean_run(fixture) -> dict:
         clamps = [VoltageClamp(0, **case["seclamp"])]
     dend = [_site(case, s) for s in (4, 9)]
     where = {"v": [0, *dend], "m": [0], "n": [0], "i_na": [0], "a_ka": dend, "b_ka": dend,
-             "i_ka": dend}
+             "i_ka": dend, "i_leak": dend}
     states = {name: where.get(name, [0]) for name in case["record"]}
     detect = case["detect"]
     return simulate(cell, params, stimuli, dt, t_max, states=states, spikes=spikes,
@@ -103,6 +113,20 @@ def assert_matches(fixture, out: dict) -> None:
         count = int(out["spike_count"][k])
         assert count == theirs.size
         np.testing.assert_allclose(out["spikes"][k, :count], theirs, atol=1e-4)
+
+
+def test_neuron_habit_runs_neurons_hh_and_pas():
+    """hh on the soma and pas on the dendrite with their defaults rest where NEURON's do (the
+    soma at -65 mV at first, not hh without its leak), and the defaults are NEURON's."""
+    assert {k: hh.parameters[k][0] for k in ("gl", "el")} == {"gl": 3e-4, "el": -54.3}
+    assert {k: v for k, (v, _) in pas.parameters.items()} == {"g_leak": 1e-3, "e_leak": -70.0}
+    with jax.enable_x64():
+        fixture = np.load(FIXTURES / "mechanism_defaults.npz")
+        assert "hh" not in json.loads(str(fixture["case"]))  # nothing set in NEURON
+        out = jaxlean_run(fixture)
+        np.testing.assert_allclose(out["v"][0], -65.0)
+        np.testing.assert_allclose(out["t"][:2], [0.0, 0.025])
+        assert abs(float(out["i_l"][1, 0]) - 3e-4 * (-65.0 + 54.3)) < 1e-9   # hh's own leak
 
 
 @pytest.mark.parametrize("name", CASES)

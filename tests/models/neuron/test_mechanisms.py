@@ -14,6 +14,9 @@ from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.mechanisms import Mechanism
 from jaxlean.models.neuron.synapses import expsyn
 
+HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
+"""``pas`` set to ``hh``'s leak: the passive membrane these tests were written for."""
+
 
 def _slow_gate(v, p):
     return {"w_slow": (1.0 / (1.0 + jnp.exp(-(v + 50.0) / 6.0)), p["tau_slow"])}
@@ -38,7 +41,7 @@ def _numpy_reference(cell, p, current, dt, steps, spike_times):
     inf = 1.0 / (1.0 + np.exp(-(p["v_init"] + 50.0) / 6.0))
     v, w, g = np.full(2, p["v_init"]), inf, 0.0
     arrive = [next(k for k in range(steps + 1) if t <= k * dt + 0.5 * dt) for t in spike_times]
-    trace = []
+    trace = [[v[0], v[1], w, g]]  # the first sample: the state at t = 0
     for k in range(steps):
         g += p["weight_expsyn"] * arrive.count(k)
         conductance = np.full(2, p["g_leak"])
@@ -64,8 +67,8 @@ def test_user_channel_and_synapse_match_a_numpy_loop():
     with jax.enable_x64():
         cell = Cell.from_parents([-1, 0], [15.0, 40.0], [4.0, 1.0])
         cell = cell.insert(pas).insert(SLOW, compartments=[1]).insert(expsyn, compartments=[0])
-        params = {**cell.params(), "celsius": 26.0, "weight_expsyn": 0.004, "tau_expsyn": 1.5,
-                  "gbar_slow": 0.004}
+        params = {**cell.params(), **HH_LEAK, "celsius": 26.0, "weight_expsyn": 0.004,
+                  "tau_expsyn": 1.5, "gbar_slow": 0.004}
         dt, steps = 0.1, 80
         current = np.asarray(step_current(0.05, 1.0, 4.0, dt, dt * steps))
         times = [0.35, 0.05, 2.0, 2.07, 5.55, 7.85]  # ties at k dt + dt/2 arrive at step k
@@ -76,6 +79,7 @@ def test_user_channel_and_synapse_match_a_numpy_loop():
         p = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in params.items()}
         reference = _numpy_reference(cell, p, current, dt, steps, times)
         np.testing.assert_allclose(ours, reference, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(out["t"], np.arange(steps + 1) * dt, rtol=1e-15)
         assert np.ptp(reference[:, 1]) > 1.0 and np.ptp(reference[:, 3]) > 0  # things move
 
 
@@ -86,17 +90,20 @@ def _trace(cell, params, dt=0.05, t_max=3.0):
 
 
 def test_hh_on_the_soma_equals_generic_hh_everywhere_masked():
-    """hh on the soma only (type 1; its hand-derived step) against hh written only as rates
-    (the generic step) everywhere with zero conductances off the soma. Their gradients: the
-    gate step's in test_cable, the generic path's and a subset insertion's in test_long_runs."""
+    """hh on the soma only (type 1; its hand-derived step) and pas set to hh's leak on the
+    dendrites, against hh written only as rates (the generic step) everywhere with zero sodium
+    and potassium conductances off the soma. Their gradients: the gate step's in test_cable,
+    the generic path's and a subset insertion's in test_long_runs."""
     with jax.enable_x64():
         base = Cell.from_parents([-1, 0, 1, 0], 20.0, [6.0, 1.0, 1.0, 1.0], kind=[1, 3, 3, 4])
-        somatic = base.insert(pas).insert(hh, types=1)
-        params = {**somatic.params(), "celsius": 12.0}
+        somatic = base.insert(hh, types=1).insert(pas, types=[3, 4])
+        params = {**somatic.params(), **HH_LEAK, "celsius": 12.0}
         mask = jnp.asarray([1.0, 0.0, 0.0, 0.0])
-        masked = {**params, "g_na": params["g_na"] * mask, "g_k": params["g_k"] * mask}
+        generic = base.insert(HH_GENERIC)
+        masked = {**generic.params(), "celsius": 12.0, "g_na": params["g_na"] * mask,
+                  "g_k": params["g_k"] * mask}
         ours = _trace(somatic, params)
-        reference = _trace(base.insert(pas).insert(HH_GENERIC), masked)
+        reference = _trace(generic, masked)
         for name in ("v", "m", "i_k"):
             np.testing.assert_allclose(ours[name], reference[name], rtol=1e-12, atol=1e-13,
                                        err_msg=name)
@@ -158,3 +165,26 @@ def test_bad_recording_and_spike_inputs_are_named():
     with pytest.raises(ConfigError, match=r"'weight_expsyn' of point mechanism 'expsyn' must be "
                                           r"a scalar or one value per instance \(2,\)"):
         simulate(cell, {**params, "weight_expsyn": jnp.ones(3)}, [], 0.1, 1.0, spikes=spikes)
+
+
+@pytest.mark.parametrize("conductance,key,hint", [
+    (lambda s, p: p["g_t"] * (p["celsius"] - 6.3) / 10.0, "celsius", "only through its q10"),
+    (lambda s, p: p["g_t"] * s["v"], "v", "not of a conductance"),
+])
+def test_a_mechanism_reading_a_name_it_is_not_given_is_named(conductance, key, hint):
+    warm = Mechanism("warm", parameters={"g_t": (1e-4, "S/cm2"), "e_t": (0.0, "mV")},
+                     states=("w",), steady=lambda v, p: {"w": (0.5, 1.0)},
+                     currents={"i_t": (conductance, "e_t")})
+    cell = Cell.from_parents([-1, 0], 20.0, 1.0).insert(pas).insert(warm)
+    with pytest.raises(ConfigError, match=rf"mechanism 'warm': the conductance of 'i_t' "
+                                          rf"\(states, params\) reads '{key}', which it is not "
+                                          rf"given; it may read states: \['w'\]; params: "
+                                          rf"\['e_t', 'g_t'\]\. .*{hint}"):
+        simulate(cell, cell.params(), [], 0.1, 1.0)
+
+
+def test_one_state_name_is_one_state():
+    gate = Mechanism("gate", parameters={"g_g": (1e-4, "S/cm2"), "e_g": (0.0, "mV")},
+                     states="w_gate", steady=lambda v, p: {"w_gate": (0.5, 1.0)},
+                     currents={"i_g": (lambda s, p: p["g_g"] * s["w_gate"], "e_g")})
+    assert gate.states == ("w_gate",)

@@ -3,10 +3,13 @@
 The fixtures were written by ``scripts/make_neuron_fixtures.py`` with NEURON
 building the cells as its users do (Import3d, ``hh``/``pas``, backward Euler,
 ``nseg`` by the case's rule), among them the SWC corpus of shapes Import3d
-treats specially. Agreement required: the same ``nseg`` per section, segment and
-total membrane areas within 1e-9 (the 3-D points are rounded as NEURON stores
-them), voltages within 1e-3 mV and spike times within 1e-4 ms at the root and
-the tips (float64; the simulators agree to about 1e-9 mV and 1e-12 ms).
+treats specially. Agreement required: the same sections (NEURON's names, in its
+order, as the cell's branches) and ``nseg`` per section, segment and total membrane
+areas within 1e-9 (the 3-D points are rounded as NEURON stores them), voltages
+within 1e-3 mV and spike times within 1e-4 ms at the root and the tips, found by
+``cell.location(name, x)`` from the ``sec(x)`` NEURON recorded (float64; the
+simulators agree to about 1e-9 mV and 1e-12 ms). Traces start at ``t = 0`` with
+``v_init``, as NEURON's ``Vector.record``.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ import pytest
 
 from jaxlean.models.neuron import discretize, swc
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron.channels import hh, pas
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_neuron_fixtures.py"
 CORPUS = ["fork_first_point", "repeated_points", "line_order", "soma_multi_point",
           "soma_branched", "soma_three_point", "soma_contour", "no_soma"]
-CASES = ["passive_cable", "y_hh", "y_hh_16c", "pyramidal_hh", *(f"corpus_{c}" for c in CORPUS)]
+CASES = ["passive_cable", "y_hh", "y_hh_16c", "pyramidal_hh", "pyramidal_soma_hh",
+         *(f"corpus_{c}" for c in CORPUS)]
 V_TOL, SPIKE_TOL, AREA_RTOL = 1e-3, 1e-4, 1e-9
 pytestmark = pytest.mark.filterwarnings("ignore:.*section of zero length")  # as NEURON drops it
 
@@ -65,12 +70,16 @@ def jaxlean_trace(fixture) -> tuple[np.ndarray, Cell | None, np.ndarray | None]:
     if case["kind"] == "cable":
         cable = Cell.from_parents(np.arange(case["n"]) - 1, case["length"] / case["n"],
                                   case["diam"] / 2)
-        params, sites, stimulated = cable.params("passive"), fixture["sites"][:, 1], 0
+        params = {**cable.params("passive"), "g_leak": case["g_pas"], "e_leak": case["e_pas"]}
+        sites, stimulated = fixture["sites"][:, 1], 0   # compartment k: segment k of cable
     else:
         cell, counts = swc_cell(case)
-        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        sites = [int(offsets[k] + j) for k, j in fixture["sites"]]
-        stimulated = int(min(counts[0] // 2, counts[0] - 1))
+        if case.get("channels") == "soma_hh":   # soma.insert(hh), dend.insert(pas): defaults
+            others = sorted(set(cell.kind.tolist()) - {1})
+            cell = cell.insert(hh, types=1).insert(pas, types=others)
+        sites = [cell.location(str(name), float(x))
+                 for name, x in zip(fixture["site_names"], fixture["site_x"], strict=True)]
+        stimulated = cell.location(0, 0.5)   # the IClamp at root(0.5)
         params = cell.params()
         if case["Ra"] == discretize.NEURON_DEFAULTS["axial_resistivity"]:
             params = discretize.neuron_defaults(params)    # the corpus runs NEURON's defaults
@@ -81,12 +90,17 @@ def jaxlean_trace(fixture) -> tuple[np.ndarray, Cell | None, np.ndarray | None]:
     current = step_current(case["amp"], case["delay"], case["dur"], case["dt"], case["t_max"])
     trace = simulate(cable, params, [Stimulus(stimulated, current)], case["dt"], case["t_max"],
                      record=sites)
+    np.testing.assert_allclose(trace["t"], fixture["t"], rtol=1e-12, atol=1e-12)
     return np.asarray(trace["v"]), cell, counts
 
 
 def assert_matches(fixture, v: np.ndarray, cell: Cell | None, counts: np.ndarray | None) -> None:
     if cell is not None:
         np.testing.assert_array_equal(counts, fixture["nseg"])
+        assert cell.section_names == tuple(str(name) for name in fixture["names"])
+        assert cell.n_branches == fixture["names"].size   # a branch is a section
+        np.testing.assert_array_equal([cell.compartments_of(str(name)).size
+                                       for name in fixture["names"]], fixture["nseg"])
         area = 2 * np.pi * cell.radius * cell.length
         np.testing.assert_allclose(area, fixture["area"], rtol=AREA_RTOL)
         np.testing.assert_allclose(area.sum(), fixture["area"].sum(), rtol=AREA_RTOL)

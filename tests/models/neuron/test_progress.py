@@ -10,7 +10,7 @@ def _loss(progress):
     cell = Cell.from_parents([-1, 0, 1], 10.0, 1.0)
 
     def loss(params):
-        v = simulate(cell, params, [Stimulus(0, 0.2)], 0.1, 2.0, checkpoint=(4, 5),
+        v = simulate(cell, params, [Stimulus(0, 0.2)], 0.1, 2.0, remat=(4, 5),
                      progress=progress)["v"]
         return jnp.mean(v)
 

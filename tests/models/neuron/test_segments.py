@@ -15,6 +15,9 @@ from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, 
 from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.synapses import expsyn
 
+HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
+"""``pas`` set to ``hh``'s leak: the membrane these tests were written for."""
+
 
 def _keep_named(primitive, *_, **params) -> bool:
     return primitive.name == "name" and params.get("name") == "kept"
@@ -99,8 +102,10 @@ class _Cell:
     def __init__(self):
         base = Cell.from_parents([-1, 0, 1, 2], [20.0, 30.0, 30.0, 30.0], [8.0, 1.0, 1.0, 1.0],
                                  kind=[1, 3, 3, 3])
-        self.cell = base.insert(pas).insert(hh, types=1).insert(expsyn, compartments=[3, 2])
-        self.params = {**self.cell.params(), "weight_expsyn": jnp.asarray([0.01, 0.004]),
+        self.cell = base.insert(hh, types=1).insert(pas, types=3).insert(
+            expsyn, compartments=[3, 2])
+        self.params = {**self.cell.params(), **HH_LEAK,
+                       "weight_expsyn": jnp.asarray([0.01, 0.004]),
                        "tau_expsyn": 1.0}
         t_max = self.dt * self.steps
         self.current = step_current(0.6, 0.5, 3.0, self.dt, t_max) + step_current(
@@ -113,7 +118,7 @@ class _Cell:
                        spikes={"expsyn": [[0.3, 1.0, 4.97, 7.5], [2.525, 9.9]]},
                        clamps=[VoltageClamp(1, [-65.0, -60.0], [5.0, 2.5], rs=50.0)],
                        detect=[0, 3], threshold=-20.0, max_spikes=8, every=every,
-                       checkpoint=checkpoint, progress=False)
+                       remat=checkpoint, progress=False)
         weights = jnp.linspace(0.5, 1.5, out["v"].shape[0])[:, None]
         loss = (jnp.mean(weights * out["v"]) + jnp.mean(out["m"]) + jnp.mean(out["i_clamp"])
                 + jnp.mean(out["final"]["v"]))
@@ -130,7 +135,7 @@ def cell():
 def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, every):
     """211 steps recorded every 1 (14 segments of 16 steps, 13 padding steps), 3 (70 blocks
     in segments of 5, 1 step left over) and 33 (longer than a segment): values, spikes and the
-    gradient of every parameter as with ``checkpoint=(blocks,)``, JAX's gradient of the
+    gradient of every parameter as with ``remat=(blocks,)``, JAX's gradient of the
     unsegmented loop with each step's solve kept."""
     with jax.enable_x64():
         blocks = cell.steps // every

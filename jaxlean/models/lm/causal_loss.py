@@ -1,0 +1,147 @@
+"""The transformer's training loss and per-token log-probs, from its final hidden states.
+
+Both run the model's layers as its config says and hand the final hidden
+states and the (possibly LoRA, possibly tied) head to the chunked functions of
+:mod:`jaxlean.loss.chunked`, so ``[tokens, vocab]`` logits never exist. The loss
+takes Hugging Face's unshifted ``labels`` (shifted here, ``-100`` ignored) or
+jaxlean's already-shifted ``targets``, by keyword only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import jax.numpy as jnp
+from jax import Array
+
+from jaxlean._args import reject_renamed
+from jaxlean.errors import ConfigError, DataError
+from jaxlean.loss.chunked import IGNORE_INDEX, VocabParallel, cross_entropy, token_logprobs
+
+if TYPE_CHECKING:  # transformer.py re-exports these functions, so it imports this module
+    from jaxlean.models.lm.transformer import Transformer
+
+__all__ = ["logprobs", "loss"]
+
+
+def loss(
+    model: Transformer,
+    input_ids: Array | None = None,
+    *positional: Any,
+    labels: Array | None = None,
+    targets: Array | None = None,
+    weights: Array | None = None,
+    attention_mask: Array | None = None,
+    adapter_ids: Array | None = None,
+    z_loss: float = 0.0,
+    chunk_size: int = 1024,
+    vocab_parallel: VocabParallel | None = None,
+    ignore_index: int | None = IGNORE_INDEX,
+    **renamed: Any,
+) -> Array:
+    """Mean next-token cross-entropy, never building ``[tokens, vocab]`` logits.
+
+    What to predict is given by keyword, in one of two conventions (a third
+    positional argument is refused, since it could mean either):
+
+    - ``labels`` as in Hugging Face: ``[B, T]`` aligned with ``input_ids`` (usually
+      the ids themselves, ``-100`` where there is no loss) and shifted here, so
+      position ``t`` predicts ``labels[:, t + 1]``. ``loss(model, input_ids=ids,
+      labels=labels, attention_mask=am)`` equals ``transformers``' causal-LM loss.
+    - ``targets``: ``[B, T]`` the id to predict at each position, already shifted.
+
+    The layers run as ``model.config`` says (``remat``, ``nested``, ``scan``). The old
+    keywords ``mask=`` (now ``weights=``) and ``tokens=`` (now ``input_ids=``) raise an
+    error naming the new ones.
+
+    Args:
+        model: the transformer.
+        input_ids: ``[B, T]`` input ids.
+        labels: ``[B, T]`` unshifted ids to predict (Hugging Face's ``labels``).
+        targets: ``[B, T]`` shifted ids to predict; give ``labels`` or ``targets``.
+            Positions whose label or target is ``ignore_index`` count for nothing.
+        weights: ``[B, T]`` weights of the loss per position (padding and prompts at
+            0): per position of ``targets``, or, with ``labels``, per label (shifted
+            with them). The loss is the weighted mean.
+        attention_mask: ``[B, T]`` False (or 0) at padding tokens, which are not
+            attended to; as in Hugging Face it does not remove their labels (the
+            collator sets those to ``-100``).
+        adapter_ids: ``[B]`` LoRA adapter per example.
+        z_loss: weight of the ``logsumexp**2`` auxiliary loss.
+        chunk_size: tokens per loss chunk.
+        vocab_parallel: the head is split over a mesh axis's vocabulary; each
+            device computes its part of the logsumexp (:class:`jaxlean.loss.chunked.VocabParallel`).
+        ignore_index: the "no loss here" target (Hugging Face's ``-100`` labels; ``None``:
+            none, only with ``targets``). Any other target outside the vocabulary raises
+            when concrete and makes the loss NaN under ``jit``.
+
+    Raises:
+        ConfigError: a third positional argument, both or neither of ``labels`` and
+            ``targets``, ``labels`` with ``ignore_index=None``, or an old keyword.
+        DataError: ``labels``, ``weights`` or ``attention_mask`` whose shape is not
+            ``input_ids``'s, or ids outside the vocabulary (when concrete).
+    """
+    reject_renamed(renamed, {"mask": "weights", "tokens": "input_ids"}, "loss")
+    if positional:
+        raise ConfigError(
+            f"loss takes the ids to predict by keyword, not as argument {len(positional) + 2}: "
+            "labels=... (unshifted, as Hugging Face's; shifted here) or targets=... (already "
+            "shifted); loss weights are weights=...")
+    if input_ids is None:
+        raise TypeError("loss() missing the argument 'input_ids'")
+    if (labels is None) == (targets is None):
+        raise ConfigError("loss needs exactly one of labels= (unshifted, Hugging Face's) and "
+                          f"targets= (shifted), got {'both' if labels is not None else 'neither'}")
+    if labels is not None:
+        targets, weights = _shift_labels(input_ids, labels, weights, ignore_index)
+    elif weights is not None and tuple(jnp.shape(weights)) != tuple(jnp.shape(targets)):
+        raise DataError(f"weights must have the shape of targets {tuple(jnp.shape(targets))}, "
+                        f"got {tuple(jnp.shape(weights))}")
+    hidden = model.last_hidden_state(input_ids, attention_mask=attention_mask,
+                                     adapter_ids=adapter_ids)
+    inputs, head = model.head(hidden, adapter_ids)
+    return cross_entropy(inputs, head, targets, mask=weights, z_loss=z_loss,
+                         chunk_size=chunk_size, vocab_parallel=vocab_parallel,
+                         ignore_index=ignore_index)
+
+
+def _shift_labels(input_ids: Array, labels: Array, weights: Array | None,
+                  ignore_index: int | None) -> tuple[Array, Array | None]:
+    """Hugging Face's shift: position ``t`` predicts ``labels[:, t + 1]``; the last predicts
+    nothing (``ignore_index``). ``weights`` per label move with them (0 at the end)."""
+    if ignore_index is None:
+        raise ConfigError("loss: labels need an ignore_index (Hugging Face's -100) for the last "
+                          "position, which has no next token; use targets= with "
+                          "ignore_index=None")
+    shape = tuple(jnp.shape(input_ids))
+    for name, value in (("labels", labels), ("weights", weights)):
+        if value is not None and tuple(jnp.shape(value)) != shape:
+            raise DataError(f"{name} must have the shape of input_ids {shape}, got "
+                            f"{tuple(jnp.shape(value))}")
+    labels = jnp.asarray(labels)
+    end = jnp.full((*labels.shape[:-1], 1), ignore_index, labels.dtype)
+    targets = jnp.concatenate([labels[..., 1:], end], axis=-1)
+    if weights is not None:
+        weights = jnp.asarray(weights)
+        weights = jnp.concatenate([weights[..., 1:], jnp.zeros_like(weights[..., :1])], axis=-1)
+    return targets, weights
+
+
+def logprobs(
+    model: Transformer,
+    tokens: Array,
+    targets: Array,
+    *,
+    attention_mask: Array | None = None,
+    adapter_ids: Array | None = None,
+    chunk_size: int = 1024,
+    vocab_parallel: VocabParallel | None = None,
+    ignore_index: int | None = IGNORE_INDEX,
+) -> Array:
+    """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks; 0
+    where the target is ``ignore_index``."""
+    hidden = model.last_hidden_state(tokens, attention_mask=attention_mask,
+                                     adapter_ids=adapter_ids)
+    inputs, head = model.head(hidden, adapter_ids)
+    return token_logprobs(inputs, head, targets, chunk_size=chunk_size,
+                          vocab_parallel=vocab_parallel, ignore_index=ignore_index)

@@ -1,0 +1,153 @@
+"""One decoder layer: RMSNorm, rotary grouped-query attention, SwiGLU MLP.
+
+The layer is stored once with a leading layer axis (see
+:class:`~jaxlean.models.lm.transformer.Transformer`); here it computes one
+layer's step, with or without a KV cache.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from jaxlean.models.lm.config import TransformerConfig
+from jaxlean.models.lm.lora import Linear
+from jaxlean.models.lm.rope import apply_rotary
+
+__all__ = ["MLP", "Attention", "DecoderLayer", "RMSNorm", "attend", "init_layers", "window_mask"]
+
+
+def window_mask(query_slots: Array, key_slots: Array, window: int | None) -> Array:
+    """``[..., T, S]`` True where key ``s`` is within ``window`` of query ``t`` (causality aside).
+
+    Slots are positions in the sequence (or the KV cache), so padding counts as
+    distance, as in Hugging Face's sliding-window attention.
+    """
+    distance = query_slots[..., :, None] - key_slots[..., None, :]
+    return jnp.ones(distance.shape, bool) if window is None else distance < window
+
+
+class RMSNorm(eqx.Module):
+    """``x / rms(x) * weight`` over the last axis, computed in float32."""
+
+    weight: Array
+    eps: float = eqx.field(static=True)
+
+    def __call__(self, x: Array) -> Array:
+        x32 = x.astype(jnp.float32)
+        normed = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
+        return self.weight * normed.astype(x.dtype)
+
+
+def attend(q: Array, k: Array, v: Array, mask: Array) -> Array:
+    """Grouped-query softmax attention.
+
+    Args:
+        q: ``[B, T, heads, d]``; k, v: ``[B, S, kv_heads, d]``.
+        mask: ``[B, T, S]`` bool, True where query ``t`` may see key ``s``.
+
+    Returns:
+        ``[B, T, heads, d]``. A query that may see nothing (a left pad) gets a
+        uniform average instead of NaN.
+    """
+    batch, length, heads, dim = q.shape
+    groups = heads // k.shape[2]
+    q = q.reshape(batch, length, k.shape[2], groups, dim)
+    scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32)
+    scores = scores / np.sqrt(dim)
+    scores = jnp.where(mask[:, None, None], scores, jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bkgts,bskd->btkgd", probs, v)
+    return out.reshape(batch, length, heads, dim)
+
+
+class Attention(eqx.Module):
+    """Rotary grouped-query self-attention with optional q/k RMSNorm (Qwen3)."""
+
+    q_proj: Linear
+    k_proj: Linear
+    v_proj: Linear
+    o_proj: Linear
+    q_norm: RMSNorm | None
+    k_norm: RMSNorm | None
+    q_bias: Array | None
+    k_bias: Array | None
+    v_bias: Array | None
+    config: TransformerConfig = eqx.field(static=True)
+
+    def __call__(self, x, positions, mask, adapter_ids=None, cache=None, cache_index=None):
+        """Attend over ``x`` (and, with ``cache=(keys, values)``, the cached slots).
+
+        With a cache, this step's keys/values are written at slot ``cache_index``
+        and the updated cache is returned; without one, this step's keys/values.
+        """
+        c = self.config
+        batch, length, _ = x.shape
+        q, k, v = (self.q_proj(x, adapter_ids), self.k_proj(x, adapter_ids),
+                   self.v_proj(x, adapter_ids))
+        if self.q_bias is not None:
+            q, k, v = q + self.q_bias, k + self.k_bias, v + self.v_bias
+        q = q.reshape(batch, length, c.num_heads, c.head_dim)
+        k = k.reshape(batch, length, c.num_kv_heads, c.head_dim)
+        v = v.reshape(batch, length, c.num_kv_heads, c.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = apply_rotary(q, positions, c.inv_freq)
+        k = apply_rotary(k, positions, c.inv_freq)
+        if cache is not None:
+            k = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype),
+                                                    cache_index, axis=1)
+            v = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype),
+                                                    cache_index, axis=1)
+        out = attend(q, k, v, mask).reshape(batch, length, c.num_heads * c.head_dim)
+        return self.o_proj(out, adapter_ids), (k, v)
+
+
+class MLP(eqx.Module):
+    """SwiGLU: ``down(silu(gate(x)) * up(x))``."""
+
+    gate_proj: Linear
+    up_proj: Linear
+    down_proj: Linear
+
+    def __call__(self, x: Array, adapter_ids: Array | None = None) -> Array:
+        hidden = jax.nn.silu(self.gate_proj(x, adapter_ids)) * self.up_proj(x, adapter_ids)
+        return self.down_proj(hidden, adapter_ids)
+
+
+class DecoderLayer(eqx.Module):
+    """Pre-norm residual block: attention then SwiGLU MLP."""
+
+    input_norm: RMSNorm
+    attn: Attention
+    post_attn_norm: RMSNorm
+    mlp: MLP
+
+    def __call__(self, h, positions, mask, adapter_ids=None, cache=None, cache_index=None):
+        """``(h, kv)``: the new hidden state and this layer's keys/values (or updated cache)."""
+        attn_out, kv = self.attn(self.input_norm(h), positions, mask, adapter_ids,
+                                 cache, cache_index)
+        h = h + attn_out
+        h = h + self.mlp(self.post_attn_norm(h), adapter_ids)
+        return h, kv
+
+
+def init_layers(config: TransformerConfig, weights: list[Array], dtype) -> DecoderLayer:
+    """Stacked layers from stacked ``[layers, in, out]`` normal weights (scaled by 1/sqrt(in))."""
+    c = config
+    q, k, v, o, gate, up, down = (Linear(w / np.sqrt(w.shape[-2]).astype(dtype)) for w in weights)
+
+    def norm(size: int) -> RMSNorm:
+        return RMSNorm(jnp.ones((c.num_layers, size), dtype), c.rms_norm_eps)
+
+    def bias(size: int) -> Array | None:
+        return jnp.zeros((c.num_layers, size), dtype) if c.qkv_bias else None
+
+    q_norm = norm(c.head_dim) if c.qk_norm else None
+    k_norm = norm(c.head_dim) if c.qk_norm else None
+    q_size, kv_size = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+    attn = Attention(q, k, v, o, q_norm, k_norm, bias(q_size), bias(kv_size), bias(kv_size), c)
+    return DecoderLayer(norm(c.hidden_size), attn, norm(c.hidden_size), MLP(gate, up, down))

@@ -1,0 +1,154 @@
+"""What the cache statistics claim is true: programs the cache refuses are named and counted
+"uncacheable", saved compile time is measured (not JAX's whole seconds), and a run without a
+cache reports no hits or misses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import optax
+import pytest
+
+from jaxlean.compile import stats
+from jaxlean.compile.cache import cache_stats, enable_compilation_cache
+from jaxlean.compile.directory import METADATA_SUFFIX, clear, list_entries
+from jaxlean.train.fit import fit
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fresh_warnings():
+    """Each function is warned about once per process: forget earlier warnings."""
+    saved = set(stats._RECORDER.warned)
+    stats._RECORDER.warned.clear()
+    yield
+    stats._RECORDER.warned.clear()
+    stats._RECORDER.warned.update(saved)
+
+
+def _uncacheable_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if "uncacheable" in str(w.message)]
+
+
+def test_host_callback_in_a_fit_loss_is_warned_and_counted_uncacheable(
+        restore_jax_cache_config, fresh_warnings, tmp_path):
+    enable_compilation_cache(tmp_path / "xla", min_compile_secs=0)
+    x = jnp.linspace(-1.0, 1.0, 32).reshape(16, 2)
+    data = (x, x.sum(1))
+
+    def loss(p, batch):
+        value = jnp.mean((batch[0] @ p - batch[1]) ** 2)
+        jax.debug.callback(lambda v: None, value)  # the planted host callback
+        return value
+
+    jax.clear_caches()
+    cache_stats(reset=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(loss, jnp.zeros(2), data, optax.sgd(0.1), epochs=2, batch_size=8,
+            key=jax.random.key(0), val_data=None, patience=None, progress=False)
+    named = _uncacheable_warnings(caught)
+    assert len(named) == 1, named
+    assert named[0].startswith("jaxlean: jit(run) is uncacheable: it uses 1 host callback")
+    assert "does not store programs with host callbacks" in named[0]
+    counts = cache_stats()
+    run = counts.functions["jit(run)"]
+    assert (run.requests, run.uncacheable, run.misses, run.writes) == (1, 1, 0, 0)
+    assert counts.uncacheable == 1
+    assert "1 uncacheable" in counts.summary()
+
+
+def test_uncacheable_warning_once_per_function(restore_jax_cache_config, fresh_warnings,
+                                               tmp_path):
+    enable_compilation_cache(tmp_path, min_compile_secs=0)
+
+    @jax.jit
+    def printed(x):
+        jax.debug.print("{}", x.sum())
+        return x * 2
+
+    cache_stats(reset=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (3, 4, 5):  # three compiles of one function
+            printed(jnp.ones(n))
+        jax.jit(lambda x: x + 1)(jnp.ones(3))  # cacheable: no warning
+    assert [m.split(" is ")[0] for m in _uncacheable_warnings(caught)] == ["jaxlean: jit(printed)"]
+    (where,) = [w.filename for w in caught if "uncacheable" in str(w.message)]
+    assert where == __file__  # the line that called the function, not JAX's internals
+    row = cache_stats().functions["jit(printed)"]
+    assert (row.uncacheable, row.misses) == (3, 0)
+
+
+def test_no_warning_and_no_counts_without_a_cache(restore_jax_cache_config, fresh_warnings,
+                                                  tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.warns(UserWarning, match="cannot create the compilation cache"):
+        assert enable_compilation_cache(blocker / "xla") is None
+    cache_stats(reset=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jax.jit(lambda x: jax.debug.print("{}", x) or x * 3)(jnp.ones(7))
+        jax.jit(lambda x: x - 3)(jnp.ones(7))
+    assert _uncacheable_warnings(caught) == []
+    counts = cache_stats()
+    assert counts.compiles >= 2
+    assert (counts.active, counts.requests, counts.misses, counts.hits) == (False, 0, 0, 0)
+    summary = counts.summary()
+    assert "not in use (cannot create the compilation cache at" in summary
+    assert "hits" not in summary and "miss" not in summary
+
+
+_CHILD = textwrap.dedent("""
+    import json, sys, time
+    import jax, jax.numpy as jnp
+    from jaxlean.compile.cache import cache_stats, enable_compilation_cache
+
+    enable_compilation_cache(sys.argv[1], min_compile_secs=0)
+
+    @jax.jit
+    def chain(x):
+        for i in range(12):
+            x = jnp.tanh(x @ x.T + i)
+        return x.sum()
+
+    chain(jnp.ones((16, 16)))
+    row = cache_stats().functions["jit(chain)"]
+    print(json.dumps({"hits": row.hits, "saved": row.saved_s, "compile": row.compile_s,
+                      "summary": cache_stats().summary()}))
+""")
+
+
+def test_saved_time_is_the_recorded_compile_time_not_whole_seconds(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+
+    def run() -> dict:
+        done = subprocess.run([sys.executable, str(script), str(tmp_path / "xla")], env=env,
+                              capture_output=True, text=True, timeout=300, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run()
+    entry = next(e for e in list_entries(tmp_path / "xla") if e.function == "jit_chain")
+    recorded = json.loads(entry.path.with_name(entry.key + METADATA_SUFFIX).read_text())
+    assert first["hits"] == 0 and recorded["compile_s"] > 0
+    assert recorded["compile_s"] != int(recorded["compile_s"])  # not JAX's whole seconds
+    second = run()
+    assert second["hits"] == 1
+    # the recorded compile time less the load; JAX's own figure, int(compile time) less
+    # the load, is 0 for every compile under a second
+    assert 0 < second["saved"] <= recorded["compile_s"]
+    assert "0.00 s compile saved" not in second["summary"]
+    assert clear(tmp_path / "xla")[0] > 0
+    assert not list((tmp_path / "xla").glob(f"*{METADATA_SUFFIX}"))

@@ -1,0 +1,122 @@
+"""The package order of the design notes, checked on the code's own imports.
+
+A package imports only from packages below it (bottom up: the root utilities ->
+compile, linalg, nn -> parallel -> loss, train -> models -> bench -> cli), never
+from its own floor's neighbours or from above, and never a private name (``_x``)
+of another package. Function-level imports count: a lazy import that runs up
+the order is still a cycle waiting to happen.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jaxlean"
+
+# Floor of each package; the root's own modules (errors, _args, _units, ...) are floor 0.
+FLOORS = {
+    "compile": 1, "linalg": 1, "nn": 1,
+    "parallel": 2,
+    "loss": 3, "train": 3,
+    "models": 4,
+    "bench": 5,
+    "cli": 6,
+}
+TOP = 7  # jaxlean/__init__.py maps every public name to its module
+
+
+def package_of(module: str) -> str:
+    """``jaxlean.models.lm.hf`` -> ``models.lm``; root modules -> ``""``."""
+    parts = module.split(".")[1:]
+    if not parts or (len(parts) == 1 and parts[0] not in FLOORS):
+        return ""
+    if parts[0] == "models" and len(parts) > 1:
+        return "models." + parts[1]
+    return parts[0]
+
+
+def floor_of(package: str) -> int:
+    if package == "":
+        return 0
+    return FLOORS[package.split(".")[0]]
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path, root: Path = PACKAGE) -> list[tuple[int, str, list[str]]]:
+    """``(line, module, names)`` of every ``jaxlean`` import in ``path``."""
+    module = module_name(path, root)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, []) for a in node.names if a.name.startswith("jaxlean")]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                if path.name != "__init__.py":
+                    anchor = anchor[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            if base.startswith("jaxlean"):
+                found.append((node.lineno, base, [a.name for a in node.names]))
+    return found
+
+
+def violations(root: Path = PACKAGE) -> list[str]:
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        here = module_name(path, root)
+        if here == "jaxlean":
+            continue  # the lazy export table may name any module
+        mine = package_of(here)
+        for line, target, names in imports(path, root):
+            # `from jaxlean.loss import chunked` imports a module: count it as that module.
+            theirs = package_of(target)
+            where = f"{path.relative_to(root.parent)}:{line}"
+            if theirs == mine or (theirs == "" and not mine):
+                continue
+            if theirs and theirs.split(".")[0] == mine.split(".")[0] and mine.startswith("models"):
+                problems.append(f"{where}: {here} imports {target} (sibling model packages)")
+                continue
+            if floor_of(theirs) >= floor_of(mine) and theirs != "":
+                problems.append(f"{where}: {here} (floor {floor_of(mine)}) imports {target} "
+                                f"(floor {floor_of(theirs)}): up or across the package order")
+            private = [p for p in target.split(".")[1:] if p.startswith("_")]
+            if theirs == "":
+                private = []  # the root's utilities (_args, _units, ...) are the bottom floor
+            private += [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private:
+                problems.append(f"{where}: {here} reaches private {private} of {target}")
+    return problems
+
+
+def test_imports_follow_the_package_order():
+    problems = violations()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("package, planted, expect", [
+    ("nn", "from jaxlean.train import fit\n", "up or across"),
+    ("train", "from jaxlean.compile._jax_private import x\n", "private"),
+    ("train", "from jaxlean.compile.cache import _stats\n", "private"),
+    ("nn", "def f():\n    from jaxlean.bench import memory\n", "up or across"),
+    ("models", "from ..lm import hf\n", "sibling"),
+])
+def test_a_planted_import_is_caught(tmp_path, package, planted, expect):
+    tree = tmp_path / "jaxlean"
+    folder = tree / package / ("neuron" if package == "models" else "")
+    folder.mkdir(parents=True)
+    for init in (tree, tree / package, folder):
+        (init / "__init__.py").write_text("")
+    (folder / "planted.py").write_text(planted)
+    problems = violations(tree)
+    assert len(problems) == 1 and expect in problems[0], problems
