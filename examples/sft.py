@@ -123,15 +123,17 @@ def main(argv: list[str] | None = None) -> dict:
                      targets=("q_proj", "v_proj", "up_proj", "down_proj"))
     tx = packed(optax.adam(args.lr), trainable=is_lora_path)
     state = tx.init(model)
-    # loss(model, input_ids, labels=..., attention_mask=...) is transformers' causal-LM
-    # loss: labels shifted inside, -100 skipped.
+    # loss(model, input_ids, labels=..., attention_mask=..., segment_ids=...) is transformers'
+    # causal-LM loss (labels shifted inside, -100 skipped); segment_ids keep packed
+    # conversations apart (attention within each, positions restarting in each).
     step = make_train_step(loss, tx)
     losses = []
     for i in range(args.steps):
         batch = next(batches)
         model, state, value = step(model, state, jnp.asarray(batch["input_ids"]),
                                    labels=jnp.asarray(batch["labels"]),
-                                   attention_mask=jnp.asarray(batch["attention_mask"]))
+                                   attention_mask=jnp.asarray(batch["attention_mask"]),
+                                   segment_ids=jnp.asarray(batch["segment_ids"]))
         losses.append(float(value))
         if i % 10 == 0 or i == args.steps - 1:
             print(f"step {i:4d}  loss {losses[-1]:.4f}  (epoch {batches.state.epoch})",

@@ -33,6 +33,7 @@ def loss(
     weights: Array | None = None,
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
+    segment_ids: Array | None = None,
     z_loss: float = 0.0,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
@@ -67,6 +68,11 @@ def loss(
             attended to; as in Hugging Face it does not remove their labels (the
             collator sets those to ``-100``).
         adapter_ids: ``[B]`` LoRA adapter per example.
+        segment_ids: ``[B, T]`` for packed rows (1, 2, ... per sequence, 0 at padding):
+            attention stays within each segment and positions restart in each (see
+            :meth:`~jaxlean.models.lm.transformer.Transformer.last_hidden_state`); with
+            ``labels``, no position predicts a label of the next segment, so the loss
+            equals that of the sequences unpacked.
         z_loss: weight of the ``logsumexp**2`` auxiliary loss.
         chunk_size: tokens per loss chunk.
         vocab_parallel: the head is split over a mesh axis's vocabulary; each
@@ -94,11 +100,16 @@ def loss(
                           f"targets= (shifted), got {'both' if labels is not None else 'neither'}")
     if labels is not None:
         targets, weights = _shift_labels(input_ids, labels, weights, ignore_index)
+        if segment_ids is not None and jnp.shape(segment_ids) == jnp.shape(labels):
+            segment_ids = jnp.asarray(segment_ids)
+            crossing = jnp.concatenate([segment_ids[..., 1:] != segment_ids[..., :-1],
+                                        jnp.ones_like(segment_ids[..., :1], bool)], axis=-1)
+            targets = jnp.where(crossing, ignore_index, targets)
     elif weights is not None and tuple(jnp.shape(weights)) != tuple(jnp.shape(targets)):
         raise DataError(f"weights must have the shape of targets {tuple(jnp.shape(targets))}, "
                         f"got {tuple(jnp.shape(weights))}")
     hidden = model.last_hidden_state(input_ids, attention_mask=attention_mask,
-                                     adapter_ids=adapter_ids)
+                                     adapter_ids=adapter_ids, segment_ids=segment_ids)
     inputs, head = model.head(hidden, adapter_ids)
     return cross_entropy(inputs, head, targets, mask=weights, z_loss=z_loss,
                          chunk_size=chunk_size, vocab_parallel=vocab_parallel,
@@ -134,14 +145,15 @@ def logprobs(
     *,
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
+    segment_ids: Array | None = None,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
     ignore_index: int | None = IGNORE_INDEX,
 ) -> Array:
     """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks; 0
-    where the target is ``ignore_index``."""
+    where the target is ``ignore_index``; ``segment_ids`` as for :func:`loss`."""
     hidden = model.last_hidden_state(tokens, attention_mask=attention_mask,
-                                     adapter_ids=adapter_ids)
+                                     adapter_ids=adapter_ids, segment_ids=segment_ids)
     inputs, head = model.head(hidden, adapter_ids)
     return token_logprobs(inputs, head, targets, chunk_size=chunk_size,
                           vocab_parallel=vocab_parallel, ignore_index=ignore_index)

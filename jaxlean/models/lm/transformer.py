@@ -55,8 +55,8 @@ from jaxlean.nn.remat import remat_body
 
 __all__ = [
     "MLP", "STRUCTURE_OPTIONS", "Attention", "DecoderLayer", "RMSNorm", "Transformer",
-    "TransformerConfig", "attend", "check_attention_mask", "check_tokens", "logprobs", "loss",
-    "positions_from_mask", "window_mask",
+    "TransformerConfig", "attend", "check_attention_mask", "check_segment_ids", "check_tokens",
+    "logprobs", "loss", "positions_from_mask", "positions_from_segments", "window_mask",
 ]
 
 
@@ -94,6 +94,28 @@ def check_attention_mask(attention_mask: Array | None, shape: tuple[int, ...],
         raise DataError(f"{argument} must have the input ids' shape {tuple(shape)} "
                         f"([batch, length], False or 0 at padding), got "
                         f"{tuple(jnp.shape(attention_mask))}")
+
+
+def check_segment_ids(segment_ids: Array | None, shape: tuple[int, ...]) -> None:
+    """Raise :class:`DataError` unless ``segment_ids`` is ``None`` or integers of ``shape``."""
+    if segment_ids is None:
+        return
+    if tuple(jnp.shape(segment_ids)) != tuple(shape):
+        raise DataError(f"segment_ids must have the input ids' shape {tuple(shape)} "
+                        f"([batch, length], 1, 2, ... per packed sequence, 0 at padding), got "
+                        f"{tuple(jnp.shape(segment_ids))}")
+    if not jnp.issubdtype(jnp.result_type(segment_ids), jnp.integer):
+        raise DataError(f"segment_ids must be integers, got dtype "
+                        f"{jnp.result_type(segment_ids)}")
+
+
+def positions_from_segments(segment_ids: Array) -> Array:
+    """Rotary positions of packed rows: ``0, 1, ...`` restarting where the segment id changes."""
+    segment_ids = jnp.asarray(segment_ids)
+    index = jnp.broadcast_to(jnp.arange(segment_ids.shape[-1]), segment_ids.shape)
+    starts = jnp.concatenate([jnp.ones_like(segment_ids[..., :1], bool),
+                              segment_ids[..., 1:] != segment_ids[..., :-1]], axis=-1)
+    return index - jax.lax.cummax(jnp.where(starts, index, 0), axis=segment_ids.ndim - 1)
 
 
 def _model_inputs(input_ids: Array | None, renamed: dict[str, Any], where: str) -> Array:
@@ -158,6 +180,7 @@ class Transformer(eqx.Module):
         attention_mask: Array | None = None,
         positions: Array | None = None,
         adapter_ids: Array | None = None,
+        segment_ids: Array | None = None,
         **renamed: Any,
     ) -> Array:
         """Full logits ``[B, T, vocab]`` of ``input_ids[B, T]``, as Hugging Face's causal LM.
@@ -170,7 +193,8 @@ class Transformer(eqx.Module):
         """
         input_ids = _model_inputs(input_ids, renamed, "Transformer.__call__")
         hidden = self.last_hidden_state(input_ids, attention_mask=attention_mask,
-                                        positions=positions, adapter_ids=adapter_ids)
+                                        positions=positions, adapter_ids=adapter_ids,
+                                        segment_ids=segment_ids)
         return self.project(hidden, adapter_ids)
 
     def last_hidden_state(
@@ -180,6 +204,7 @@ class Transformer(eqx.Module):
         attention_mask: Array | None = None,
         positions: Array | None = None,
         adapter_ids: Array | None = None,
+        segment_ids: Array | None = None,
         **renamed: Any,
     ) -> Array:
         """Final (normed) hidden states ``[B, T, hidden]`` of ``input_ids`` (the head's input).
@@ -196,10 +221,16 @@ class Transformer(eqx.Module):
                 shift them; with right padding this is ``0..T-1`` as in Hugging Face).
             adapter_ids: ``[batch]`` int, the LoRA adapter of each example (checked
                 against the adapters' count when concrete).
+            segment_ids: ``[batch, length]`` int for packed rows (several sequences in
+                one row): a token attends only to earlier tokens of its own segment, and
+                the default positions restart at 0 in each segment
+                (:func:`positions_from_segments`), so each sequence is computed as if
+                alone. Number the segments 1, 2, ... and the padding 0.
         """
         input_ids = _model_inputs(input_ids, renamed, "Transformer.last_hidden_state")
         model = self.in_compute_dtype()
-        h, _ = model._forward(input_ids, attention_mask, positions, adapter_ids, collect=False)
+        h, _ = model._forward(input_ids, attention_mask, positions, adapter_ids, collect=False,
+                              segment_ids=segment_ids)
         return model.norm(h)
 
     def hidden_states(
@@ -209,6 +240,7 @@ class Transformer(eqx.Module):
         attention_mask: Array | None = None,
         positions: Array | None = None,
         adapter_ids: Array | None = None,
+        segment_ids: Array | None = None,
         **renamed: Any,
     ) -> Array:
         """Every layer's output ``[layers, B, T, hidden]`` (before the final norm).
@@ -217,7 +249,8 @@ class Transformer(eqx.Module):
         """
         input_ids = _model_inputs(input_ids, renamed, "Transformer.hidden_states")
         _, per_layer = self.in_compute_dtype()._forward(input_ids, attention_mask, positions,
-                                                        adapter_ids, collect=True)
+                                                        adapter_ids, collect=True,
+                                                        segment_ids=segment_ids)
         return per_layer
 
     def in_compute_dtype(self) -> Transformer:
@@ -242,18 +275,24 @@ class Transformer(eqx.Module):
         object.__setattr__(model, "config", dataclasses.replace(self.config, **options))
         return model
 
-    def _forward(self, tokens, mask, positions, adapter_ids, collect: bool):
+    def _forward(self, tokens, mask, positions, adapter_ids, collect: bool, segment_ids=None):
         """``(h, per_layer)``: the last layer's output and, with ``collect``, every layer's."""
         if jnp.ndim(tokens) != 2:
             raise DataError(f"input_ids must have shape [batch, length], got "
                             f"{jnp.shape(tokens)}")
         check_attention_mask(mask, tokens.shape)
+        check_segment_ids(segment_ids, tokens.shape)
         check_adapter_ids(self, adapter_ids, tokens.shape[0])
         length = tokens.shape[1]
         h = self.embed_tokens(tokens)
         slots = jnp.arange(length)
         causal = (jnp.tril(jnp.ones((length, length), bool))
                   & window_mask(slots, slots, self.config.sliding_window))[None]
+        if segment_ids is not None:  # packed rows: each segment attends to itself only
+            segment_ids = jnp.asarray(segment_ids)
+            causal = causal & (segment_ids[:, :, None] == segment_ids[:, None, :])
+            positions = (positions_from_segments(segment_ids) if positions is None
+                         else positions)
         if mask is None:
             attn_mask = causal
             positions = jnp.arange(length)[None] if positions is None else positions
