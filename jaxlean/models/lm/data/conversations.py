@@ -5,7 +5,8 @@
   ``{% generation %}`` (``return_assistant_tokens_mask``).
 - prompt-completion: the prompt (with the generation prompt, if conversational) and the
   prompt + completion tokenized separately; with ``completion_only_loss`` (the default
-  for this format, as in TRL) the labels keep only the tokens after the prompt's.
+  for this format, as in TRL) the labels keep only the tokens from where the two diverge
+  (the end of the prompt, unless tokens merge across the join).
 - text: the text tokenized, with the eos token appended if it does not end with it (as TRL
   does, and as it does to a plain-text completion).
 
@@ -83,13 +84,14 @@ def tokenize_example(record: Record, tokenizer: Tokenizer, *,
             completion = _with_eos(fields["completion"], tokenizer)
             prompt = tokenizer.encode(fields["prompt"])
             ids, full = tokenizer.encode(fields["prompt"] + completion), {}
-        if ids[:len(prompt)] != prompt:
+        start = _common_prefix(prompt, ids)
+        if start < len(prompt):
             warnings.warn(f"{record.where}: the tokenized prompt is not a prefix of the tokenized "
-                          f"prompt + completion (whitespace or special tokens at the join); the "
-                          f"completion mask starts after the prompt's {len(prompt)} tokens",
-                          stacklevel=2)
+                          f"prompt + completion (tokens merge across the join, or the template "
+                          f"renders the prompt alone differently); the completion starts where "
+                          f"they diverge, at token {start}, as in TRL", stacklevel=2)
         if completion_only_loss is not False:
-            masks.append([0] * len(prompt) + [1] * (len(ids) - len(prompt)))
+            masks.append([0] * start + [1] * (len(ids) - start))
     else:
         ids, full = tokenizer.encode(_with_eos(fields["text"], tokenizer)), {}
     if assistant_only_loss:
@@ -106,6 +108,16 @@ def tokenize_example(record: Record, tokenizer: Tokenizer, *,
         keep &= np.asarray(mask[:len(input_ids)], bool)
     labels = np.where(keep, input_ids, IGNORE_INDEX).astype(np.int32)
     return Example(input_ids, labels, record.where)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading ids ``a`` and ``b`` share (TRL's ``common_prefix_length``)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _with_eos(text: str, tokenizer: Tokenizer) -> str:
