@@ -91,6 +91,7 @@ def write_tokenizer(directory: Path, corpus: list[str]) -> None:
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="sft-"))
+    out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     questions = [(a, b) for a in range(10) for b in range(10)]
     order = rng.permutation(len(questions))
