@@ -19,7 +19,6 @@ import numpy as np
 
 from jaxlean.errors import CheckpointError, ConfigError, DataError
 from jaxlean.models.lm.data._extras import require
-from jaxlean.models.lm.hf_config import missing_path
 
 __all__ = ["Tokenizer", "load_tokenizer"]
 
@@ -150,7 +149,7 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     """
     path = Path(path)
     if not path.exists():
-        raise missing_path(path)
+        raise CheckpointError(f"load_tokenizer: no such directory {str(path)!r}")
     if not path.is_dir():
         raise CheckpointError(f"load_tokenizer: {str(path)!r} is a file: pass the model "
                               f"directory that holds tokenizer.json")

@@ -74,10 +74,10 @@ def test_a_missing_extra_is_refused_with_the_install_line(tmp_path, monkeypatch)
         load_tokenizer(tmp_path)
 
 
-def test_importing_the_data_package_imports_no_text_library():
+def test_importing_the_data_package_imports_no_text_library_nor_jax():
     code = ("import sys, jaxlean.models.lm.data as d; d.synthetic_batch(0, 1, 2, 3); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('transformers', 'tokenizers', 'datasets', 'pyarrow', 'jinja2')))")
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'transformers', 'tokenizers', 'datasets', 'pyarrow', 'jinja2', 'jax'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
