@@ -33,7 +33,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.lm._hf_source import Source, config_fields, recall, remember, with_ids
+from jaxlean.models.lm._hf_source import config_fields, source_of, with_ids, with_source
 from jaxlean.models.lm._safetensors import Reader, fill, safetensors_files
 from jaxlean.models.lm.hf_config import (
     GenerationSettings,
@@ -150,10 +150,9 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
     (``max_position_embeddings``, sampling defaults, ...) is written back unless
     jaxlean changed it: the dtype when the weights' dtype is another, an id that
     ``generation`` changes. The source is ``tokenizer_from`` when given, else the
-    checkpoint :func:`load_pretrained` read the model from (its config is the one
-    that load returned, or an equal one from ``with_options``; when several loaded
-    checkpoints of this architecture differ and the config is neither, a warning
-    says none is kept). A ``config.json`` of another architecture is not used.
+    checkpoint :func:`load_pretrained` read the model from, which the model carries
+    (``model.hf_source``, kept by ``with_options``, ``add_lora``, ``merge_lora`` and
+    training). A ``config.json`` of another architecture is not used.
     Without a source, ``config.json`` has the fields of
     :func:`~jaxlean.models.lm.hf_config.config_to_hf` (no ``max_position_embeddings``,
     which jaxlean does not know) and ``generation_config.json`` is written only for
@@ -188,7 +187,7 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
             generation = found if found != GenerationSettings((), None, None) else None
         raw = settings.read_bytes() if settings is not None else None
     else:  # the checkpoint the model was loaded from, if any
-        loaded = recall(model.config, "save_pretrained")
+        loaded = source_of(model)
         source = loaded.config if loaded is not None else None
         raw = loaded.generation if loaded is not None else None
         settings = None
@@ -261,5 +260,5 @@ def load_pretrained(
     reader = Reader(safetensors_files(files), composite="text_config" in hf)
     model = _load(reader, config, dtype, progress)
     settings = directory / "generation_config.json"
-    remember(config, Source(hf, settings.read_bytes() if settings.is_file() else None))
+    model = with_source(model, hf, settings.read_bytes() if settings.is_file() else None)
     return model, config, generation_settings(directory, hf)
