@@ -44,8 +44,9 @@ def model_source(path: str | Path, revision: str | None = None) -> Path:
     """The local path :func:`~jaxlean.models.lm.hf.load_pretrained` reads for ``path``.
 
     An existing file or directory is itself (and refuses ``revision``); a string that does
-    not exist locally and is spelled as a Hub id is resolved by :func:`resolve_model`;
-    anything else is returned for the caller to report as missing.
+    not exist locally and is spelled as a Hub id is resolved by :func:`resolve_model` (a
+    ``Path`` spelled so is refused, naming the id); anything else is returned for the caller
+    to report as missing.
     """
     if Path(path).exists():
         if revision is not None:
@@ -55,6 +56,9 @@ def model_source(path: str | Path, revision: str | None = None) -> Path:
         return Path(path)
     if is_model_id(path):
         return resolve_model(str(path), revision=revision)
+    if not isinstance(path, str) and is_model_id(Path(path).as_posix()):
+        raise CheckpointError(f"no such directory {str(path)!r} (to load the Hugging Face model "
+                              f"id {Path(path).as_posix()!r}, pass it as a string)")
     return Path(path)
 
 

@@ -211,12 +211,17 @@ def test_without_huggingface_hub_a_model_id_is_refused_with_the_install_line(mon
     assert load_pretrained(str(FIXTURES / "llama"))[1].num_layers == 2  # local paths need none
 
 
-def test_local_paths_are_not_model_ids(tmp_path):
+def test_local_paths_are_not_model_ids(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     assert is_model_id("Qwen/Qwen3-0.6B") and is_model_id("gpt2")
     for path in ("./model", "/abs/model", "a/b/c", "org/../x", "", Path("org/name")):
         assert not is_model_id(path), path
     with pytest.raises(CheckpointError, match=rf"no such directory '{re.escape(str(tmp_path))}"):
         load_pretrained(str(tmp_path / "not-there" / "model"))
+    with pytest.raises(CheckpointError, match=r"no such directory 'org/name' \(to load the "
+                                              r"Hugging Face model id 'org/name', pass it as a "
+                                              r"string\)"):
+        load_pretrained(Path("org/name"))
     with pytest.raises(ConfigError, match=r"revision='v1' selects a version of a Hugging Face "
                                           r"model id, and '.*llama' is a local path"):
         load_pretrained(FIXTURES / "llama", revision="v1")
