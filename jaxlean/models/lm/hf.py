@@ -43,6 +43,7 @@ from jaxlean.models.lm.hf_config import (
     model_path,
     read_json,
 )
+from jaxlean.models.lm.hf_hub import model_source
 from jaxlean.models.lm.hf_names import LAYER, hf_tensors, name_table
 from jaxlean.models.lm.hf_tokenizer import TOKENIZER_FILES, copy_tokenizer
 from jaxlean.models.lm.lora import Linear
@@ -225,9 +226,14 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
 
 
 def load_pretrained(
-    path: str | Path, *, dtype: Any = None, progress: bool = True
+    path: str | Path, *, dtype: Any = None, progress: bool = True, revision: str | None = None
 ) -> tuple[Transformer, TransformerConfig, GenerationSettings]:
     """Load a Hugging Face model directory (or one ``.safetensors`` file beside its config).
+
+    A string that is no local path but a Hub model id (``"Qwen/Qwen3-0.6B"``) is resolved
+    as ``transformers`` resolves it, through ``huggingface_hub``'s cache (``HF_HOME``,
+    ``HF_HUB_CACHE``, ``HF_HUB_OFFLINE``), downloading what is missing when the network
+    allows (:func:`~jaxlean.models.lm.hf_hub.resolve_model`; extra ``hub``).
 
     A composite (vision-language) model of
     :data:`~jaxlean.models.lm.hf_config.COMPOSITE_TYPES` whose ``text_config`` is a
@@ -236,9 +242,11 @@ def load_pretrained(
 
     Args:
         path: the directory holding ``config.json`` and the safetensors file(s)
-            (a ``model.safetensors.index.json`` names the shards), or one file.
+            (a ``model.safetensors.index.json`` names the shards), or one file, or a
+            Hub model id.
         dtype: cast every tensor to this dtype (default: keep the file's dtype).
         progress: report the tensors read when loading is long (see :func:`load_safetensors`).
+        revision: the branch, tag or commit of a Hub model id (default ``"main"``).
 
     Returns:
         ``(model, config, generation settings)``.
@@ -246,9 +254,10 @@ def load_pretrained(
     Raises:
         ConfigError: the config asks for something this model does not compute
             (named: field, value, what is supported).
-        CheckpointError: a missing, unexpected or mis-shaped tensor, or a missing file.
+        CheckpointError: a missing, unexpected or mis-shaped tensor, or a missing file; a
+            model id that cannot be resolved (named, with its revision).
     """
-    path = model_path(path)
+    path = model_path(model_source(path, revision))
     directory = path if path.is_dir() else path.parent
     hf = read_json(directory)
     config = config_from_hf(hf)
