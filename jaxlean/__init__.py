@@ -92,6 +92,9 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str) -> Any:
+    if name in ("bench", "cli", "compile", "errors", "linalg", "loss", "models", "nn",
+                "parallel", "train"):  # subpackages load on first use too, as SciPy's do
+        return importlib.import_module(f"jaxlean.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'jaxlean' has no attribute {name!r}")

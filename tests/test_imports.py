@@ -68,3 +68,32 @@ def test_safetensors_is_a_core_dependency():
     with open(Path(__file__).parents[1] / "pyproject.toml", "rb") as file:
         project = tomllib.load(file)["project"]
     assert any(d.startswith("safetensors") for d in project["dependencies"])
+
+
+SUBPACKAGE_PROBE = """
+import json, sys
+import jaxlean
+import jaxlean.parallel
+lazy = sorted(m for m in ("jax", "jaxlean.parallel.mesh", "jaxlean.models") if m in sys.modules)
+found = [jaxlean.parallel.mesh.__name__, jaxlean.models.lm.__name__, jaxlean.models.pmm.__name__,
+         jaxlean.compile.cache.__name__, jaxlean.linalg.tree.__name__,
+         jaxlean.train.__name__, jaxlean.errors.ConfigError.__name__]
+print(json.dumps({"lazy": lazy, "found": found,
+                  "listed": [n in dir(jaxlean.parallel) for n in ("mesh", "distributed")]}))
+"""
+
+
+def test_subpackages_and_their_modules_load_on_attribute_access():
+    done = subprocess.run([sys.executable, "-c", SUBPACKAGE_PROBE], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert json.loads(done.stdout) == {
+        "lazy": [], "listed": [True, True],
+        "found": ["jaxlean.parallel.mesh", "jaxlean.models.lm", "jaxlean.models.pmm",
+                  "jaxlean.compile.cache", "jaxlean.linalg.tree", "jaxlean.train",
+                  "ConfigError"]}
+    import jaxlean.models
+    import jaxlean.parallel
+
+    for package in (jaxlean, jaxlean.parallel, jaxlean.models, jaxlean.compile):
+        with pytest.raises(AttributeError, match="no_such_module"):
+            package.no_such_module  # noqa: B018

@@ -14,4 +14,27 @@
 - ``check``: explain the misses of a command run twice (``jaxlean cache check``);
 - ``cli``: ``jaxlean cache info|clear|prune|check``;
 - ``_jax_private``: every JAX internal the above uses, checked at import.
+
+The public submodules load on first use (``jaxlean.compile.cache`` after ``import
+jaxlean`` works).
 """
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+_SUBMODULES = ("cache", "check", "cli", "cpu_collectives", "directory", "file_cache", "health",
+               "multiprocess_key", "program_cost", "quick", "report", "stats")
+
+__all__ = list(_SUBMODULES)
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBMODULES})

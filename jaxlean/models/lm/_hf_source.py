@@ -1,27 +1,24 @@
 """What :func:`~jaxlean.models.lm.hf.save_pretrained` keeps of the checkpoint a model came from.
 
-A :class:`TransformerConfig` holds only what jaxlean computes with; a
-``config.json`` holds more (``max_position_embeddings``, ``initializer_range``,
+A :class:`TransformerConfig` computes with only some of a ``config.json``'s fields;
+the file holds more (``max_position_embeddings``, ``initializer_range``,
 ``use_cache``, ...) and ``generation_config.json`` holds sampling defaults.
-:func:`remember` notes, for each config :func:`~jaxlean.models.lm.hf.load_pretrained`
-returns, the files it was read from; :func:`recall` finds them again for a
-model to save, and :func:`config_fields` / :func:`with_ids` write every field
-back unchanged unless jaxlean changed it (the weights' dtype, the token ids).
-
-A model's config is the one its load returned (``add_lora``, ``merge_lora``
-and training keep it) or an equal one with other structure options
-(``with_options``). Configs are held weakly: a source is forgotten with the
-last config that came from it.
+:func:`~jaxlean.models.lm.hf.load_pretrained` puts both files, as read, into the
+model it returns (:attr:`Transformer.hf_source`, static), so every model made from
+it (``add_lora``, ``merge_lora``, ``with_options``, training, ``jit``) carries its
+own origin and nothing else's. :func:`config_fields` / :func:`with_ids` write
+every field back unchanged unless jaxlean changed it (the weights' dtype, the
+token ids).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import warnings
-import weakref
 from typing import Any
 
 from jaxlean.errors import JaxleanError
+from jaxlean.models.lm.config import STRUCTURE_OPTIONS, HFSource, TransformerConfig
 from jaxlean.models.lm.hf_config import (
     ARCHITECTURES,
     GenerationSettings,
@@ -30,24 +27,11 @@ from jaxlean.models.lm.hf_config import (
     config_to_hf,
     text_config,
 )
-from jaxlean.models.lm.transformer import STRUCTURE_OPTIONS, TransformerConfig
+from jaxlean.models.lm.transformer import Transformer
 
-__all__ = ["Source", "config_fields", "recall", "remember", "with_ids"]
+__all__ = ["config_fields", "source_of", "with_ids", "with_source"]
 
 _IDS = ("eos_token_id", "pad_token_id", "bos_token_id")
-
-
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """The files a model was loaded from: ``config.json`` as read, and the bytes of its
-    ``generation_config.json`` (None: there was none)."""
-
-    config: dict
-    generation: bytes | None
-
-
-# Architecture (structure options reset) -> (weak reference to a loaded config, its source).
-_LOADED: dict[TransformerConfig, list[tuple[weakref.ref, Source]]] = {}
 
 
 def _architecture(config: TransformerConfig) -> TransformerConfig:
@@ -57,32 +41,24 @@ def _architecture(config: TransformerConfig) -> TransformerConfig:
     return dataclasses.replace(config, **defaults)
 
 
-def remember(config: TransformerConfig, source: Source) -> None:
-    """Note that ``config`` (the very object a load returned) was read from ``source``."""
-    key = _architecture(config)
-    live = [(ref, known) for ref, known in _LOADED.get(key, []) if ref() is not None]
-    _LOADED[key] = [*live, (weakref.ref(config), source)]
+def with_source(model: Transformer, config_json: dict, generation: bytes | None) -> Transformer:
+    """``model`` carrying the ``config.json`` it was read from and its generation file."""
+    model = copy.copy(model)
+    object.__setattr__(model, "hf_source", HFSource.of(config_json, generation))
+    return model
 
 
-def recall(config: TransformerConfig, caller: str) -> Source | None:
-    """The source of ``config``: the one its load noted, or the one every loaded config of
-    its architecture shares. Several that differ, none of them ``config`` itself: a
-    warning, and None."""
-    live = [(ref(), known) for ref, known in _LOADED.get(_architecture(config), [])]
-    live = [(loaded, known) for loaded, known in live if loaded is not None]
-    sources = [known for i, (_, known) in enumerate(live)
-               if all(known != other for _, other in live[:i])]
-    if len(sources) <= 1:
-        return sources[0] if sources else None
-    mine = [known for loaded, known in live if loaded is config]
-    if mine:
-        return mine[0]
-    warnings.warn(f"{caller}: {len(sources)} checkpoints loaded in this process have this "
-                  f"model's architecture but different config.json or generation_config.json "
-                  f"fields, and the model's config is not one those loads returned; only "
-                  f"the fields jaxlean knows are written (pass tokenizer_from=<the source "
-                  f"directory> to keep that checkpoint's fields)", stacklevel=3)
-    return None
+def source_of(model: Transformer) -> HFSource | None:
+    """The checkpoint ``model`` was loaded from, if its ``config.json`` describes what the
+    model computes."""
+    source = model.hf_source
+    if source is None:
+        return None
+    try:
+        same = _architecture(config_from_hf(source.config)) == _architecture(model.config)
+    except JaxleanError:
+        same = False
+    return source if same else None
 
 
 def _same(key: str, old: Any, new: Any) -> bool:

@@ -8,6 +8,7 @@ run, not what they compute.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import jax.numpy as jnp
@@ -17,9 +18,30 @@ from jaxlean.models.lm.rope import RopeScaling, inv_frequencies, rope_scaling
 from jaxlean.nn.layers import Nested
 from jaxlean.nn.remat import REMAT_NAMES, RematOption
 
-__all__ = ["STRUCTURE_OPTIONS", "TransformerConfig"]
+__all__ = ["STRUCTURE_OPTIONS", "HFSource", "TransformerConfig"]
 
 STRUCTURE_OPTIONS = ("remat", "nested", "scan", "compute_dtype")
+
+
+@dataclasses.dataclass(frozen=True)
+class HFSource:
+    """The files a model was loaded from, carried by the model so a save writes them back.
+
+    ``config_json``: its ``config.json`` as read (canonical JSON text, so the
+    model's static structure stays hashable); ``generation``: the bytes of its
+    ``generation_config.json`` (None: there was none).
+    """
+
+    config_json: str
+    generation: bytes | None = None
+
+    @classmethod
+    def of(cls, config: dict, generation: bytes | None) -> HFSource:
+        return cls(json.dumps(config, sort_keys=True), generation)
+
+    @property
+    def config(self) -> dict:
+        return json.loads(self.config_json)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,7 +33,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.lm._hf_source import Source, config_fields, recall, remember, with_ids
+from jaxlean.models.lm._hf_source import config_fields, source_of, with_ids, with_source
 from jaxlean.models.lm._safetensors import Reader, fill, safetensors_files
 from jaxlean.models.lm.hf_config import (
     GenerationSettings,
@@ -43,6 +43,7 @@ from jaxlean.models.lm.hf_config import (
     model_path,
     read_json,
 )
+from jaxlean.models.lm.hf_hub import model_source
 from jaxlean.models.lm.hf_names import LAYER, hf_tensors, name_table
 from jaxlean.models.lm.hf_tokenizer import TOKENIZER_FILES, copy_tokenizer
 from jaxlean.models.lm.lora import Linear
@@ -150,10 +151,9 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
     (``max_position_embeddings``, sampling defaults, ...) is written back unless
     jaxlean changed it: the dtype when the weights' dtype is another, an id that
     ``generation`` changes. The source is ``tokenizer_from`` when given, else the
-    checkpoint :func:`load_pretrained` read the model from (its config is the one
-    that load returned, or an equal one from ``with_options``; when several loaded
-    checkpoints of this architecture differ and the config is neither, a warning
-    says none is kept). A ``config.json`` of another architecture is not used.
+    checkpoint :func:`load_pretrained` read the model from, which the model carries
+    (``model.hf_source``, kept by ``with_options``, ``add_lora``, ``merge_lora`` and
+    training). A ``config.json`` of another architecture is not used.
     Without a source, ``config.json`` has the fields of
     :func:`~jaxlean.models.lm.hf_config.config_to_hf` (no ``max_position_embeddings``,
     which jaxlean does not know) and ``generation_config.json`` is written only for
@@ -188,7 +188,7 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
             generation = found if found != GenerationSettings((), None, None) else None
         raw = settings.read_bytes() if settings is not None else None
     else:  # the checkpoint the model was loaded from, if any
-        loaded = recall(model.config, "save_pretrained")
+        loaded = source_of(model)
         source = loaded.config if loaded is not None else None
         raw = loaded.generation if loaded is not None else None
         settings = None
@@ -226,9 +226,14 @@ def save_pretrained(model: Transformer, directory: str | Path, *,
 
 
 def load_pretrained(
-    path: str | Path, *, dtype: Any = None, progress: bool = True
+    path: str | Path, *, dtype: Any = None, progress: bool = True, revision: str | None = None
 ) -> tuple[Transformer, TransformerConfig, GenerationSettings]:
     """Load a Hugging Face model directory (or one ``.safetensors`` file beside its config).
+
+    A string that is no local path but a Hub model id (``"Qwen/Qwen3-0.6B"``) is resolved
+    as ``transformers`` resolves it, through ``huggingface_hub``'s cache (``HF_HOME``,
+    ``HF_HUB_CACHE``, ``HF_HUB_OFFLINE``), downloading what is missing when the network
+    allows (:func:`~jaxlean.models.lm.hf_hub.resolve_model`; extra ``hub``).
 
     A composite (vision-language) model of
     :data:`~jaxlean.models.lm.hf_config.COMPOSITE_TYPES` whose ``text_config`` is a
@@ -237,9 +242,11 @@ def load_pretrained(
 
     Args:
         path: the directory holding ``config.json`` and the safetensors file(s)
-            (a ``model.safetensors.index.json`` names the shards), or one file.
+            (a ``model.safetensors.index.json`` names the shards), or one file, or a
+            Hub model id.
         dtype: cast every tensor to this dtype (default: keep the file's dtype).
         progress: report the tensors read when loading is long (see :func:`load_safetensors`).
+        revision: the branch, tag or commit of a Hub model id (default ``"main"``).
 
     Returns:
         ``(model, config, generation settings)``.
@@ -247,9 +254,10 @@ def load_pretrained(
     Raises:
         ConfigError: the config asks for something this model does not compute
             (named: field, value, what is supported).
-        CheckpointError: a missing, unexpected or mis-shaped tensor, or a missing file.
+        CheckpointError: a missing, unexpected or mis-shaped tensor, or a missing file; a
+            model id that cannot be resolved (named, with its revision).
     """
-    path = model_path(path)
+    path = model_path(model_source(path, revision))
     directory = path if path.is_dir() else path.parent
     hf = read_json(directory)
     config = config_from_hf(hf)
@@ -261,5 +269,5 @@ def load_pretrained(
     reader = Reader(safetensors_files(files), composite="text_config" in hf)
     model = _load(reader, config, dtype, progress)
     settings = directory / "generation_config.json"
-    remember(config, Source(hf, settings.read_bytes() if settings.is_file() else None))
+    model = with_source(model, hf, settings.read_bytes() if settings.is_file() else None)
     return model, config, generation_settings(directory, hf)

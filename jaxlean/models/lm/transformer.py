@@ -39,7 +39,7 @@ from jaxlean._args import reject_renamed
 from jaxlean._random import normal_blocks
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.models.lm.causal_loss import logprobs, loss
-from jaxlean.models.lm.config import STRUCTURE_OPTIONS, TransformerConfig
+from jaxlean.models.lm.config import STRUCTURE_OPTIONS, HFSource, TransformerConfig
 from jaxlean.models.lm.layers import (
     MLP,
     Attention,
@@ -140,6 +140,10 @@ class Transformer(eqx.Module):
         norm: final RMSNorm.
         lm_head: ``[hidden, vocab]`` head; its weight is ``None`` when tied to ``embed``.
         config: the sizes.
+        hf_source: the checkpoint files a load read this model from (None: built here).
+            It computes nothing, but it is static structure: a model carries its own
+            origin through ``add_lora``, training and ``jit`` (a trace per origin, never
+            another checkpoint's), and ``save_pretrained`` writes its fields back.
     """
 
     embed: Array
@@ -147,6 +151,7 @@ class Transformer(eqx.Module):
     norm: RMSNorm
     lm_head: Linear
     config: TransformerConfig = eqx.field(static=True)
+    hf_source: HFSource | None = eqx.field(static=True, default=None)
 
     def __init__(self, config: TransformerConfig, *, key: Array, dtype=jnp.float32):
         """Random weights (normal, scaled by ``1/sqrt(fan_in)``) for ``config``."""
@@ -159,6 +164,7 @@ class Transformer(eqx.Module):
         shapes += [(c.num_layers, *shape) for shape in layer_shapes]
         embed, head, *layer_weights = normal_blocks(key, shapes, dtype)
         self.config = c
+        self.hf_source = None
         self.embed = embed
         self.layers = init_layers(c, layer_weights, dtype)
         self.norm = RMSNorm(jnp.ones((hidden,), dtype), c.rms_norm_eps)
