@@ -13,7 +13,8 @@ the constrained one (``forward``) and back (``inverse``), as jaxley's
 * :class:`SigmoidTransform` ``(lower, upper)``: ``lower + (upper - lower) sigmoid(x)``;
 * :class:`SoftplusTransform` ``(lower=0)``: ``lower + log(1 + exp(x))``.
 
-Both are computed in their stable forms (``log1p``, ``expm1``, ``logaddexp``), so
+Both are computed in their stable forms (``logaddexp``, ``expm1``, the logit from both
+distances to the bounds), so
 ``inverse(forward(x))`` returns ``x`` to float64 precision wherever ``forward(x)``
 is not within rounding of a bound (for the sigmoid, ``|x|`` up to about 10, where
 ``forward`` still resolves ``x``), and ``forward(inverse(y))`` returns ``y``.
@@ -55,6 +56,14 @@ def _concrete(value: object) -> np.ndarray | None:
     return np.asarray(value)
 
 
+def _at(values: np.ndarray, flat: int) -> str:
+    """`` at index (i, j)`` of an element of an array (nothing for a scalar)."""
+    if values.size <= 1:
+        return ""
+    index = np.unravel_index(flat, values.shape)
+    return f" at index {index[0] if len(index) == 1 else tuple(int(i) for i in index)}"
+
+
 class SigmoidTransform(Transform):
     """``lower + (upper - lower) * sigmoid(x)``: values strictly between the bounds."""
 
@@ -74,8 +83,9 @@ class SigmoidTransform(Transform):
         return self.lower + (self.upper - self.lower) * jax.nn.sigmoid(x)
 
     def inverse(self, y: jax.Array) -> jax.Array:
-        s = (y - self.lower) / (self.upper - self.lower)
-        return jnp.log(s) - jnp.log1p(-s)
+        # logit(s) with s = (y - lower) / (upper - lower), from both distances to the bounds
+        # (each one rounding; no 1 - s to cancel, and no log1p, which XLA rounds coarsely)
+        return jnp.log((y - self.lower) / (self.upper - y))
 
     def check(self, y: object, where: str) -> None:
         values, lower, upper = _concrete(y), _concrete(self.lower), _concrete(self.upper)
@@ -85,8 +95,8 @@ class SigmoidTransform(Transform):
         outside = ~((values > lower) & (values < upper))
         if outside.any():
             k = np.flatnonzero(outside.ravel())[0]
-            raise ConfigError(f"{where}: {values.ravel()[k]} is outside the open bounds "
-                              f"({lower.ravel()[k]}, {upper.ravel()[k]}) of its "
+            raise ConfigError(f"{where}{_at(values, k)}: {values.ravel()[k]} is outside the "
+                              f"open bounds ({lower.ravel()[k]}, {upper.ravel()[k]}) of its "
                               "SigmoidTransform")
 
 
@@ -115,8 +125,8 @@ class SoftplusTransform(Transform):
         outside = ~(values > lower)
         if outside.any():
             k = np.flatnonzero(outside.ravel())[0]
-            raise ConfigError(f"{where}: {values.ravel()[k]} is not above the lower bound "
-                              f"{lower.ravel()[k]} of its SoftplusTransform")
+            raise ConfigError(f"{where}{_at(values, k)}: {values.ravel()[k]} is not above the "
+                              f"lower bound {lower.ravel()[k]} of its SoftplusTransform")
 
 
 class ParamTransform:
