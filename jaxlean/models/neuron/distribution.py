@@ -142,7 +142,8 @@ def by_region(cell, values: Mapping[str | int, object], *, fill: float | None = 
     Args:
       cell: a :class:`~jaxlean.models.neuron.cell.Cell` (its ``kind`` holds the SWC types).
       values: ``{region: value}``; a region is a name of :data:`REGIONS` or an SWC
-        type; a value is a number (or scalar array) or a function of the path
+        type; a value is a number (a scalar array), an array of one value per
+        compartment of the region (in compartment order), or a function of the path
         distance (um, a JAX array of the region's compartments) returning values of
         that shape or a scalar. ``"all"`` is applied first; the others override it.
       fill: the value of compartments no region covers; ``None``: there must be none.
@@ -188,9 +189,9 @@ def by_region(cell, values: Mapping[str | int, object], *, fill: float | None = 
         else:
             result = jnp.asarray(value)
         if result.shape not in ((), (where.size,)):
-            raise ConfigError(f"{name}: the value of region {region!r} must be a scalar or, "
-                              f"from a function of distance, one value per compartment "
-                              f"({where.size},); got shape {result.shape}")
+            raise ConfigError(f"{name}: the value of region {region!r} must be a scalar or "
+                              f"one value per compartment of the region ({where.size},); "
+                              f"got shape {result.shape}")
         out = out.at[where].set(jnp.broadcast_to(result, (where.size,)).astype(dtype))
     return out
 

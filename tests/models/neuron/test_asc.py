@@ -23,7 +23,14 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, MorphologyError
-from jaxlean.models.neuron import _contour, _geometry, discretize, morph_edit, morphology_io
+from jaxlean.models.neuron import (
+    _contour,
+    _geometry,
+    discretize,
+    distribution,
+    morph_edit,
+    morphology_io,
+)
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 from jaxlean.models.neuron.channels import hh
 from jaxlean.models.neuron.swc import fixture
@@ -85,8 +92,6 @@ def check_against(fixture_file: Path) -> None:
         np.testing.assert_allclose(morph_edit.stub_diameters(morphology_io.load_morphology(ASC)),
                                    fx["stub_diameters"], rtol=1e-12)
     with jax.enable_x64():
-        from jaxlean.models.neuron import distribution
-
         cell = cell.insert(hh)
         params = {**cell.params(), "axial_resistivity": case["Ra"], "celsius": case["celsius"]}
         for name, rules in case.get("rules", {}).items():
@@ -109,8 +114,6 @@ def check_against(fixture_file: Path) -> None:
 
 
 def _rule(rule: list):
-    from jaxlean.models.neuron import distribution
-
     kind, *c = rule
     return {"constant": lambda: c[0], "linear": lambda: distribution.Linear(*c),
             "exponential": lambda: distribution.Exponential(*c),
