@@ -50,6 +50,16 @@ def test_stub_diameters_follow_bluepyopt(axon_tree):
     assert morph_edit.stub_diameters(morph_edit.delete_subtree(axon_tree, "axon[0]")) == (1, 1)
 
 
+def test_stub_distance_is_measured_from_soma_0_as_bluepyopt_sets_it(tmp_path):
+    # axon[0] (114 um) has its middle 5 + 57 = 62 um from soma(0) but 57 um from soma(0.5):
+    # BluePyOpt's h.distance(sec=soma) puts the origin at soma(0), so axon[0] is "beyond 60"
+    path = tmp_path / "long.swc"
+    path.write_text("1 1 0 0 0 5 -1\n2 2 5 0 0 1 1\n3 2 119 0 0 1 2\n4 2 200 0 0 0.25 3\n"
+                    "5 2 119 40 0 0.25 3\n")
+    assert morph_edit.stub_diameters(morphology_io.load_morphology(path)) == pytest.approx(
+        (2.0, 2.0), rel=1e-6)
+
+
 def test_replace_axon_makes_two_30um_cylinders_at_soma_1(axon_tree):
     stub = morph_edit.replace_axon(axon_tree)
     assert stub.names == ("soma[0]", "dend[0]", "axon[0]", "axon[1]")
