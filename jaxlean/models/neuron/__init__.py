@@ -12,4 +12,9 @@
   spike arrival and threshold detection.
 * :mod:`~jaxlean.models.neuron.cable`: ``simulate``, stimuli, rematerialisation over time, long
   runs.
+* :mod:`~jaxlean.models.neuron.morphology_io`: SWC, Neurolucida ASC and HDF5 files (MorphIO) as
+  Import3d builds them; :mod:`~jaxlean.models.neuron.morph_edit`: axon stub, subtree deletion,
+  diameter scaling.
+* :mod:`~jaxlean.models.neuron.distribution`: parameters by region and by distance from the soma;
+  :mod:`~jaxlean.models.neuron.transforms`: bounded and positive parameters for fitting.
 """

@@ -255,6 +255,21 @@ class Cell:
             return parameters.defaults(self, self.mechanisms)
         return parameters.defaults(self, parameters.preset(channels or "hh"))
 
+    @classmethod
+    def from_morphology(cls, source: object, ncomp: int | None = None,
+                        max_length: float | None = None,
+                        nseg: discretize.Fixed | discretize.MaxLength | discretize.DLambda
+                        | None = None) -> Cell:
+        """A cell from a morphology file (``.swc``, Neurolucida ``.asc``, ``.h5``) or an edited
+        :class:`~jaxlean.models.neuron.morphology_io.SectionTree`, with the sections NEURON's
+        Import3d builds from the same file (see :mod:`jaxlean.models.neuron.morphology_io`;
+        ``.asc`` and ``.h5`` need ``pip install 'jaxlean[morphology]'``). ``ncomp``,
+        ``max_length`` and ``nseg`` as in :meth:`from_swc`.
+        """
+        from jaxlean.models.neuron import morphology_io
+
+        return morphology_io.build_cell(source, ncomp, max_length, nseg)
+
 
 def _selection(cell: Cell, mechanism: Mechanism, types: object, branches: object,
                compartments: object) -> np.ndarray | None:
