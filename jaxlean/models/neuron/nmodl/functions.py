@@ -150,6 +150,6 @@ def check_initial(mechanism: Mechanism, initial, model: Model) -> None:
             bad = ~np.isclose(a, b, rtol=1e-9, atol=1e-12)
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
-                raise model.error(model.initial.line, f"INITIAL sets {name} to {a[k]!r} at "
-                                  f"v = {float(v[k])} mV, not its steady state {b[k]!r}; "
+                raise model.error(model.initial.line, f"INITIAL sets {name} to {float(a[k])!r} at "
+                                  f"v = {float(v[k])} mV, not its steady state {float(b[k])!r}; "
                                   f"jaxlean starts states at steady state")

@@ -172,7 +172,8 @@ class _Parser:
             elif keyword == "INDEPENDENT":
                 self.skip_braces()
             elif keyword == "DEFINE":
-                self.m.constants[self.name().text] = self.number()
+                name = self.name().text
+                self.m.constants[name] = self.number()
             elif keyword in ("UNITSON", "UNITSOFF", "THREADSAFE"):
                 continue
             elif keyword in _STATEMENT_BLOCKS:

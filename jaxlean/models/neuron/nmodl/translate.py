@@ -188,12 +188,12 @@ def _analyse_rest(model: Model, naming: Naming, plan_body: tuple, currents, back
 
 def translate(model: Model) -> Mechanism:
     """The :class:`Mechanism` of ``model`` (see the module docstring for what maps)."""
+    naming = Naming.of(model)  # refuses concentrations first: the main missing feature
     currents = ion_currents(model)
     if not currents:
         raise model.error(model.suffix_line, "the mechanism writes no current (USEION ... "
                           "WRITE i<ion> or NONSPECIFIC_CURRENT)")
     solve, body, reversal_names = _breakpoint(model, currents)
-    naming = Naming.of(model)
     derivative, method = None, ""
     if model.states:
         if solve is None:

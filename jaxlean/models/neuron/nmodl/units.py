@@ -40,7 +40,7 @@ def canonical_unit(unit: str) -> tuple[str, float]:
     return CANONICAL.get(compact, (compact, 1.0))
 
 
-_SCALES = {"": 1.0, "1": 1.0, "coulomb": 1.0, "coul": 1.0, "kilocoulombs": 1e3,
+_SCALES = {"": 1.0, "1": 1.0, "coulomb": 1.0, "coulombs": 1.0, "coul": 1.0, "kilocoulombs": 1e3,
            "kilocoulomb": 1e3, "joule/degC": 1.0, "joule/K": 1.0, "millijoule/degC": 1e-3}
 
 
