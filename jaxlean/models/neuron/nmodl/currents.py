@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jaxlean.models.neuron.nmodl import syntax as s
-from jaxlean.models.neuron.nmodl.parser import Model
+from jaxlean.models.neuron.nmodl.model import Model
 
 __all__ = ["conductance_form"]
 

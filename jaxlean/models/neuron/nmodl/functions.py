@@ -13,8 +13,8 @@ import numpy as np
 from jaxlean.models.neuron.mechanisms import Mechanism
 from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
+from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.names import Naming
-from jaxlean.models.neuron.nmodl.parser import Model
 
 __all__ = ["Plan", "build"]
 

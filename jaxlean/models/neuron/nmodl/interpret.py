@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import jax.numpy as jnp
 
 from jaxlean.models.neuron.nmodl import syntax as s
-from jaxlean.models.neuron.nmodl.parser import Model
+from jaxlean.models.neuron.nmodl.model import Model
 
 __all__ = ["BUILTINS", "Backend", "Interpreter", "JaxBackend"]
 

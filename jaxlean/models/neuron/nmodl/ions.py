@@ -4,7 +4,7 @@ simulator does not have yet (concentrations, summed ion currents)."""
 
 from __future__ import annotations
 
-from jaxlean.models.neuron.nmodl.parser import Model
+from jaxlean.models.neuron.nmodl.model import Model
 
 __all__ = ["DEFAULT_REVERSAL", "ion_currents", "ion_reversals"]
 

@@ -9,7 +9,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from jaxlean.models.neuron.nmodl.ions import DEFAULT_REVERSAL, ion_reversals
-from jaxlean.models.neuron.nmodl.parser import Model
+from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.units import canonical_unit
 
 __all__ = ["SPECIAL", "Naming"]

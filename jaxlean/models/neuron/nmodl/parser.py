@@ -20,14 +20,12 @@ raises :class:`~jaxlean.errors.ConfigError` naming the file, line and construct.
 
 from __future__ import annotations
 
-import dataclasses
-
-from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
+from jaxlean.models.neuron.nmodl.model import Ion, Model
 from jaxlean.models.neuron.nmodl.units import unit_constant
 
-__all__ = ["Ion", "Model", "parse"]
+__all__ = ["parse"]
 
 _STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "PROCEDURE", "FUNCTION",
                      "NET_RECEIVE")
@@ -52,43 +50,6 @@ _REFUSED_STATEMENTS = {
     "LONGITUDINAL_DIFFUSION": "LONGITUDINAL_DIFFUSION is not supported",
     "FOR_NETCONS": "FOR_NETCONS is not supported", "MUTEXLOCK": "MUTEXLOCK is not supported",
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class Ion:
-    """One ``USEION`` line."""
-
-    name: str
-    read: tuple[str, ...]
-    write: tuple[str, ...]
-    valence: float | None
-    line: int
-
-
-@dataclasses.dataclass
-class Model:
-    """Everything a ``.mod`` file declares, by block."""
-
-    where: str
-    suffix: str = ""
-    point: bool = False
-    suffix_line: int = 0
-    ions: list[Ion] = dataclasses.field(default_factory=list)
-    nonspecific: list[str] = dataclasses.field(default_factory=list)
-    range: list[str] = dataclasses.field(default_factory=list)
-    globals: list[str] = dataclasses.field(default_factory=list)
-    constants: dict[str, float] = dataclasses.field(default_factory=dict)
-    parameters: dict[str, s.Variable] = dataclasses.field(default_factory=dict)
-    assigned: dict[str, s.Variable] = dataclasses.field(default_factory=dict)
-    states: dict[str, s.Variable] = dataclasses.field(default_factory=dict)
-    blocks: dict[str, s.Block] = dataclasses.field(default_factory=dict)
-    breakpoint: s.Block | None = None
-    initial: s.Block | None = None
-    net_receive: s.Block | None = None
-
-    def error(self, line: int, message: str) -> ConfigError:
-        """A ConfigError naming this file and ``line``."""
-        return ConfigError(f"{self.where}:{line}: {message}")
 
 
 def parse(text: str, where: str = "<mod text>") -> Model:

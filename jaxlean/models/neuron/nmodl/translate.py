@@ -28,8 +28,8 @@ from jaxlean.models.neuron.nmodl.currents import conductance_form
 from jaxlean.models.neuron.nmodl.functions import Plan, build
 from jaxlean.models.neuron.nmodl.interpret import Interpreter
 from jaxlean.models.neuron.nmodl.ions import ion_currents
+from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.names import SPECIAL, Naming
-from jaxlean.models.neuron.nmodl.parser import Model
 
 __all__ = ["translate"]
 
