@@ -163,7 +163,14 @@ class JaxBackend:
         if op == "^":
             if id(node) in self.unity:
                 return 1.0
-            return a ** b if isinstance(a, float) and isinstance(b, float) else jnp.power(a, b)
+            if isinstance(a, float) and isinstance(b, float):
+                try:
+                    return math.pow(a, b)  # C's pow: NaN, never complex, for (-2)^0.5
+                except ValueError:
+                    return math.nan
+                except OverflowError:
+                    return math.inf
+            return jnp.power(a, b)
         if op in ("+", "-", "*", "/"):
             if op == "/" and isinstance(b, float) and b == 0.0 and isinstance(a, float):
                 return math.copysign(math.inf, a) if a else math.nan

@@ -28,9 +28,10 @@ def test_hh_mod_matches_the_hand_written_hh():
     cell = _ball_and_stick()
     stimuli = [Stimulus(0, step_current(0.5, 1.0, 15.0, DT, T_MAX))]
     with jax.enable_x64():
-        hand = cell.insert(pas).insert(hh)
-        hand_params = {**hand.params(), "celsius": 16.3, "g_na": 0.12, "g_k": 0.036,
-                       "g_leak": 3e-4, "e_leak": -54.3, "e_na": 50.0, "e_k": -77.0}
+        leak = {} if len(hh.currents) > 2 else {"g_leak": 3e-4, "e_leak": -54.3}
+        hand = cell.insert(hh) if not leak else cell.insert(pas).insert(hh)  # hh.mod's leak
+        hand_params = {**hand.params(), **leak, "celsius": 16.3, "g_na": 0.12, "g_k": 0.036,
+                       "e_na": 50.0, "e_k": -77.0}
         mod = cell.insert(load_mod(MODS / "hh.mod"))
         mod_params = {**mod.params(), "celsius": 16.3}
         a = simulate(hand, hand_params, stimuli, DT, T_MAX, record=[0, 5], states=("v", "m"))
@@ -135,3 +136,12 @@ def test_gradient_through_a_translated_mechanism_matches_finite_differences():
             finite = (up - down) / (2 * step)
             assert abs(float(finite)) > 0
             np.testing.assert_allclose(float(grad[name]), float(finite), rtol=1e-5)
+
+
+def test_powers_of_literals_follow_c():
+    from jaxlean.models.neuron.nmodl import syntax
+    from jaxlean.models.neuron.nmodl.interpret import JaxBackend
+
+    power = syntax.Binary("^", syntax.Number(-2.0, 1), syntax.Number(0.5, 1), 1)
+    assert np.isnan(JaxBackend().binary(power, -2.0, 0.5))  # C's pow, not a complex number
+    assert JaxBackend().binary(power, 2.0, 3.0) == 8.0
