@@ -7,6 +7,7 @@
 * :mod:`~jaxlean.models.neuron.mechanisms`: channels and synapses as data (``Mechanism``).
 * :mod:`~jaxlean.models.neuron.channels`: ``hh`` (NEURON's ``hh.mod``, with q10) and ``pas``.
 * :mod:`~jaxlean.models.neuron.synapses`: ``expsyn`` and ``exp2syn``, driven by spike times.
+* :mod:`~jaxlean.models.neuron.nmodl`: ``load_mod``: NEURON ``.mod`` files as mechanisms.
 * :mod:`~jaxlean.models.neuron.params`: cell parameters, defaults, shapes and value checks.
 * :mod:`~jaxlean.models.neuron.clamp`, :mod:`~jaxlean.models.neuron.spikes`: voltage clamp,
   spike arrival and threshold detection.

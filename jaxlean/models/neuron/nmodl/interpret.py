@@ -1,0 +1,203 @@
+"""Run NMODL statements over a pluggable arithmetic: JAX arrays (the mechanism's
+functions) or abstract values (:mod:`~jaxlean.models.neuron.nmodl.analysis`).
+
+Variables live in a scope: a block's arguments and ``LOCAL`` names, then the
+mechanism-wide names (parameters, states, ``ASSIGNED``, ``v``, ``celsius``), then
+the file's constants. ``if``/``else`` whose condition is not a Python bool runs
+both branches and merges every variable they assign with the backend's
+``select`` (``jnp.where`` for arrays), as the compiled C would pick one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import jax.numpy as jnp
+
+from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.model import Model
+
+__all__ = ["BUILTINS", "Backend", "Interpreter", "JaxBackend"]
+
+BUILTINS = ("exp", "log", "log10", "fabs", "sqrt", "pow", "sin", "cos", "tan", "tanh", "atan",
+            "floor", "ceil", "fmin", "fmax", "expm1", "exprelr")
+
+
+class Backend(Protocol):
+    """The arithmetic the interpreter runs on."""
+
+    def number(self, node: s.Number) -> Any: ...
+    def unary(self, node: s.Unary, a: Any) -> Any: ...
+    def binary(self, node: s.Binary, a: Any, b: Any) -> Any: ...
+    def builtin(self, node: s.Call, args: list) -> Any: ...
+    def decide(self, condition: Any) -> bool | None: ...
+    def select(self, condition: Any, a: Any, b: Any) -> Any: ...
+
+
+class Interpreter:
+    """Executes the blocks of ``model`` with ``backend``; ``on_derivative(state, value)``
+    receives each ``x' = value``."""
+
+    def __init__(self, model: Model, backend: Backend,
+                 on_derivative: Callable[[str, Any, int], None] | None = None):
+        self.model, self.backend, self.on_derivative = model, backend, on_derivative
+
+    def run_block(self, block: s.Block, names: dict[str, Any],
+                  args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run ``block`` with mechanism-wide ``names`` (updated in place); its locals are
+        returned."""
+        local = {name: self.backend_zero() for name in block.locals}
+        local.update(args or {})
+        self.run(block.body, local, names)
+        return local
+
+    def backend_zero(self) -> Any:
+        return self.backend.number(s.Number(0.0, 0))
+
+    def run(self, statements: tuple, local: dict, names: dict) -> None:
+        for statement in statements:
+            if isinstance(statement, s.Assign):
+                value = self.eval(statement.value, local, names)
+                (local if statement.target in local else names)[statement.target] = value
+            elif isinstance(statement, s.Derivative):
+                if self.on_derivative is None:
+                    raise self.model.error(statement.line, f"{statement.state}' outside a "
+                                           f"DERIVATIVE block")
+                self.on_derivative(statement.state, self.eval(statement.value, local, names),
+                                   statement.line)
+            elif isinstance(statement, s.If):
+                self.branch(statement, local, names)
+            elif isinstance(statement, s.CallStatement):
+                self.call(statement.call, local, names)
+            elif isinstance(statement, s.Solve):
+                raise self.model.error(statement.line, "SOLVE outside BREAKPOINT")
+
+    def branch(self, statement: s.If, local: dict, names: dict) -> None:
+        condition = self.eval(statement.condition, local, names)
+        decided = self.backend.decide(condition)
+        if decided is not None:
+            self.run(statement.then if decided else statement.otherwise, local, names)
+            return
+        outcomes = []
+        for body in (statement.then, statement.otherwise):
+            branch_local, branch_names = dict(local), dict(names)
+            self.run(body, branch_local, branch_names)
+            outcomes.append((branch_local, branch_names))
+        (then_local, then_names), (else_local, else_names) = outcomes
+        for target, then_, else_ in ((local, then_local, else_local),
+                                     (names, then_names, else_names)):
+            for key in set(then_) | set(else_):
+                a, b = then_.get(key, else_.get(key)), else_.get(key, then_.get(key))
+                if a is not b:
+                    target[key] = self.backend.select(condition, a, b)
+
+    def lookup(self, node: s.Name, local: dict, names: dict) -> Any:
+        for scope in (local, names):
+            if node.id in scope:
+                return scope[node.id]
+        if node.id in self.model.constants:
+            return self.backend.number(s.Number(self.model.constants[node.id], node.line))
+        if node.id == "PI":
+            return self.backend.number(s.Number(math.pi, node.line))
+        if node.id in self.model.assigned:
+            raise self.model.error(node.line, f"{node.id} (ASSIGNED) is read before this block "
+                                   f"assigns it; values kept between blocks are not supported")
+        if node.id in self.model.states:
+            raise self.model.error(node.line, f"STATE {node.id} is read before this block "
+                                   f"assigns it")
+        if node.id in ("t", "dt"):
+            raise self.model.error(node.line, f"{node.id} is not available to a mechanism's "
+                                   f"kinetics in jaxlean (its rates are functions of v)")
+        raise self.model.error(node.line, f"unknown name {node.id!r}")
+
+    def eval(self, node: s.Expr, local: dict, names: dict) -> Any:
+        backend = self.backend
+        if isinstance(node, s.Number):
+            return backend.number(node)
+        if isinstance(node, s.Name):
+            return self.lookup(node, local, names)
+        if isinstance(node, s.Unary):
+            return backend.unary(node, self.eval(node.operand, local, names))
+        if isinstance(node, s.Binary):
+            return backend.binary(node, self.eval(node.left, local, names),
+                                  self.eval(node.right, local, names))
+        return self.call(node, local, names)
+
+    def call(self, node: s.Call, local: dict, names: dict) -> Any:
+        args = [self.eval(arg, local, names) for arg in node.args]
+        block = self.model.blocks.get(node.name)
+        if block is None or block.kind not in ("FUNCTION", "PROCEDURE"):
+            if node.name in BUILTINS:
+                return self.backend.builtin(node, args)
+            raise self.model.error(node.line, f"unknown function or procedure {node.name!r}")
+        if len(args) != len(block.args):
+            raise self.model.error(node.line, f"{node.name} takes {len(block.args)} "
+                                   f"arguments; got {len(args)}")
+        extra = {block.name: self.backend_zero()} if block.kind == "FUNCTION" else {}
+        inner = self.run_block(block, names, {**extra, **dict(zip(block.args, args, strict=True))})
+        return inner.get(block.name)
+
+
+def _as_array(x):
+    return x if not isinstance(x, float | int | bool) else float(x)
+
+
+class JaxBackend:
+    """Concrete arithmetic: Python floats for literals (as the C code folds them), JAX
+    arrays otherwise. ``unity`` holds the ``id`` of power nodes evaluated as 1 (the
+    temperature factors, applied by the mechanism's ``q10``)."""
+
+    def __init__(self, unity: frozenset[int] = frozenset()):
+        self.unity = unity
+
+    def number(self, node: s.Number) -> float:
+        return float(node.value)
+
+    def unary(self, node: s.Unary, a):
+        return -a if node.op == "-" else jnp.logical_not(a)
+
+    def binary(self, node: s.Binary, a, b):
+        op = node.op
+        if op == "^":
+            if id(node) in self.unity:
+                return 1.0
+            if isinstance(a, float) and isinstance(b, float):
+                try:
+                    return math.pow(a, b)  # C's pow: NaN, never complex, for (-2)^0.5
+                except ValueError:
+                    return math.nan
+                except OverflowError:
+                    return math.inf
+            return jnp.power(a, b)
+        if op in ("+", "-", "*", "/"):
+            if op == "/" and isinstance(b, float) and b == 0.0 and isinstance(a, float):
+                return math.copysign(math.inf, a) if a else math.nan
+            return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                    "/": lambda: a / b}[op]()
+        both_python = isinstance(a, float | bool) and isinstance(b, float | bool)
+        compare = {"<": jnp.less, ">": jnp.greater, "<=": jnp.less_equal,
+                   ">=": jnp.greater_equal, "==": jnp.equal, "!=": jnp.not_equal,
+                   "&&": jnp.logical_and, "||": jnp.logical_or}[op]
+        if both_python:
+            return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b, "==": a == b,
+                    "!=": a != b, "&&": bool(a) and bool(b), "||": bool(a) or bool(b)}[op]
+        return compare(a, b)
+
+    def builtin(self, node: s.Call, args: list):
+        name = node.name
+        if name == "exprelr":
+            x = args[0]
+            small = jnp.abs(x) < 1e-5
+            safe = jnp.where(small, 1.0, x)
+            return jnp.where(small, 1.0 - x / 2.0, safe / jnp.expm1(safe))
+        function = {"fabs": jnp.abs, "pow": jnp.power, "fmin": jnp.minimum,
+                    "fmax": jnp.maximum}.get(name) or getattr(jnp, name)
+        return function(*[_as_array(a) for a in args])
+
+    def decide(self, condition) -> bool | None:
+        return bool(condition) if isinstance(condition, bool | float) else None
+
+    def select(self, condition, a, b):
+        return jnp.where(condition, a, b)

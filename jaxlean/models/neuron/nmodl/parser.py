@@ -1,0 +1,403 @@
+"""A recursive-descent parser for the NMODL that published channel files use.
+
+Why not Blue Brain's ``nmodl`` package (the NMODL framework, whose parser gives a
+full AST with Python bindings)? Its only release on the package index (0.5)
+ships wheels for CPython up to 3.11 and none for 3.12 or 3.13, which jaxlean
+supports; the subset channel files use is small enough to parse here (about 300
+lines), with errors naming the file and line.
+
+Accepted: ``NEURON`` (``SUFFIX``, ``POINT_PROCESS``, ``USEION ... READ ... WRITE
+... VALENCE``, ``NONSPECIFIC_CURRENT``, ``RANGE``, ``GLOBAL``, ``THREADSAFE``),
+``UNITS`` (unit aliases, ``FARADAY``/``R``/``PI`` constants), ``PARAMETER``,
+``CONSTANT``, ``ASSIGNED``, ``STATE``, ``INDEPENDENT`` (ignored), ``DEFINE``,
+``BREAKPOINT``, ``INITIAL``, ``DERIVATIVE``, ``PROCEDURE``, ``FUNCTION``,
+``NET_RECEIVE``; statements: ``LOCAL``, assignments, ``x' = ...``, ``if/else``,
+procedure calls, ``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed
+exactly, as NEURON does with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``.
+Anything else (``KINETIC``, ``VERBATIM``, ``POINTER``, ``WATCH``, loops, ...)
+raises :class:`~jaxlean.errors.ConfigError` naming the file, line and construct.
+"""
+
+from __future__ import annotations
+
+from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
+from jaxlean.models.neuron.nmodl.model import Ion, Model
+from jaxlean.models.neuron.nmodl.units import unit_constant
+
+__all__ = ["parse"]
+
+_STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "PROCEDURE", "FUNCTION",
+                     "NET_RECEIVE")
+_REFUSED_BLOCKS = {name: f"{name} blocks are not supported" for name in (
+    "LINEAR", "NONLINEAR", "DISCRETE", "PARTIAL", "FUNCTION_TABLE", "BEFORE", "AFTER",
+    "CONSTRUCTOR", "DESTRUCTOR")}
+_REFUSED_BLOCKS["KINETIC"] = "KINETIC blocks (reaction schemes) are not supported"
+_REFUSED_NEURON = {
+    "POINTER": "POINTER variables are not supported",
+    "BBCOREPOINTER": "BBCOREPOINTER variables are not supported",
+    "ELECTRODE_CURRENT": "ELECTRODE_CURRENT is not supported",
+    "ARTIFICIAL_CELL": "ARTIFICIAL_CELL is not supported",
+    "EXTERNAL": "EXTERNAL variables are not supported",
+}
+_REFUSED_STATEMENTS = {
+    "WATCH": "WATCH statements are not supported", "FROM": "FROM loops are not supported",
+    "WHILE": "while loops are not supported", "while": "while loops are not supported",
+    "for": "for loops are not supported", "net_send": "net_send is not supported",
+    "net_event": "net_event is not supported", "CONSERVE": "CONSERVE is not supported",
+    "COMPARTMENT": "COMPARTMENT is not supported", "LAG": "LAG is not supported",
+    "VERBATIM": "VERBATIM blocks (C code) are not supported",
+    "LONGITUDINAL_DIFFUSION": "LONGITUDINAL_DIFFUSION is not supported",
+    "FOR_NETCONS": "FOR_NETCONS is not supported", "MUTEXLOCK": "MUTEXLOCK is not supported",
+}
+
+
+def parse(text: str, where: str = "<mod text>") -> Model:
+    """The :class:`Model` of the NMODL source ``text`` (``where`` names it in errors)."""
+    return _Parser(tokenize(text, where), Model(where)).model()
+
+
+class _Parser:
+    def __init__(self, tokens: list[Token], model: Model):
+        self.tokens, self.i, self.m = tokens, 0, model
+
+    # -- tokens --------------------------------------------------------------
+    def peek(self, ahead: int = 0) -> Token:
+        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
+
+    def next(self) -> Token:
+        token = self.peek()
+        self.i += 1
+        return token
+
+    def at(self, text: str) -> bool:
+        token = self.peek()
+        return token.kind in ("op", "name") and token.text == text
+
+    def accept(self, text: str) -> bool:
+        if self.at(text):
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, text: str) -> Token:
+        token = self.next()
+        if token.text != text or token.kind not in ("op", "name"):
+            got = token.text or "end of file"
+            raise self.m.error(token.line, f"expected {text!r}, got {got!r}")
+        return token
+
+    def name(self) -> Token:
+        token = self.next()
+        if token.kind != "name":
+            raise self.m.error(token.line, f"expected a name, got {token.text or 'end of file'!r}")
+        return token
+
+    def number(self) -> float:
+        sign = -1.0 if self.accept("-") else 1.0
+        self.accept("+")
+        token = self.next()
+        if token.kind != "number":
+            raise self.m.error(token.line, f"expected a number, got {token.text!r}")
+        return sign * float(token.text)
+
+    def units(self) -> str:
+        """``(mV)``-style units after a declaration or a number (``""`` when absent)."""
+        if not self.at("("):
+            return ""
+        self.next()
+        depth, parts = 1, []
+        while True:
+            token = self.next()
+            if token.kind == "end":
+                raise self.m.error(token.line, "unclosed units parenthesis")
+            depth += token.text == "("
+            depth -= token.text == ")"
+            if depth == 0:
+                return "".join(parts)
+            parts.append(token.text)
+
+    # -- file ----------------------------------------------------------------
+    def model(self) -> Model:
+        while self.peek().kind != "end":
+            token = self.name()
+            keyword = token.text
+            if keyword in _REFUSED_BLOCKS:
+                raise self.m.error(token.line, _REFUSED_BLOCKS[keyword])
+            if keyword == "NEURON":
+                self.neuron_block()
+            elif keyword == "UNITS":
+                self.units_block()
+            elif keyword in ("PARAMETER", "CONSTANT", "ASSIGNED", "STATE"):
+                self.declarations(keyword)
+            elif keyword == "INDEPENDENT":
+                self.skip_braces()
+            elif keyword == "DEFINE":
+                name = self.name().text
+                self.m.constants[name] = self.number()
+            elif keyword in ("UNITSON", "UNITSOFF", "THREADSAFE"):
+                continue
+            elif keyword in _STATEMENT_BLOCKS:
+                self.statement_block(keyword, token.line)
+            else:
+                raise self.m.error(token.line, f"{keyword} is not a supported NMODL block")
+        if not self.m.suffix:
+            raise self.m.error(1, "no SUFFIX or POINT_PROCESS in the NEURON block")
+        return self.m
+
+    def skip_braces(self) -> None:
+        self.expect("{")
+        depth = 1
+        while depth:
+            token = self.next()
+            if token.kind == "end":
+                raise self.m.error(token.line, "unclosed '{'")
+            depth += (token.text == "{") - (token.text == "}")
+
+    def name_list(self) -> list[str]:
+        names = [self.name().text]
+        while self.accept(","):
+            names.append(self.name().text)
+        return names
+
+    def neuron_block(self) -> None:
+        self.expect("{")
+        while not self.accept("}"):
+            token = self.name()
+            keyword = token.text
+            if keyword in _REFUSED_NEURON:
+                raise self.m.error(token.line, _REFUSED_NEURON[keyword])
+            if keyword in ("SUFFIX", "POINT_PROCESS"):
+                self.m.suffix, self.m.suffix_line = self.name().text, token.line
+                self.m.point = keyword == "POINT_PROCESS"
+            elif keyword == "USEION":
+                self.useion(token.line)
+            elif keyword == "NONSPECIFIC_CURRENT":
+                self.m.nonspecific.extend(self.name_list())
+            elif keyword == "RANGE":
+                self.m.range.extend(self.name_list())
+            elif keyword == "GLOBAL":
+                self.m.globals.extend(self.name_list())
+            elif keyword != "THREADSAFE":
+                raise self.m.error(token.line, f"{keyword} in the NEURON block is not supported")
+
+    def useion(self, line: int) -> None:
+        ion, read, write, valence = self.name().text, [], [], None
+        while True:
+            if self.accept("READ"):
+                read.extend(self.name_list())
+            elif self.accept("WRITE"):
+                write.extend(self.name_list())
+            elif self.accept("VALENCE"):
+                valence = self.number()
+            else:
+                break
+        self.m.ions.append(Ion(ion, tuple(read), tuple(write), valence, line))
+
+    def units_block(self) -> None:
+        self.expect("{")
+        while not self.accept("}"):
+            if self.at("("):
+                self.units()
+                self.expect("=")
+                self.units()
+                continue
+            token = self.name()
+            self.expect("=")
+            if self.at("("):
+                definition = self.units()
+                value = unit_constant(definition, self.units(), self.m.where, token.line)
+            else:
+                value = self.number()
+                self.units()
+            self.m.constants[token.text] = value
+
+    def declarations(self, keyword: str) -> None:
+        table = {"PARAMETER": self.m.parameters, "CONSTANT": self.m.parameters,
+                 "ASSIGNED": self.m.assigned, "STATE": self.m.states}[keyword]
+        self.expect("{")
+        while not self.accept("}"):
+            token = self.name()
+            if self.at("["):
+                raise self.m.error(token.line, f"array variable {token.text}[...] is not "
+                                   f"supported")
+            default = None
+            if self.accept("="):
+                default = self.number()
+            unit = self.units()
+            if self.accept("<"):  # <low, high> range, or a STATE's <tolerance>
+                self.number()
+                if self.accept(","):
+                    self.number()
+                self.expect(">")
+            if self.accept("FROM"):  # STATE ... FROM a TO b
+                self.number()
+                self.expect("TO")
+                self.number()
+            if keyword == "CONSTANT":
+                if default is None:
+                    raise self.m.error(token.line, f"CONSTANT {token.text} has no value")
+                self.m.constants[token.text] = default
+                continue
+            table[token.text] = s.Variable(token.text, default, unit, token.line)
+
+    # -- statements ----------------------------------------------------------
+    def statement_block(self, kind: str, line: int) -> None:
+        name, args = kind, ()
+        if kind in ("DERIVATIVE", "PROCEDURE", "FUNCTION"):
+            name = self.name().text
+        if kind in ("PROCEDURE", "FUNCTION", "NET_RECEIVE"):
+            args = self.arguments()
+            if kind == "FUNCTION":
+                self.units()
+        local_names: list[str] = []
+        body = self.body(local_names)
+        block = s.Block(kind, name, args, tuple(local_names), body, line)
+        if kind == "BREAKPOINT":
+            self.m.breakpoint = block
+        elif kind == "INITIAL":
+            self.m.initial = block
+        elif kind == "NET_RECEIVE":
+            self.m.net_receive = block
+        else:
+            if name in self.m.blocks:
+                raise self.m.error(line, f"{name} is defined twice")
+            self.m.blocks[name] = block
+
+    def arguments(self) -> tuple[str, ...]:
+        self.expect("(")
+        names = []
+        while not self.accept(")"):
+            names.append(self.name().text)
+            self.units()
+            self.accept(",")
+        return tuple(names)
+
+    def body(self, local_names: list[str]) -> tuple[s.Statement, ...]:
+        self.expect("{")
+        statements: list[s.Statement] = []
+        while not self.accept("}"):
+            statement = self.statement(local_names)
+            if statement is not None:
+                statements.append(statement)
+        return tuple(statements)
+
+    def statement(self, local_names: list[str]) -> s.Statement | None:
+        token = self.peek()
+        if token.kind != "name":
+            if token.text == "{":
+                raise self.m.error(token.line, "nested '{' blocks are not supported")
+            raise self.m.error(token.line, f"unexpected {token.text or 'end of file'!r}")
+        word = token.text
+        if word in _REFUSED_STATEMENTS:
+            raise self.m.error(token.line, _REFUSED_STATEMENTS[word])
+        if word == "LOCAL":
+            self.next()
+            local_names.extend(self.name_list())
+            return None
+        if word in ("UNITSON", "UNITSOFF"):
+            self.next()
+            return None
+        if word == "TABLE":
+            self.table()
+            return None
+        if word == "SOLVE":
+            self.next()
+            block = self.name().text
+            method = ""
+            if self.accept("METHOD"):
+                method = self.name().text
+            elif self.accept("STEADYSTATE"):
+                raise self.m.error(token.line, "SOLVE ... STEADYSTATE is not supported")
+            return s.Solve(block, method, token.line)
+        if word == "if":
+            return self.if_statement(local_names)
+        self.next()
+        if self.accept("'"):
+            self.expect("=")
+            return s.Derivative(word, self.expression(), token.line)
+        if self.accept("="):
+            return s.Assign(word, self.expression(), token.line)
+        if self.at("("):
+            return s.CallStatement(self.call(token), token.line)
+        if self.at("~"):
+            raise self.m.error(token.line, "reaction statements (~) are not supported")
+        raise self.m.error(token.line, f"unexpected {word!r}: expected an assignment, "
+                           f"a derivative or a call")
+
+    def table(self) -> None:
+        self.next()
+        while not self.accept("WITH"):
+            if self.peek().kind == "end":
+                raise self.m.error(self.peek().line, "TABLE without WITH")
+            self.next()
+        self.number()
+
+    def if_statement(self, local_names: list[str]) -> s.If:
+        line = self.next().line
+        self.expect("(")
+        condition = self.expression()
+        self.expect(")")
+        then = self.body(local_names)
+        otherwise: tuple[s.Statement, ...] = ()
+        if self.accept("else"):
+            otherwise = ((self.if_statement(local_names),) if self.at("if")
+                         else self.body(local_names))
+        return s.If(condition, then, otherwise, line)
+
+    # -- expressions: || < && < comparisons < + - < * / < unary < ^ ----------
+    def expression(self) -> s.Expr:
+        return self.binary(0)
+
+    _LEVELS = (("||",), ("&&",), ("<", ">", "<=", ">=", "==", "!="), ("+", "-"), ("*", "/", "%"))
+
+    def binary(self, level: int) -> s.Expr:
+        if level == len(self._LEVELS):
+            return self.unary()
+        left = self.binary(level + 1)
+        while self.peek().kind == "op" and self.peek().text in self._LEVELS[level]:
+            token = self.next()
+            if token.text == "%":
+                raise self.m.error(token.line, "the % operator is not supported")
+            left = s.Binary(token.text, left, self.binary(level + 1), token.line)
+        return left
+
+    def unary(self) -> s.Expr:
+        token = self.peek()
+        if token.kind == "op" and token.text in ("-", "!", "+"):
+            self.next()
+            operand = self.unary()
+            return operand if token.text == "+" else s.Unary(token.text, operand, token.line)
+        return self.power()
+
+    def power(self) -> s.Expr:
+        base = self.primary()
+        if self.at("^"):
+            token = self.next()
+            return s.Binary("^", base, self.unary(), token.line)  # right-associative
+        return base
+
+    def primary(self) -> s.Expr:
+        token = self.next()
+        if token.kind == "number":
+            self.units()  # 10 (degC), 1 (/ms): units of a literal
+            return s.Number(float(token.text), token.line)
+        if token.kind == "name":
+            if self.at("("):
+                return self.call(token)
+            return s.Name(token.text, token.line)
+        if token.text == "(":
+            inner = self.expression()
+            self.expect(")")
+            return inner
+        raise self.m.error(token.line, f"unexpected {token.text or 'end of file'!r} in an "
+                           f"expression")
+
+    def call(self, token: Token) -> s.Call:
+        self.expect("(")
+        args = []
+        while not self.accept(")"):
+            args.append(self.expression())
+            if not self.at(")"):
+                self.expect(",")
+        return s.Call(token.text, tuple(args), token.line)

@@ -1,0 +1,108 @@
+"""The syntax tree of an NMODL file: expressions, statements, blocks (plain data)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["Assign", "Binary", "Block", "Call", "CallStatement", "Derivative", "Expr", "If",
+           "Name", "Number", "Solve", "Statement", "Unary", "Variable"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Number:
+    value: float
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Name:
+    id: str
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Unary:
+    op: str  # "-" or "!"
+    operand: Expr
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Binary:
+    op: str  # + - * / ^ < > <= >= == != && ||
+    left: Expr
+    right: Expr
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    name: str
+    args: tuple[Expr, ...]
+    line: int
+
+
+Expr = Number | Name | Unary | Binary | Call
+
+
+@dataclasses.dataclass(frozen=True)
+class Assign:
+    target: str
+    value: Expr
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Derivative:
+    """``state' = value``."""
+
+    state: str
+    value: Expr
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class If:
+    condition: Expr
+    then: tuple[Statement, ...]
+    otherwise: tuple[Statement, ...]
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CallStatement:
+    call: Call
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Solve:
+    block: str
+    method: str
+    line: int
+
+
+Statement = Assign | Derivative | If | CallStatement | Solve
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """A statement block: ``DERIVATIVE``, ``INITIAL``, ``BREAKPOINT``, ``PROCEDURE``,
+    ``FUNCTION`` or ``NET_RECEIVE``; ``args`` for the last three, ``locals`` from ``LOCAL``."""
+
+    kind: str
+    name: str
+    args: tuple[str, ...]
+    locals: tuple[str, ...]
+    body: tuple[Statement, ...]
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Variable:
+    """A declared ``PARAMETER``, ``ASSIGNED`` or ``STATE`` name."""
+
+    name: str
+    default: float | None
+    unit: str
+    line: int

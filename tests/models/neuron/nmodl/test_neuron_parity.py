@@ -1,0 +1,116 @@
+"""Translated .mod files against NEURON running the same files.
+
+The fixtures were written by ``scripts/make_nmodl_fixtures.py`` (NEURON 9, the
+``.mod`` files of ``mods/`` compiled by ``nrnivmodl``, ``hh.mod`` being NEURON's
+built-in ``hh``, rate tables off); the test builds the same ball-and-stick cell
+from the case stored in each fixture, with every mechanism loaded by
+``load_mod``. Float64. Live against NEURON when it is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron.nmodl import load_mod_dir
+from jaxlean.models.neuron.nmodl.parser import parse
+from jaxlean.models.neuron.nmodl.units import canonical_unit
+
+HERE = Path(__file__).parent
+MODS, FIXTURES = HERE / "mods", HERE / "fixtures"
+SCRIPT = HERE.parents[3] / "scripts" / "make_nmodl_fixtures.py"
+CASES = ["hh", "hay", "custom"]
+SITES = [0, 3, 5]  # the soma, dendrite segments 2 and 4
+VOLTAGE_TOLERANCE = 1e-7  # mV (measured: at most 1e-9)
+REVERSALS = {"ena": "e_na", "ek": "e_k", "eca": "e_ca"}
+
+
+def unit_factors() -> dict[str, float]:
+    """``{jaxlean parameter: factor}`` from each file's units to jaxlean's (pS/um2 -> S/cm2)."""
+    out = {}
+    for path in MODS.glob("*.mod"):
+        model = parse(path.read_text(), str(path))
+        for name, variable in model.parameters.items():
+            out[f"{name}_{model.suffix}"] = canonical_unit(variable.unit)[1]
+    return out
+
+
+def jaxlean_run(case: dict) -> dict:
+    """The case simulated by jaxlean with the translated mechanisms."""
+    mechanisms = load_mod_dir(MODS)
+    n = case["dend_nseg"]
+    cell = Cell.from_parents(np.arange(n + 1) - 1, [case["soma_L"]] + [case["dend_L"] / n] * n,
+                             [case["soma_diam"] / 2] + [case["dend_diam"] / 2] * n,
+                             kind=[1] + [3] * n)
+    names = list(dict.fromkeys([*case["soma"], *case["dend"]]))
+    for name in names:
+        where = {} if name in case["soma"] and name in case["dend"] else {
+            "types": 1 if name in case["soma"] else 3}
+        cell = cell.insert(mechanisms[name], **where)
+    spikes = {}
+    if "expsyn" in case:
+        cell = cell.insert(mechanisms["ExpSynM"], compartments=[1 + case["expsyn"]["segment"]])
+        spikes["ExpSynM"] = [case["expsyn"]["times"]]
+    params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
+              "axial_resistivity": case["Ra"], "capacitance": case["cm"]}
+    factors = unit_factors()
+    for region, index in (("soma", np.array([0])), ("dend", np.arange(1, n + 1))):
+        for name, values in case[region].items():
+            for key, value in values.items():
+                full = f"{key}_{name}"
+                per_compartment = np.broadcast_to(np.asarray(params[full]), (cell.n,)).copy()
+                per_compartment[index] = value * factors[full]
+                params[full] = per_compartment
+    for key in ("tau", "e", "weight"):
+        if "expsyn" in case:
+            params[f"{key}_ExpSynM"] = case["expsyn"][key]
+    params.update({REVERSALS[ion]: value for ion, value in case["ions"].items()})
+    dt, t_max = case["dt"], case["t_max"]
+    spec = case["iclamp"]
+    stimuli = [Stimulus(0, step_current(spec["amp"], spec["delay"], spec["dur"], dt, t_max))]
+    where = {"soma": [0], "dend": [SITES[1]], "synapse": [0]}
+    states = {"v": SITES, **{state: where[site] for state, site in case["record"].items()}}
+    return simulate(cell, params, stimuli, dt, t_max, states=states, spikes=spikes)
+
+
+def assert_matches(fixture) -> None:
+    case = json.loads(str(fixture["case"]))
+    out = jaxlean_run(case)
+    reference = fixture["v"]
+    assert np.ptp(reference[:, 0]) > 20.0  # the cell responds (hh, hay: it spikes)
+    np.testing.assert_array_less(np.abs(np.asarray(out["v"]) - reference).max(),
+                                 VOLTAGE_TOLERANCE)
+    for state in case["record"]:
+        np.testing.assert_allclose(np.asarray(out[state]), fixture[state], rtol=1e-6,
+                                   atol=1e-9, err_msg=state)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_matches_committed_neuron_recordings(name):
+    with jax.enable_x64():
+        assert_matches(np.load(FIXTURES / f"nmodl_{name}.npz"))
+
+
+def test_default_calcium_reversal_is_neurons():
+    reversals = json.loads(str(np.load(FIXTURES / "nmodl_hay.npz")["reversals"]))
+    assert load_mod_dir(MODS)["Ca_HVA"].parameters["e_ca"][0] == reversals["eca"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("neuron") is None or not (
+    shutil.which("nrnivmodl") or (Path(sys.executable).parent / "nrnivmodl").exists()),
+    reason="neuron (with nrnivmodl) not installed")
+@pytest.mark.parametrize("name", CASES)
+def test_matches_neuron_live(name, tmp_path):
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,
+                   capture_output=True)
+    with jax.enable_x64():
+        assert_matches(np.load(tmp_path / f"nmodl_{name}.npz"))

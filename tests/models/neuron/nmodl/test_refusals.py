@@ -1,0 +1,115 @@
+"""Constructs that do not map exactly onto a Mechanism are refused, naming file, line and
+construct."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jaxlean.errors import ConfigError
+from jaxlean.models.neuron.nmodl import load_mod
+
+REFUSED = Path(__file__).parent / "refused"
+
+CHANNEL = """NEURON {{ SUFFIX x {neuron} }}
+PARAMETER {{ gbar = 0.01 (S/cm2) a0 = 0.1 (/ms) b0 = 0.1 (/ms) }}
+ASSIGNED {{ v (mV) celsius (degC) ek (mV) ik (mA/cm2) {assigned} }}
+STATE {{ m {states} }}
+BREAKPOINT {{
+    SOLVE states METHOD {method}
+    ik = {current}
+}}
+INITIAL {{ {initial} }}
+DERIVATIVE states {{
+    {derivative}
+}}
+"""
+
+
+def channel(neuron="USEION k READ ek WRITE ik", assigned="", states="",
+            method="cnexp", current="gbar*m*(v - ek)", initial="m = 1/(1 + exp(-v/10))",
+            derivative="m' = (1/(1 + exp(-v/10)) - m)/5") -> str:
+    return CHANNEL.format(neuron=neuron, assigned=assigned, states=states, method=method,
+                          current=current, initial=initial, derivative=derivative)
+
+
+def test_the_template_itself_loads():
+    mechanism = load_mod(channel())
+    assert mechanism.states == ("m_x",) and list(mechanism.currents) == ["ik_x"]
+
+
+@pytest.mark.parametrize("file, line, words", [
+    ("SK_E2.mod", 7, "USEION ca READ cai needs ion concentrations"),
+    ("CaDynamics_E2.mod", 6, "USEION ca READ ica needs the ion's total current"),
+])
+def test_published_calcium_files_are_refused_by_name(file, line, words):
+    with pytest.raises(ConfigError, match=rf"{file}:{line}: {words}"):
+        load_mod(REFUSED / file)
+
+
+@pytest.mark.parametrize("text, line, words", [
+    (channel(neuron="USEION k READ ek WRITE ik, ko"), 1, "USEION k WRITE ko needs ion "
+     "concentration dynamics"),
+    (channel(method="euler"), 6, r"SOLVE \.\.\. METHOD euler is not supported"),
+    (channel(derivative="m' = -m*m/5"), 11, "m' is not linear in m"),
+    (channel(states="c", initial="m = 0 c = 1",
+             derivative="m' = a0*c - b0*m  c' = b0*m - a0*c"), 11,
+     r"m' depends on the states \['c'\]: coupled equations are not supported"),
+    (channel(current="gbar*m*(v - ek)/(1 + exp(-0.062*v))"), 7,
+     "the conductance of ik depends on v"),
+    (channel(assigned="tadj", current="tadj*gbar*m*(v - ek)",
+             initial="m = 1/(1 + exp(-v/10))",
+             derivative="tadj = 3^((celsius - 23)/10)\n m' = (1/(1 + exp(-v/10)) - m)/5"),
+     7, r"tadj \(ASSIGNED\) is read before this block assigns it; values kept between "
+        "blocks are not supported"),
+    (channel(current="gbar*m*v*v"), 7, r"current ik is not written as g \* \(v - e\)"),
+    (channel(initial="m = 0"), 9, "INITIAL sets m_x to 0.0 at v = -100.0 mV, not its steady "
+     "state"),
+    (channel(derivative="m' = 3^((celsius - 6.3)/10)*(1/(1 + exp(-v/10)) - m)/5 + celsius"), 11,
+     "m' depends on celsius other than through one factor"),
+    (channel(neuron="USEION k READ ek WRITE ik POINTER p"), 1,
+     "POINTER variables are not supported"),
+    ("NEURON { SUFFIX x }\nKINETIC scheme { ~ c <-> o (1, 1) }", 2,
+     r"KINETIC blocks \(reaction schemes\) are not supported"),
+    ("NEURON { SUFFIX x }\nVERBATIM\nstatic int x;\nENDVERBATIM", 2,
+     r"VERBATIM blocks \(C code\) are not supported"),
+    ("NEURON { SUFFIX x NONSPECIFIC_CURRENT i }\nBREAKPOINT {\n i = 0\n}", 3,
+     r"current i is not written as g \* \(v - e\)"),
+    ("NEURON { SUFFIX x }\nPARAMETER { g = 1 (S/cm2) }\nFOO { }", 3,
+     "FOO is not a supported NMODL block"),
+    ("NEURON { SUFFIX x }\nPARAMETER { g = (S/cm2) }", 2, "expected a number"),
+])
+def test_refusals_name_the_line_and_construct(text, line, words):
+    with pytest.raises(ConfigError, match=rf"<mod text>:{line}: ({words})"):
+        load_mod(text)
+
+
+def test_temperature_in_a_conductance_is_refused():
+    text = channel(neuron="USEION k READ ek WRITE ik RANGE gk", assigned="gk",
+                   current="gk*(v - ek)").replace(
+        "    ik = gk*(v - ek)", "    gk = 3^((celsius - 23)/10)*gbar*m\n    ik = gk*(v - ek)")
+    with pytest.raises(ConfigError, match=r"<mod text>:8: the conductance of ik depends on "
+                                          r"celsius"):
+        load_mod(text)
+
+
+def test_two_temperature_factors_are_refused():
+    text = channel(states="h", initial="m = 1/(1 + exp(-v/10)) h = 1/(1 + exp(v/10))",
+                   derivative="m' = 3^((celsius - 23)/10)*(1/(1 + exp(-v/10)) - m)/5\n"
+                              "h' = 2^((celsius - 23)/10)*(1/(1 + exp(v/10)) - h)/5")
+    with pytest.raises(ConfigError, match="different temperature factors"):
+        load_mod(text)
+
+
+def test_missing_files_and_directories_are_named(tmp_path):
+    from jaxlean.models.neuron.nmodl import load_mod_dir
+
+    with pytest.raises(ConfigError, match=r"no such \.mod file"):
+        load_mod(tmp_path / "absent.mod")
+    with pytest.raises(ConfigError, match=r"no \.mod file in"):
+        load_mod_dir(tmp_path)
+    for name in ("a.mod", "b.mod"):
+        (tmp_path / name).write_text(channel())
+    with pytest.raises(ConfigError, match=r"b\.mod and another file both define the mechanism"):
+        load_mod_dir(tmp_path)

@@ -1,0 +1,147 @@
+"""Translation of .mod files: hh.mod against jaxlean's hand-written hh, names, units and
+q10, the parsed language, and gradients through a translated mechanism."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron.channels import hh, pas
+from jaxlean.models.neuron.nmodl import load_mod, load_mod_dir
+from jaxlean.models.neuron.nmodl.parser import parse
+
+MODS = Path(__file__).parent / "mods"
+DT, T_MAX = 0.025, 20.0
+
+
+def _ball_and_stick() -> Cell:
+    return Cell.from_parents(np.arange(6) - 1, [20.0] + [40.0] * 5, [10.0] + [1.0] * 5,
+                             kind=[1] + [3] * 5)
+
+
+def test_hh_mod_matches_the_hand_written_hh():
+    cell = _ball_and_stick()
+    stimuli = [Stimulus(0, step_current(0.5, 1.0, 15.0, DT, T_MAX))]
+    with jax.enable_x64():
+        leak = {} if len(hh.currents) > 2 else {"g_leak": 3e-4, "e_leak": -54.3}
+        hand = cell.insert(hh) if not leak else cell.insert(pas).insert(hh)  # hh.mod's leak
+        hand_params = {**hand.params(), **leak, "celsius": 16.3, "g_na": 0.12, "g_k": 0.036,
+                       "e_na": 50.0, "e_k": -77.0}
+        mod = cell.insert(load_mod(MODS / "hh.mod"))
+        mod_params = {**mod.params(), "celsius": 16.3}
+        a = simulate(hand, hand_params, stimuli, DT, T_MAX, record=[0, 5], states=("v", "m"))
+        b = simulate(mod, mod_params, stimuli, DT, T_MAX, record=[0, 5],
+                     states=("v", "m_hh"))
+        assert np.ptp(np.asarray(a["v"][:, 0])) > 80.0  # it spikes
+        np.testing.assert_allclose(np.asarray(b["v"]), np.asarray(a["v"]), rtol=0, atol=1e-9)
+        np.testing.assert_allclose(np.asarray(b["m_hh"]), np.asarray(a["m"]), rtol=0,
+                                   atol=1e-11)
+
+
+def test_names_units_and_temperature_factor():
+    mechanisms = load_mod_dir(MODS)
+    hh_mod = mechanisms["hh"]
+    assert set(hh_mod.parameters) == {"gnabar_hh", "gkbar_hh", "gl_hh", "el_hh", "e_na", "e_k"}
+    assert hh_mod.parameters["e_na"] == hh.parameters["e_na"]  # shared with hh, as NEURON's ena
+    assert (hh_mod.q10, hh_mod.q10_celsius) == (3.0, 6.3)
+    kdr = mechanisms["kdrq"]  # q10 = 2.3 and temp = 23 are PARAMETERs folded into the factor
+    assert (kdr.q10, kdr.q10_celsius) == (2.3, 23.0)
+    assert "q10_kdrq" not in kdr.parameters and "temp_kdrq" not in kdr.parameters
+    assert kdr.parameters["gbar_kdrq"] == (0.03, "S/cm2")  # 300 pS/um2
+    assert mechanisms["Ih"].parameters["ehcn_Ih"] == (-45.0, "mV")
+    assert list(mechanisms["Ih"].currents) == ["ihcn_Ih"]
+    assert mechanisms["NaTa_t"].q10 == 1.0  # Hay's files fix qt at 34 degC
+    assert mechanisms["kslow"].advance is not None  # derivimplicit: backward Euler
+    synapse = mechanisms["ExpSynM"]
+    assert synapse.point and synapse.on_spike({"weight_ExpSynM": 0.5}) == {"g_ExpSynM": 0.5}
+
+
+LANGUAGE = """
+TITLE a channel exercising the parsed language
+NEURON {
+    SUFFIX lang  ? a comment
+    USEION na READ ena WRITE ina VALENCE 1
+    RANGE gbar
+    GLOBAL vh
+    THREADSAFE
+}
+DEFINE NSTEP 4
+UNITS { (mV) = (millivolt) FARADAY = (faraday) (kilocoulombs) R = (k-mole) (joule/degC) }
+CONSTANT { c0 = 2 }
+PARAMETER { gbar = 10 (mS/cm2) <0, 1e9> vh = -40 (mV) }
+ASSIGNED { v (mV) ena (mV) ina (mA/cm2) minf mtau (ms) }
+STATE { m }
+INITIAL { settle(v) m = minf }
+BREAKPOINT {
+    SOLVE states METHOD cnexp
+    ina = gbar*pow(m, 3)*(v - ena)
+}
+DERIVATIVE states { settle(v) m' = (minf - m)/mtau }
+PROCEDURE settle(v (mV)) {
+    LOCAL x
+    TABLE minf, mtau FROM -100 TO 100 WITH 200
+    x = (v - vh)/NSTEP
+    minf = 1/(1 + exp(-x))
+    if (v < -60) {
+        mtau = c0 * 2
+    } else if (v < 0 && v >= -60) {
+        mtau = c0 + FARADAY/R/100
+    } else {
+        mtau = -v^2/1000 + c0*3 + fabs(v)/100
+    }
+}
+"""
+
+
+def test_the_parsed_language_evaluates_as_written():
+    model = parse(LANGUAGE)
+    assert model.constants["FARADAY"] == pytest.approx(96.4853321233100184)
+    assert model.constants["R"] == pytest.approx(8.31446261815324)
+    mechanism = load_mod(LANGUAGE)
+    assert mechanism.parameters["gbar_lang"] == (0.01, "S/cm2")
+    with jax.enable_x64():
+        v = jnp.array([-80.0, -30.0, 20.0])
+        steady = mechanism.steady(v, {"gbar_lang": 0.01, "vh_lang": -40.0, "e_na": 50.0})
+        inf, tau = (np.asarray(x) for x in steady["m_lang"])
+    x = (np.asarray(v) + 40.0) / 4
+    np.testing.assert_allclose(inf, 1 / (1 + np.exp(-x)), rtol=1e-14)
+    np.testing.assert_allclose(
+        tau, [4.0, 2.0 + 96.4853321233100184 / 8.31446261815324 / 100, -400 / 1000 + 6 + 0.2],
+        rtol=1e-12)
+
+
+def test_gradient_through_a_translated_mechanism_matches_finite_differences():
+    mechanisms = load_mod_dir(MODS)
+    cell = (_ball_and_stick().insert(mechanisms["lk"]).insert(mechanisms["NaTa_t"], types=1)
+            .insert(mechanisms["kdrq"]))
+    stimuli = [Stimulus(0, step_current(0.3, 1.0, 8.0, DT, 10.0))]
+
+    def loss(values, params):
+        out = simulate(cell, {**params, **values}, stimuli, DT, 10.0, record=[0, 5])
+        return jnp.mean(out["v"] ** 2)
+
+    with jax.enable_x64():
+        params = {**cell.params(), "celsius": 30.0, "gNaTa_tbar_NaTa_t": 1.0,
+                  "g_lk": 1e-4, "e_lk": -70.0}
+        values = {"tha_kdrq": jnp.asarray(25.0), "gbar_kdrq": jnp.asarray(0.04)}
+        grad = jax.grad(loss)(values, params)
+        for name, step in (("tha_kdrq", 1e-4), ("gbar_kdrq", 1e-7)):
+            up = loss({**values, name: values[name] + step}, params)
+            down = loss({**values, name: values[name] - step}, params)
+            finite = (up - down) / (2 * step)
+            assert abs(float(finite)) > 0
+            np.testing.assert_allclose(float(grad[name]), float(finite), rtol=1e-5)
+
+
+def test_powers_of_literals_follow_c():
+    from jaxlean.models.neuron.nmodl import syntax
+    from jaxlean.models.neuron.nmodl.interpret import JaxBackend
+
+    power = syntax.Binary("^", syntax.Number(-2.0, 1), syntax.Number(0.5, 1), 1)
+    assert np.isnan(JaxBackend().binary(power, -2.0, 0.5))  # C's pow, not a complex number
+    assert JaxBackend().binary(power, 2.0, 3.0) == 8.0
