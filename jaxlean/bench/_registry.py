@@ -3,7 +3,14 @@
 A benchmark is a function ``run(ctx) -> BenchResult`` registered under a name
 with :func:`register`. It measures a baseline and jaxlean side by side in one
 process and records each pair as a :class:`Comparison`; the goals of its issue
-are :class:`Target` rows whose pass/fail is computed from measured values.
+are :class:`Target` rows whose verdict is computed from measured values.
+
+A target carries a noise band: ``noise``, stated where the target is written
+(the run-to-run spread of that kind of measurement: 0 for exact quantities
+such as XLA's temp bytes), widened to the spread of the measurement itself
+where one was taken (the half range of per-round ratios of alternating
+samples). A value inside the band around the goal is "within noise", neither
+met nor missed.
 
 ``jaxlean bench --quick`` runs smaller sizes. A target says whether its goal
 means something at those sizes (``quick=False`` for a goal stated for a size
@@ -22,7 +29,11 @@ from typing import Literal
 
 from jaxlean.bench._measure import Timing
 
+__all__ = ["REGISTRY", "BenchContext", "BenchResult", "Benchmark", "Comparison", "Plot",
+           "Target", "Verdict", "register"]
+
 _OPS = {"<=": operator.le, ">=": operator.ge}
+Verdict = Literal["met", "within noise", "missed"]
 
 
 def _median_spread(measured: float | Timing) -> tuple[float, float]:
@@ -63,7 +74,10 @@ class Target:
     """A goal, checked against a measured value (``value op limit``).
 
     ``quick`` says whether the goal holds at ``--quick`` sizes by its nature
-    (decided when the target is written, never from its result).
+    (decided when the target is written, never from its result). ``noise`` is
+    the stated relative noise band of the measurement; ``spread`` the measured
+    one (half the range of the per-round ratios, NaN if not measured); the
+    band used is the larger of the two.
     """
 
     description: str
@@ -71,10 +85,28 @@ class Target:
     limit: float
     op: Literal["<=", ">="] = "<="
     quick: bool = True
+    noise: float = 0.0
+    spread: float = float("nan")
 
     @property
     def passed(self) -> bool:
+        """``value op limit``, without the noise band."""
         return bool(_OPS[self.op](self.value, self.limit))
+
+    @property
+    def band(self) -> float:
+        """The relative band around the goal inside which the result is "within noise"."""
+        return max(self.noise, self.spread) if math.isfinite(self.spread) else self.noise
+
+    @property
+    def verdict(self) -> Verdict:
+        """"met" or "missed" outside the band around the goal, "within noise" inside it."""
+        if not math.isfinite(self.value):
+            return "missed"
+        low, high = self.limit * (1 - self.band), self.limit * (1 + self.band)
+        if self.band and low <= self.value <= high:
+            return "within noise"
+        return "met" if self.passed else "missed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +133,8 @@ class BenchResult:
     plots: list[Plot] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     quick: bool = False
+    headline: str = ""
+    """One sentence, built from this run's measurements, of what the user just saw."""
 
     @property
     def claimed_targets(self) -> list[Target]:
@@ -123,9 +157,12 @@ class BenchResult:
         return row
 
     def target(self, description: str, value: float, limit: float,
-               op: Literal["<=", ">="] = "<=", *, quick: bool = True) -> Target:
-        """Record a goal; ``quick=False`` if it does not hold at ``--quick`` sizes by nature."""
-        row = Target(description, float(value), float(limit), op, quick)
+               op: Literal["<=", ">="] = "<=", *, quick: bool = True, noise: float = 0.0,
+               spread: float = float("nan")) -> Target:
+        """Record a goal; ``quick=False`` if it does not hold at ``--quick`` sizes by nature;
+        ``noise`` the stated band, ``spread`` the measured one (see :class:`Target`)."""
+        row = Target(description, float(value), float(limit), op, quick, float(noise),
+                     float(spread))
         self.targets.append(row)
         return row
 
@@ -135,6 +172,8 @@ class BenchResult:
             row["ratio"] = comparison.ratio
         for row, target in zip(out["targets"], self.targets, strict=True):
             row["passed"] = target.passed
+            row["band"] = target.band
+            row["verdict"] = target.verdict
             row["claimed"] = target.quick or not self.quick
         return out
 
