@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.bench._measure import SidesDisagreeError, Timing, aot_compile, time_alternating
-from jaxlean.bench._registry import BenchContext, BenchResult
+from jaxlean.bench._registry import EXACT, BenchContext, BenchResult
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 from jaxlean.models.neuron.params import CELL
 
@@ -246,7 +246,7 @@ def _targets(result: BenchResult, ours: dict, step_counts: list[int]) -> str:
     kept = "JAX's every-step gradient (every step's state kept)"
     memory = ours[longest, "sqrt"]["gradient_bytes"] / ours[longest, None]["kept_gradient_bytes"]
     result.target(f"checkpoint='sqrt' gradient temp memory / {kept}, at {longest} steps",
-                  memory, 0.1)
+                  memory, 0.1, noise=EXACT)
     plain, checked = ours[timed, None], ours[timed, "sqrt"]
     time = checked["gradient_s"] / plain["kept_gradient_s"]
     result.target(f"checkpoint='sqrt' gradient time / {kept}, at {timed} steps", time, 1.5,
@@ -259,7 +259,7 @@ def _targets(result: BenchResult, ours: dict, step_counts: list[int]) -> str:
                   spread=plain["gradient_s"].ratio_spread(plain["forward_s"]))
     result.target(f"gradient temp memory, each step's voltage kept / every step's state kept, "
                   f"at {longest} steps", ours[longest, None]["gradient_bytes"]
-                  / ours[longest, None]["kept_gradient_bytes"], 0.5)
+                  / ours[longest, None]["kept_gradient_bytes"], 0.5, noise=EXACT)
     return (f"checkpoint='sqrt' cuts the cable gradient's temp memory to {memory:.3f}x JAX's "
             f"every-step gradient at {longest:,} steps, for {time:.2f}x its time at "
             f"{timed:,} steps")

@@ -6,11 +6,12 @@ process and records each pair as a :class:`Comparison`; the goals of its issue
 are :class:`Target` rows whose verdict is computed from measured values.
 
 A target carries a noise band: ``noise``, stated where the target is written
-(the run-to-run spread of that kind of measurement: 0 for exact quantities
-such as XLA's temp bytes), widened to the spread of the measurement itself
-where one was taken (the half range of per-round ratios of alternating
-samples). A value inside the band around the goal is "within noise", neither
-met nor missed.
+(the run-to-run spread of that kind of measurement; :data:`EXACT` for a
+deterministic quantity such as XLA's temp bytes; NaN, the default, where no
+band was stated), widened to the spread of the measurement itself where one
+was taken (the half range of per-round ratios of alternating samples). A
+value inside the band around the goal is "within noise", neither met nor
+missed.
 
 ``jaxlean bench --quick`` runs smaller sizes. A target says whether its goal
 means something at those sizes (``quick=False`` for a goal stated for a size
@@ -29,11 +30,13 @@ from typing import Literal
 
 from jaxlean.bench._measure import Timing
 
-__all__ = ["REGISTRY", "BenchContext", "BenchResult", "Benchmark", "Comparison", "Plot",
+__all__ = ["EXACT", "REGISTRY", "BenchContext", "BenchResult", "Benchmark", "Comparison", "Plot",
            "Target", "Verdict", "register"]
 
 _OPS = {"<=": operator.le, ">=": operator.ge}
 Verdict = Literal["met", "within noise", "missed"]
+EXACT = 0.0
+"""The noise band of a deterministic quantity (XLA's byte counts, differences of results)."""
 
 
 def _median_spread(measured: float | Timing) -> tuple[float, float]:
@@ -85,7 +88,7 @@ class Target:
     limit: float
     op: Literal["<=", ">="] = "<="
     quick: bool = True
-    noise: float = 0.0
+    noise: float = float("nan")
     spread: float = float("nan")
 
     @property
@@ -95,16 +98,18 @@ class Target:
 
     @property
     def band(self) -> float:
-        """The relative band around the goal inside which the result is "within noise"."""
-        return max(self.noise, self.spread) if math.isfinite(self.spread) else self.noise
+        """The relative band around the goal inside which the result is "within noise";
+        NaN if none was stated or measured (then the goal alone decides)."""
+        known = [b for b in (self.noise, self.spread) if math.isfinite(b)]
+        return max(known) if known else float("nan")
 
     @property
     def verdict(self) -> Verdict:
         """"met" or "missed" outside the band around the goal, "within noise" inside it."""
         if not math.isfinite(self.value):
             return "missed"
-        low, high = self.limit * (1 - self.band), self.limit * (1 + self.band)
-        if self.band and low <= self.value <= high:
+        band = self.band if math.isfinite(self.band) else 0.0
+        if band and self.limit * (1 - band) <= self.value <= self.limit * (1 + band):
             return "within noise"
         return "met" if self.passed else "missed"
 
@@ -157,8 +162,8 @@ class BenchResult:
         return row
 
     def target(self, description: str, value: float, limit: float,
-               op: Literal["<=", ">="] = "<=", *, quick: bool = True, noise: float = 0.0,
-               spread: float = float("nan")) -> Target:
+               op: Literal["<=", ">="] = "<=", *, quick: bool = True,
+               noise: float = float("nan"), spread: float = float("nan")) -> Target:
         """Record a goal; ``quick=False`` if it does not hold at ``--quick`` sizes by nature;
         ``noise`` the stated band, ``spread`` the measured one (see :class:`Target`)."""
         row = Target(description, float(value), float(limit), op, quick, float(noise),

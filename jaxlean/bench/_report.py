@@ -132,7 +132,10 @@ _RESULT_STYLES = {"pass": "green", "within noise": "yellow", "FAIL": "bold red"}
 
 
 def format_band(band: float) -> str:
-    """A target's noise band: ``±N%`` of the goal, or ``exact`` for a deterministic quantity."""
+    """A target's noise band: ``±N%`` of the goal, ``exact`` for a deterministic quantity,
+    ``-`` where none was stated."""
+    if not math.isfinite(band):
+        return MISSING
     return f"±{band * 100:.0f}%" if band else "exact"
 
 
@@ -144,7 +147,7 @@ def _target_rows(result: BenchResult) -> list[list[str]]:
 _TARGET_HEADER = ["target", "measured", "goal", "noise band", "result"]
 TARGET_NOTE = ("noise band: a result within it of the goal is reported as within noise (the "
                "stated band of the measurement, or the spread of its alternating samples "
-               "if wider); exact: a deterministic quantity")
+               "if wider); exact: a deterministic quantity; -: no band stated")
 
 
 def _full_size_note(result: BenchResult) -> str | None:

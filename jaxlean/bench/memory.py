@@ -27,7 +27,7 @@ import numpy as np
 
 from jaxlean._units import format_bytes
 from jaxlean.bench._measure import SidesDisagreeError, aot_compile, time_alternating
-from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
+from jaxlean.bench._registry import EXACT, BenchContext, BenchResult, Plot, register
 from jaxlean.loss.chunked import cross_entropy
 from jaxlean.loss.distill import distill_loss
 from jaxlean.loss.policy import policy_gradient_loss
@@ -133,7 +133,8 @@ def _memory_part(ctx: BenchContext, result: BenchResult) -> str:
     f32 = _compiled_memory(ctx, MEMORY_SIZE, jnp.float32)
     _record_memory(result, MEMORY_SIZE, jnp.float32, f32)
     result.target(f"jaxlean loss+grad temp GiB at T={MEMORY_SIZE[0]}, H={MEMORY_SIZE[1]}, "
-                  f"V={MEMORY_SIZE[2]} f32, default settings", f32["jaxlean"][0] / GIB, 0.5)
+                  f"V={MEMORY_SIZE[2]} f32, default settings", f32["jaxlean"][0] / GIB, 0.5,
+                  noise=EXACT)
     bf16 = _compiled_memory(ctx, MEMORY_SIZE, jnp.bfloat16)
     _record_memory(result, MEMORY_SIZE, jnp.bfloat16, bf16)
     result.notes.append(
@@ -297,7 +298,8 @@ def _heads_memory_part(ctx: BenchContext, result: BenchResult) -> None:
         case = f"{objective} loss+grad T={tokens} {shape} V={vocab} f32"
         result.compare(case, "temp bytes", "bytes", temps["full logits"], temps["jaxlean"],
                        variant="jaxlean (defaults)", baseline_name="full logits")
-        result.target(f"jaxlean {case} temp GiB", temps["jaxlean"] / GIB, 0.5)
+        result.target(f"jaxlean {case} temp GiB", temps["jaxlean"] / GIB, 0.5,
+                      noise=EXACT)
 
 
 def _heads_wall_part(ctx: BenchContext, result: BenchResult) -> None:

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from jaxlean.bench import BenchContext, Benchmark, BenchResult, Plot, Target, available
 from jaxlean.bench._measure import Timing
+from jaxlean.bench._registry import EXACT
 from jaxlean.bench._report import (
     closing_lines,
     comparison_tables,
@@ -142,7 +143,7 @@ def test_write_outputs(tmp_path):
     assert "| n=4 | compile | loop | scan | ratio |" not in text
     assert "| case | metric | loop | scan | ratio |" in text
     assert "| n=4 | compile | 2.00 s | 500.00 ms | 0.25 |" in text
-    assert "| speed-up | 4 | >= 5 | exact | FAIL |" in text
+    assert "| speed-up | 4 | >= 5 | - | FAIL |" in text
 
 
 def test_registry_discovers_layers_benchmark():
@@ -164,6 +165,8 @@ def test_cli_list_and_unknown(capsys):
     (1.20, "<=", 0.1, 0.05, "missed"),         # ... and never narrows the stated one
     (1.00, "<=", 0.0, float("nan"), "met"),    # exact: the goal itself
     (1.01, "<=", 0.0, float("nan"), "missed"),
+    (1.01, "<=", float("nan"), float("nan"), "missed"),  # no band stated: the goal decides
+    (1.01, "<=", float("nan"), 0.05, "within noise"),    # ... unless a spread was measured
     (4.60, ">=", 0.1, float("nan"), "within noise"),
     (4.40, ">=", 0.1, float("nan"), "missed"),
     (6.00, ">=", 0.1, float("nan"), "met"),
@@ -185,7 +188,8 @@ def test_ratio_spread_is_the_spread_of_per_round_ratios():
 def noisy_result(quick=True):
     result = BenchResult("noisy", "timed ratios", quick=quick)
     result.target("parity of two timed sides", 1.04, 1.0, noise=0.1)
-    result.target("exact bytes", 0.2, 0.5)
+    result.target("exact bytes", 0.2, 0.5, noise=EXACT)
+    result.target("no band stated", 0.9, 1.0)
     result.headline = "Noisy: the figures of this run."
     return result
 
@@ -196,10 +200,14 @@ def test_target_rows_state_each_band_and_within_noise_is_not_a_miss(capsys):
     assert "FAIL" not in text
     assert _summary([noisy_result()], strict=True) == 0
     out = capsys.readouterr().out
-    assert "1 met, 0 missed, 1 within noise" in out and "target missed" not in out
+    assert "2 met, 0 missed, 1 within noise" in out and "target missed" not in out
     payload = noisy_result().to_dict()
-    assert [t["verdict"] for t in payload["targets"]] == ["within noise", "met"]
-    assert [t["band"] for t in payload["targets"]] == [0.1, 0.0]
+    assert [t["verdict"] for t in payload["targets"]] == ["within noise", "met", "met"]
+    assert payload["targets"][0]["band"] == 0.1 and payload["targets"][1]["band"] == 0.0
+    assert math.isnan(payload["targets"][2]["band"])
+    rows = markdown([noisy_result()], "cmd")
+    assert "| exact bytes | 0.2 | <= 0.5 | exact | pass |" in rows
+    assert "| no band stated | 0.9 | <= 1 | - | pass |" in rows
 
 
 def test_closing_lines_give_each_headline_then_the_full_run_command(capsys):
