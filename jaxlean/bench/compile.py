@@ -295,7 +295,8 @@ def _notes(result: BenchResult, quick: bool, epochs: int, repeats: int, steps: i
         f"All sides compile a training run of {epochs} epoch(s) of {EXAMPLES // BATCH} "
         f"minibatches of {BATCH} (pyPMM's complex Adam, lr {LEARNING_RATE}) and their "
         f"per-epoch losses agree within {LOSS_RTOL:g} before any figure is reported; compile "
-        f"times are medians of {repeats} fresh jit(s) per side, the sides in turn; time per "
+        f"times are medians of {repeats} fresh jit(s) per side, every side at every depth in "
+        f"turn each round; time per "
         f"step is the median of {repeats + 2} alternating timings of a whole run, divided by "
         f"{steps} steps.")
     result.notes.append(
