@@ -155,7 +155,7 @@ def _measure_depths(depths: tuple[int, ...], epochs: int, repeats: int, key: jax
         ctx.step(f"depth {depth}: {steps} training steps, the sides in turn")
         runs = time_alternating(*[(here[side].executable, builds[depth, side][1])
                                   for side in here],
-                                repeats=repeats + 2, min_seconds=0.05)
+                                repeats=repeats + 2, min_seconds=0.2)
         params = sum(leaf.size for leaf in jax.tree.leaves(builds[depth, "jaxlean"][1][0]))
         for side, run in zip(here, runs, strict=True):
             c = here[side]

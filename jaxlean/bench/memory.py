@@ -197,7 +197,7 @@ def _wall_part(ctx: BenchContext, result: BenchResult) -> str:
     ctx.step(f"wall time of loss+grad, {len(METHODS)} sides alternating, T={tokens}")
     timings = dict(zip(METHODS, time_alternating(
         *((compiled[name], (hidden, head, targets)) for name in METHODS),
-        repeats=WALL_REPEATS, min_seconds=0), strict=True))
+        repeats=WALL_REPEATS, min_seconds=0.1), strict=True))
     for name in BASELINES:
         result.compare(case, "wall time", "s", timings[name], timings["jaxlean"],
                        variant="jaxlean (defaults)", baseline_name=name)
@@ -319,7 +319,7 @@ def _heads_wall_part(ctx: BenchContext, result: BenchResult) -> None:
         ctx.step(f"wall time of {objective} loss+grad, both sides alternating")
         times = dict(zip(compiled, time_alternating(
             *((c.executable, args) for c in compiled.values()),
-            repeats=WALL_REPEATS, min_seconds=0), strict=True))
+            repeats=WALL_REPEATS, min_seconds=0.1), strict=True))
         result.compare(case, "wall time", "s", times["full logits"], times["jaxlean"],
                        variant="jaxlean (defaults)", baseline_name="full logits")
         # One-pass losses take the matmuls full logits takes (see the note below): the goal
