@@ -260,6 +260,6 @@ def _targets(result: BenchResult, ours: dict, step_counts: list[int]) -> str:
     result.target(f"gradient temp memory, each step's voltage kept / every step's state kept, "
                   f"at {longest} steps", ours[longest, None]["gradient_bytes"]
                   / ours[longest, None]["kept_gradient_bytes"], 0.5, noise=EXACT)
+    at = "" if timed == longest else f" at {timed:,} steps"
     return (f"checkpoint='sqrt' cuts the cable gradient's temp memory to {memory:.3f}x JAX's "
-            f"every-step gradient at {longest:,} steps, for {time:.2f}x its time at "
-            f"{timed:,} steps")
+            f"every-step gradient at {longest:,} steps, for {time:.2f}x its time{at}")

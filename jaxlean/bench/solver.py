@@ -98,12 +98,12 @@ def _targets(result, timings, sizes, dtypes):
     largest, middle = sizes[-1], sizes[-2]
     for dtype in dtypes:
         label = jnp.dtype(dtype).name
-        for n in (middle, largest):
+        # jaxley's figure is at 10k nodes; below that per-call overhead is most of it.
+        for n in [n for n in (middle, largest) if n >= 10_000]:
             forward, gradient = timings[("tree", label, n)]
-            # jaxley's figure is at 10k nodes; below that per-call overhead is most of it.
             result.target(f"tree_solve gradient/forward at {n // 1000}k, {label} "
-                          "(jaxley's fix: 3.8)", gradient / forward, 3.0, quick=n >= 10_000,
-                          noise=TIME_NOISE, spread=gradient.ratio_spread(forward))
+                          "(jaxley's fix: 3.8)", gradient / forward, 3.0, noise=TIME_NOISE,
+                          spread=gradient.ratio_spread(forward))
         for index, what in enumerate(("forward", "gradient")):
             big, small = timings[("tree", label, largest)][index], timings[
                 ("tree", label, middle)][index]

@@ -183,6 +183,8 @@ def test_ratio_spread_is_the_spread_of_per_round_ratios():
     a, b = Timing((1.0, 2.0, 3.0)), Timing((1.0, 1.0, 1.0))
     assert a.ratio_spread(b) == pytest.approx(0.5)
     assert Timing((2.0, 4.0)).ratio_spread(Timing((1.0, 2.0))) == 0.0  # load hit both alike
+    five = Timing((1.0, 1.1, 1.2, 1.3, 3.0)).ratio_spread(Timing((1.0,) * 5))
+    assert five == pytest.approx(0.1 / 1.2)  # the outlying round is left out
 
 
 def noisy_result(quick=True):

@@ -64,5 +64,4 @@ def test_checkpointing_is_judged_against_jaxs_every_step_gradient():
     assert not per_forward.quick and per_forward.value == pytest.approx(2.5)
     assert segments.value == pytest.approx(6_000 / 16_000)
     assert headline == ("checkpoint='sqrt' cuts the cable gradient's temp memory to 0.075x "
-                        "JAX's every-step gradient at 1,000 steps, for 1.20x its time at "
-                        "1,000 steps")
+                        "JAX's every-step gradient at 1,000 steps, for 1.20x its time")
