@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import os
 from collections.abc import Callable
 from typing import Literal
 
@@ -140,6 +141,8 @@ class BenchResult:
     quick: bool = False
     headline: str = ""
     """One sentence, built from this run's measurements, of what the user just saw."""
+    load: float = float("nan")
+    """The machine's 1-minute load average when the benchmark ended (NaN where unknown)."""
 
     @property
     def claimed_targets(self) -> list[Target]:
@@ -203,6 +206,8 @@ class Benchmark:
         """Run the benchmark; the result knows whether it ran at quick sizes."""
         result = self.run(ctx)
         result.quick = ctx.quick
+        if hasattr(os, "getloadavg"):
+            result.load = os.getloadavg()[0]
         return result
 
 

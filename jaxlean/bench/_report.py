@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import platform
 import textwrap
 import warnings
@@ -172,6 +173,12 @@ def closing_lines(results: list[BenchResult]) -> list[str]:
     """One sentence per benchmark (its headline, from its measurements), then, after a quick
     run, the command that runs the same benchmarks at full size."""
     lines = [f"{r.headline}" for r in results if r.headline]
+    loads = [r.load for r in results if math.isfinite(r.load)]
+    cores = os.cpu_count() or 1
+    if loads and max(loads) > cores:
+        lines.append(f"The machine was busy: load average up to {max(loads):.1f} on {cores} "
+                     "cores while benchmarks ran, so timed figures carry other jobs' noise; "
+                     "rerun on an idle machine to compare.")
     quick = [r.name for r in results if r.quick]
     if quick:
         lines.append(f"full sizes, every target: jaxlean bench {' '.join(quick)}")

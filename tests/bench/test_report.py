@@ -219,3 +219,12 @@ def test_closing_lines_give_each_headline_then_the_full_run_command(capsys):
     assert closing_lines([noisy_result(quick=False)]) == ["Noisy: the figures of this run."]
     _summary([noisy_result()], strict=False)
     assert "full sizes, every target: jaxlean bench noisy" in capsys.readouterr().out
+
+
+def test_closing_lines_say_when_the_machine_was_busy():
+    busy, idle = noisy_result(), noisy_result()
+    busy.load, idle.load = 10_000.0, 0.0
+    assert not any("busy" in line for line in closing_lines([idle]))
+    assert "load average up to 10000.0" in closing_lines([idle, busy])[-2]
+    measured = Benchmark("demo", "a demo", lambda ctx: wide_result()).measure(BenchContext())
+    assert math.isfinite(measured.load)
