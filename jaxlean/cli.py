@@ -70,18 +70,26 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _summary(results: list, strict: bool) -> int:
-    """One line of target counts, then each missed target; the exit status."""
-    claimed = [(r.name, t) for r in results for t in r.claimed_targets]
-    failed = [(name, t) for name, t in claimed if not t.passed]
+    """Target counts by verdict, each missed target, one sentence per benchmark; the exit
+    status (1 with ``strict`` if a target was missed; "within noise" is not a miss)."""
+    from jaxlean.bench import closing_lines, verdict_counts
+
+    counts = verdict_counts(results)
+    line = f"targets: {counts['met']} met, {counts['missed']} missed"
+    if counts["within noise"]:
+        line += f", {counts['within noise']} within noise"
     full_only = sum(len(r.full_size_targets) for r in results)
-    line = f"targets: {len(claimed) - len(failed)} met, {len(failed)} missed"
     if full_only:
         line += f" ({full_only} more hold at full sizes only: run without --quick)"
     console.print(Text(line, style="bold"))
-    for name, target in failed:
-        console.print(Text.assemble(("target missed ", "bold red"),
-                                    f"{name}: {target.description}"))
-    return 1 if failed and strict else 0
+    for result in results:
+        for target in result.claimed_targets:
+            if target.verdict == "missed":
+                console.print(Text.assemble(("target missed ", "bold red"),
+                                            f"{result.name}: {target.description}"))
+    for text in closing_lines(results):
+        console.print(Text(text))
+    return 1 if counts["missed"] and strict else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ from jaxlean.bench._registry import (
     Target,
     register,
 )
-from jaxlean.bench._report import rich_report, write_outputs
+from jaxlean.bench._report import closing_lines, rich_report, verdict_counts, write_outputs
 
 __all__ = [
     "BenchContext",
@@ -30,8 +30,10 @@ __all__ = [
     "Plot",
     "Target",
     "available",
+    "closing_lines",
     "register",
     "rich_report",
+    "verdict_counts",
     "write_outputs",
 ]
 

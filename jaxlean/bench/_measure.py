@@ -79,6 +79,19 @@ class Timing:
         """Ratio of the medians."""
         return self.median / other.median
 
+    def ratio_spread(self, other: Timing) -> float:
+        """The spread of the per-round ratios ``self / other`` of samples taken in alternation.
+
+        Round ``i`` of :func:`time_alternating` or :func:`compile_alternating` sampled
+        both sides under the same load, so this is the noise of the ratio itself. With five
+        rounds or more the highest and lowest ratio are left out (one sample preempted by
+        another job is an outlier, not the spread of the measurement).
+        """
+        ratios = sorted(a / b for a, b in zip(self.samples, other.samples, strict=True))
+        if len(ratios) >= 5:
+            ratios = ratios[1:-1]
+        return Timing(tuple(ratios)).spread
+
 
 def _calls_per_sample(fn: Callable, args: tuple, min_seconds: float) -> int:
     jax.block_until_ready(fn(*args))

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxlean.bench._measure import aot_compile
-from jaxlean.bench._registry import BenchContext, BenchResult, Plot
+from jaxlean.bench._registry import EXACT, BenchContext, BenchResult, Plot
 from jaxlean.bench._transformer_steps import UNROLLED, abstract_model, grad_step
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
@@ -92,10 +92,11 @@ def measure_transformer_memory(ctx: BenchContext, result: BenchResult) -> None:
             result.notes.append(f"transformer: without remat temp({high})/temp({low}) = "
                                 f"{growth:.2f} (grows with depth)")
         else:
-            result.target(f"transformer {name}: temp({high})/temp({low})", growth, 2.0, "<=")
+            result.target(f"transformer {name}: temp({high})/temp({low})", growth, 2.0, "<=",
+                          noise=EXACT)
     gap = _gradient_gap(ctx, TransformerConfig(num_layers=low, **sizes), shape, smallest)
     result.target(f"transformer: max|grad(remat, nested) - grad(no remat)| / max|grad|, "
-                  f"depth {low}", gap, 1e-6, "<=")
+                  f"depth {low}", gap, 1e-6, "<=", noise=EXACT)
     batch, length = shape
     result.notes.append(
         f"transformer config: hidden {sizes['hidden_size']}, {sizes['num_heads']} heads "

@@ -3,7 +3,15 @@
 A benchmark is a function ``run(ctx) -> BenchResult`` registered under a name
 with :func:`register`. It measures a baseline and jaxlean side by side in one
 process and records each pair as a :class:`Comparison`; the goals of its issue
-are :class:`Target` rows whose pass/fail is computed from measured values.
+are :class:`Target` rows whose verdict is computed from measured values.
+
+A target carries a noise band: ``noise``, stated where the target is written
+(the run-to-run spread of that kind of measurement; :data:`EXACT` for a
+deterministic quantity such as XLA's temp bytes; NaN, the default, where no
+band was stated), widened to the spread of the measurement itself where one
+was taken (the half range of per-round ratios of alternating samples). A
+value inside the band around the goal is "within noise", neither met nor
+missed.
 
 ``jaxlean bench --quick`` runs smaller sizes. A target says whether its goal
 means something at those sizes (``quick=False`` for a goal stated for a size
@@ -17,12 +25,19 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import os
 from collections.abc import Callable
 from typing import Literal
 
 from jaxlean.bench._measure import Timing
 
+__all__ = ["EXACT", "REGISTRY", "BenchContext", "BenchResult", "Benchmark", "Comparison", "Plot",
+           "Target", "Verdict", "register"]
+
 _OPS = {"<=": operator.le, ">=": operator.ge}
+Verdict = Literal["met", "within noise", "missed"]
+EXACT = 0.0
+"""The noise band of a deterministic quantity (XLA's byte counts, differences of results)."""
 
 
 def _median_spread(measured: float | Timing) -> tuple[float, float]:
@@ -63,7 +78,10 @@ class Target:
     """A goal, checked against a measured value (``value op limit``).
 
     ``quick`` says whether the goal holds at ``--quick`` sizes by its nature
-    (decided when the target is written, never from its result).
+    (decided when the target is written, never from its result). ``noise`` is
+    the stated relative noise band of the measurement; ``spread`` the measured
+    one (half the range of the per-round ratios, NaN if not measured); the
+    band used is the larger of the two.
     """
 
     description: str
@@ -71,10 +89,30 @@ class Target:
     limit: float
     op: Literal["<=", ">="] = "<="
     quick: bool = True
+    noise: float = float("nan")
+    spread: float = float("nan")
 
     @property
     def passed(self) -> bool:
+        """``value op limit``, without the noise band."""
         return bool(_OPS[self.op](self.value, self.limit))
+
+    @property
+    def band(self) -> float:
+        """The relative band around the goal inside which the result is "within noise";
+        NaN if none was stated or measured (then the goal alone decides)."""
+        known = [b for b in (self.noise, self.spread) if math.isfinite(b)]
+        return max(known) if known else float("nan")
+
+    @property
+    def verdict(self) -> Verdict:
+        """"met" or "missed" outside the band around the goal, "within noise" inside it."""
+        if not math.isfinite(self.value):
+            return "missed"
+        band = self.band if math.isfinite(self.band) else 0.0
+        if band and self.limit * (1 - band) <= self.value <= self.limit * (1 + band):
+            return "within noise"
+        return "met" if self.passed else "missed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +139,10 @@ class BenchResult:
     plots: list[Plot] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     quick: bool = False
+    headline: str = ""
+    """One sentence, built from this run's measurements, of what the user just saw."""
+    load: float = float("nan")
+    """The machine's 1-minute load average when the benchmark ended (NaN where unknown)."""
 
     @property
     def claimed_targets(self) -> list[Target]:
@@ -123,9 +165,12 @@ class BenchResult:
         return row
 
     def target(self, description: str, value: float, limit: float,
-               op: Literal["<=", ">="] = "<=", *, quick: bool = True) -> Target:
-        """Record a goal; ``quick=False`` if it does not hold at ``--quick`` sizes by nature."""
-        row = Target(description, float(value), float(limit), op, quick)
+               op: Literal["<=", ">="] = "<=", *, quick: bool = True,
+               noise: float = float("nan"), spread: float = float("nan")) -> Target:
+        """Record a goal; ``quick=False`` if it does not hold at ``--quick`` sizes by nature;
+        ``noise`` the stated band, ``spread`` the measured one (see :class:`Target`)."""
+        row = Target(description, float(value), float(limit), op, quick, float(noise),
+                     float(spread))
         self.targets.append(row)
         return row
 
@@ -135,6 +180,8 @@ class BenchResult:
             row["ratio"] = comparison.ratio
         for row, target in zip(out["targets"], self.targets, strict=True):
             row["passed"] = target.passed
+            row["band"] = target.band
+            row["verdict"] = target.verdict
             row["claimed"] = target.quick or not self.quick
         return out
 
@@ -159,6 +206,8 @@ class Benchmark:
         """Run the benchmark; the result knows whether it ran at quick sizes."""
         result = self.run(ctx)
         result.quick = ctx.quick
+        if hasattr(os, "getloadavg"):
+            result.load = os.getloadavg()[0]
         return result
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import platform
 import textwrap
 import warnings
@@ -26,6 +27,21 @@ from rich.text import Text
 
 from jaxlean._units import format_bytes
 from jaxlean.bench._registry import BenchResult, Comparison, Plot
+
+__all__ = [
+    "ComparisonRow",
+    "ComparisonTable",
+    "closing_lines",
+    "comparison_tables",
+    "format_band",
+    "format_number",
+    "format_value",
+    "machine_description",
+    "markdown",
+    "rich_report",
+    "verdict_counts",
+    "write_outputs",
+]
 
 MISSING = "-"
 RATIO_NOTE = ("ratio = jaxlean / baseline (below 1: jaxlean costs less); times are medians "
@@ -112,12 +128,27 @@ def comparison_tables(result: BenchResult) -> list[ComparisonTable]:
     return tables
 
 
+_RESULT_WORDS = {"met": "pass", "within noise": "within noise", "missed": "FAIL"}
+_RESULT_STYLES = {"pass": "green", "within noise": "yellow", "FAIL": "bold red"}
+
+
+def format_band(band: float) -> str:
+    """A target's noise band: ``±N%`` of the goal, ``exact`` for a deterministic quantity,
+    ``-`` where none was stated."""
+    if not math.isfinite(band):
+        return MISSING
+    return f"±{band * 100:.0f}%" if band else "exact"
+
+
 def _target_rows(result: BenchResult) -> list[list[str]]:
     return [[t.description, format_number(t.value), f"{t.op} {t.limit:.3g}",
-             "pass" if t.passed else "FAIL"] for t in result.claimed_targets]
+             format_band(t.band), _RESULT_WORDS[t.verdict]] for t in result.claimed_targets]
 
 
-_TARGET_HEADER = ["target", "measured", "goal", "result"]
+_TARGET_HEADER = ["target", "measured", "goal", "noise band", "result"]
+TARGET_NOTE = ("noise band: a result within it of the goal is reported as within noise (the "
+               "stated band of the measurement, or the spread of its alternating samples "
+               "if wider); exact: a deterministic quantity; -: no band stated")
 
 
 def _full_size_note(result: BenchResult) -> str | None:
@@ -127,6 +158,31 @@ def _full_size_note(result: BenchResult) -> str | None:
     listed = "; ".join(t.description for t in skipped)
     return (f"{len(skipped)} target(s) hold at full sizes only and are not checked by --quick "
             f"(run `jaxlean bench {result.name}`): {listed}")
+
+
+def verdict_counts(results: list[BenchResult]) -> dict[str, int]:
+    """How many claimed targets were met, within noise and missed, over ``results``."""
+    counts = {"met": 0, "within noise": 0, "missed": 0}
+    for result in results:
+        for target in result.claimed_targets:
+            counts[target.verdict] += 1
+    return counts
+
+
+def closing_lines(results: list[BenchResult]) -> list[str]:
+    """One sentence per benchmark (its headline, from its measurements), then, after a quick
+    run, the command that runs the same benchmarks at full size."""
+    lines = [f"{r.headline}" for r in results if r.headline]
+    loads = [r.load for r in results if math.isfinite(r.load)]
+    cores = os.cpu_count() or 1
+    if loads and max(loads) > cores:
+        lines.append(f"The machine was busy: load average up to {max(loads):.1f} on {cores} "
+                     "cores while benchmarks ran, so timed figures carry other jobs' noise; "
+                     "rerun on an idle machine to compare.")
+    quick = [r.name for r in results if r.quick]
+    if quick:
+        lines.append(f"full sizes, every target: jaxlean bench {' '.join(quick)}")
+    return lines
 
 
 def _wrap_header(name: str) -> str:
@@ -172,9 +228,10 @@ def rich_report(result: BenchResult) -> Group:
         for header in _TARGET_HEADER[1:]:
             targets.add_column(header, no_wrap=True, justify="right")
         for row in rows:
-            style = "green" if row[-1] == "pass" else "bold red"
-            targets.add_row(Text(row[0]), *row[1:-1], Text(row[-1], style=style))
+            targets.add_row(Text(row[0]), *row[1:-1],
+                            Text(row[-1], style=_RESULT_STYLES[row[-1]]))
         parts.append(targets)
+        parts.append(Text(TARGET_NOTE, style="dim"))
     notes = [*result.notes, *filter(None, [_full_size_note(result)])]
     if notes:
         grid = Table.grid(padding=(0, 1))
@@ -213,6 +270,7 @@ def markdown(results: list[BenchResult], command: str) -> str:
             parts.append(RATIO_NOTE + "\n")
         if result.claimed_targets:
             parts.append(_markdown_table(_TARGET_HEADER, _target_rows(result)) + "\n")
+            parts.append(TARGET_NOTE + "\n")
         notes = [*result.notes, *filter(None, [_full_size_note(result)])]
         parts += [f"- {note}" for note in notes]
         parts += [f"\n![{plot.title}]({result.name}_{plot.name}.png)\n" for plot in result.plots]

@@ -33,7 +33,7 @@ import optax
 
 from jaxlean.bench._measure import Timing, compile_alternating, time_alternating
 from jaxlean.bench._pmm_by_hand import check_same_losses, make_by_hand_train_fn
-from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
+from jaxlean.bench._registry import EXACT, BenchContext, BenchResult, Plot, register
 from jaxlean.models.pmm import complex_adam, pmm_chain
 from jaxlean.nn.graph import Graph, chain_edges
 from jaxlean.train.fit import make_train_fn
@@ -43,6 +43,11 @@ EXAMPLES = 256
 BATCH = 32
 LEARNING_RATE = 1e-2
 LOSS_RTOL = 1e-4  # float32 round-off after a few dozen Adam steps, with headroom
+COMPILE_NOISE = 0.10
+"""Stated noise band of a ratio of compile times of alternating fresh compiles on a shared
+2-core VM (widened to the per-round spread of the ratio when that is larger)."""
+STEP_NOISE = 0.10
+"""The same for a ratio of per-step times of alternating timed runs."""
 
 
 SIDES = {"baseline": "loop+optax", "pypmm": "pyPMM branch by hand",
@@ -120,33 +125,45 @@ def _builds(depth: int, epochs: int, key: jax.Array, data: tuple[jax.Array, jax.
     return {side: builds[side] for side in sides}, final_loss
 
 
-def _measure_depth(depth: int, epochs: int, repeats: int, key: jax.Array,
-                   ctx: BenchContext, sides: tuple[str, ...]) -> dict[str, Measured]:
-    """``sides`` at one depth; compiles and timed runs alternate between the sides.
+def _measure_depths(depths: tuple[int, ...], epochs: int, repeats: int, key: jax.Array,
+                    ctx: BenchContext, sides: dict[int, tuple[str, ...]]
+                    ) -> dict[tuple[int, str], Measured]:
+    """``sides[depth]`` at each depth. Every round compiles every side at every depth, so
+    each ratio of compile times (between sides, and between depths) compares samples taken
+    under the same load; then each depth's timed runs alternate between its sides.
 
     Raises:
         SidesDisagreeError: a side's per-epoch losses differ from jaxlean's.
     """
     data = _data(key)
-    builds, final_loss = _builds(depth, epochs, key, data, sides)
-    compiled = compile_alternating(builds, repeats, lambda m: ctx.step(f"depth {depth}: {m}"))
-    ctx.step(f"depth {depth}: same losses on every side")
-    outputs = {side: compiled[side].executable(*args) for side, (_, args) in builds.items()}
-    check_same_losses({side: out.train_loss for side, out in outputs.items()}, "jaxlean",
-                      LOSS_RTOL)
+    builds, final_loss = {}, {}
+    for depth in depths:
+        ctx.step(f"depth {depth}: building the sides")
+        built, final_loss[depth] = _builds(depth, epochs, key, data, sides[depth])
+        builds.update({(depth, side): build for side, build in built.items()})
+    compiled = compile_alternating(
+        {f"{depth}/{side}": build for (depth, side), build in builds.items()}, repeats,
+        lambda m: ctx.step(f"depth {m.replace('/', ': ', 1)}"))
     steps = epochs * (EXAMPLES // BATCH)
-    ctx.step(f"depth {depth}: {steps} training steps, the sides in turn")
-    runs = time_alternating(*[(compiled[side].executable, args)
-                              for side, (_, args) in builds.items()],
-                            repeats=repeats + 2, min_seconds=0.05)
-    params = sum(leaf.size for leaf in jax.tree.leaves(builds["jaxlean"][1][0]))
     measured = {}
-    for side, run in zip(builds, runs, strict=True):
-        c = compiled[side]
-        per_step = Timing(tuple(seconds / steps for seconds in run.samples))
-        measured[side] = Measured(c.trace_lower, c.compile, c.total, per_step,
-                                  c.executable.as_text().count(" fusion("),
-                                  float(jax.jit(final_loss[side])(outputs[side])), params)
+    for depth in depths:
+        here = {side: compiled[f"{depth}/{side}"] for side in sides[depth]}
+        ctx.step(f"depth {depth}: same losses on every side")
+        outputs = {side: here[side].executable(*builds[depth, side][1]) for side in here}
+        check_same_losses({side: out.train_loss for side, out in outputs.items()}, "jaxlean",
+                          LOSS_RTOL)
+        ctx.step(f"depth {depth}: {steps} training steps, the sides in turn")
+        runs = time_alternating(*[(here[side].executable, builds[depth, side][1])
+                                  for side in here],
+                                repeats=repeats + 2, min_seconds=0.2)
+        params = sum(leaf.size for leaf in jax.tree.leaves(builds[depth, "jaxlean"][1][0]))
+        for side, run in zip(here, runs, strict=True):
+            c = here[side]
+            per_step = Timing(tuple(seconds / steps for seconds in run.samples))
+            measured[depth, side] = Measured(
+                c.trace_lower, c.compile, c.total, per_step,
+                c.executable.as_text().count(" fusion("),
+                float(jax.jit(final_loss[depth][side])(outputs[side])), params)
     return measured
 
 
@@ -173,12 +190,11 @@ def _compare_sides(result: BenchResult, case: str, base: Measured, ours: Measure
 def run(ctx: BenchContext) -> BenchResult:
     depths = (4, 16) if ctx.quick else (4, 16, 64)
     epochs = 1 if ctx.quick else 4
-    repeats = 1 if ctx.quick else 2
+    repeats = 3 if ctx.quick else 2
     steps = epochs * (EXAMPLES // BATCH)
     key = jax.random.key(0)
     result = BenchResult("compile", "fit() training function of a PMM chain: compile time "
                          "vs depth")
-    measured: dict[tuple[int, str], Measured] = {}
     if not ctx.quick:
         names = {"variant": SIDES["jaxlean"], "baseline_name": SIDES["baseline"]}
         floor = _measure_floor(epochs, repeats, key, ctx)
@@ -188,12 +204,11 @@ def run(ctx: BenchContext) -> BenchResult:
                            **names)
         result.compare(case, "fusions in the compiled HLO", "", floor["baseline"][3],
                        floor["jaxlean"][3], **names)
+    sides = {depth: QUICK_SIDES[depth] if ctx.quick else tuple(SIDES) for depth in depths}
+    measured = _measure_depths(depths, epochs, repeats, key, ctx, sides)
     for depth in depths:
-        sides = QUICK_SIDES[depth] if ctx.quick else tuple(SIDES)
-        for side, value in _measure_depth(depth, epochs, repeats, key, ctx, sides).items():
-            measured[depth, side] = value
         case = f"depth {depth} ({measured[depth, 'jaxlean'].params:,} parameters, complex)"
-        for side in sides[:-1]:
+        for side in sides[depth][:-1]:
             _compare_sides(result, case, measured[depth, side], measured[depth, "jaxlean"],
                            steps, SIDES[side])
     _targets(result, measured, depths, steps)
@@ -215,27 +230,52 @@ def _targets(result: BenchResult, measured: dict[tuple[int, str], Measured],
              depths: tuple[int, ...], steps: int) -> None:
     mid, deepest = (16, depths[-1]) if 16 in depths else (depths[-1], depths[-1])
     total = {side: measured[mid, side].total for side in SIDES if (mid, side) in measured}
-    result.target(f"compile at depth {mid}: baseline / jaxlean (trace+lower+compile)",
-                  total["baseline"] / total["jaxlean"], 5.0, op=">=")
-    result.target(f"jaxlean compile depth {deepest} / depth {depths[0]}",
-                  measured[deepest, "jaxlean"].total / measured[depths[0], "jaxlean"].total,
-                  1.5)
+
+    def ratio(a: Timing, b: Timing) -> dict:
+        return dict(value=a / b, spread=a.ratio_spread(b), noise=COMPILE_NOISE)
+
+    # The loop's compile grows with depth and the gap opens past depth 16 (full run: 8x at
+    # 64): at 16 this goal is missed at full size too, a known miss listed in BENCHMARKS.md.
+    result.target(f"compile at depth {mid}: {SIDES['baseline']} / jaxlean "
+                  "(trace+lower+compile)", limit=5.0, op=">=", quick=False,
+                  **ratio(total["baseline"], total["jaxlean"]))
+    result.target(f"jaxlean compile depth {deepest} / depth {depths[0]} (flat in depth)",
+                  limit=1.5, **ratio(measured[deepest, "jaxlean"].total,
+                                     measured[depths[0], "jaxlean"].total))
     for side, limit in (("baseline", 1.1), ("by_hand", 1.15)):
         ratios = {d: measured[d, "jaxlean"].step / measured[d, side].step
                   for d in depths if (d, side) in measured}
         worst = max(ratios, key=ratios.get)
-        result.target(f"time per step: jaxlean / {SIDES[side]} (worst depth, {worst})",
-                      ratios[worst], limit)
+        result.target(f"time per step: jaxlean / {SIDES[side]} (worst depth, {worst}; the same "
+                      "computation)", limit=limit, value=ratios[worst], noise=STEP_NOISE,
+                      spread=measured[worst, "jaxlean"].step.ratio_spread(
+                          measured[worst, side].step))
     result.target(f"compile at depth {mid}: jaxlean / {SIDES['by_hand']} "
-                  "(trace+lower+compile)", total["jaxlean"] / total["by_hand"], 1.15)
+                  "(trace+lower+compile; the same layout)", limit=1.15,
+                  **ratio(total["jaxlean"], total["by_hand"]))
     if "pypmm" in total:
         result.target(f"compile at depth {mid}: {SIDES['pypmm']} / jaxlean "
-                      "(trace+lower+compile)", total["pypmm"] / total["jaxlean"], 3.0,
-                      op=">=", quick=False)
+                      "(trace+lower+compile)", limit=3.0, op=">=", quick=False,
+                      **ratio(total["pypmm"], total["jaxlean"]))
     loss_gaps = [abs(c.value - c.baseline) / abs(c.baseline)
                  for c in result.comparisons if c.metric.startswith("loss after")]
     result.target(f"loss after {steps} steps: relative difference (worst depth and side)",
-                  max(loss_gaps), LOSS_RTOL)
+                  max(loss_gaps), LOSS_RTOL, noise=EXACT)
+    result.headline = _headline(measured, depths, mid, total)
+
+
+def _headline(measured: dict[tuple[int, str], Measured], depths: tuple[int, ...], mid: int,
+              total: dict[str, Timing]) -> str:
+    """What the run showed, in one sentence of its own figures."""
+    first, deepest = depths[0], depths[-1]
+    growth = {side: measured[deepest, side].total / measured[first, side].total
+              for side in ("jaxlean", "baseline")}
+    text = (f"PMM chain, fit(): compile {growth['jaxlean']:.2f}x from depth {first} to "
+            f"{deepest} (loop+optax: {growth['baseline']:.2f}x); "
+            f"at depth {mid} {total['baseline'] / total['jaxlean']:.1f}x faster than loop+optax")
+    if "pypmm" in total:
+        text += f", {total['pypmm'] / total['jaxlean']:.2f}x faster than pyPMM's branch by hand"
+    return text + f", {total['jaxlean'] / total['by_hand']:.2f}x a hand-written scan+packed loop."
 
 
 def _growth(result: BenchResult, measured: dict[tuple[int, str], Measured],
@@ -255,7 +295,8 @@ def _notes(result: BenchResult, quick: bool, epochs: int, repeats: int, steps: i
         f"All sides compile a training run of {epochs} epoch(s) of {EXAMPLES // BATCH} "
         f"minibatches of {BATCH} (pyPMM's complex Adam, lr {LEARNING_RATE}) and their "
         f"per-epoch losses agree within {LOSS_RTOL:g} before any figure is reported; compile "
-        f"times are medians of {repeats} fresh jit(s) per side, the sides in turn; time per "
+        f"times are medians of {repeats} fresh jit(s) per side, every side at every depth in "
+        f"turn each round; time per "
         f"step is the median of {repeats + 2} alternating timings of a whole run, divided by "
         f"{steps} steps.")
     result.notes.append(

@@ -8,7 +8,10 @@ import pytest
 from rich.console import Console
 
 from jaxlean.bench import BenchContext, Benchmark, BenchResult, Plot, Target, available
+from jaxlean.bench._measure import Timing
+from jaxlean.bench._registry import EXACT
 from jaxlean.bench._report import (
+    closing_lines,
     comparison_tables,
     format_value,
     markdown,
@@ -140,7 +143,7 @@ def test_write_outputs(tmp_path):
     assert "| n=4 | compile | loop | scan | ratio |" not in text
     assert "| case | metric | loop | scan | ratio |" in text
     assert "| n=4 | compile | 2.00 s | 500.00 ms | 0.25 |" in text
-    assert "| speed-up | 4 | >= 5 | FAIL |" in text
+    assert "| speed-up | 4 | >= 5 | - | FAIL |" in text
 
 
 def test_registry_discovers_layers_benchmark():
@@ -151,3 +154,77 @@ def test_cli_list_and_unknown(capsys):
     assert main(["bench", "--list"]) == 0
     assert "layers" in capsys.readouterr().out
     assert main(["bench", "no-such-benchmark"]) == 2
+
+
+@pytest.mark.parametrize(("value", "op", "noise", "spread", "verdict"), [
+    (0.80, "<=", 0.1, float("nan"), "met"),
+    (0.95, "<=", 0.1, float("nan"), "within noise"),
+    (1.05, "<=", 0.1, float("nan"), "within noise"),
+    (1.20, "<=", 0.1, float("nan"), "missed"),
+    (1.20, "<=", 0.1, 0.25, "within noise"),   # the measured spread widens the band
+    (1.20, "<=", 0.1, 0.05, "missed"),         # ... and never narrows the stated one
+    (1.00, "<=", 0.0, float("nan"), "met"),    # exact: the goal itself
+    (1.01, "<=", 0.0, float("nan"), "missed"),
+    (1.01, "<=", float("nan"), float("nan"), "missed"),  # no band stated: the goal decides
+    (1.01, "<=", float("nan"), 0.05, "within noise"),    # ... unless a spread was measured
+    (4.60, ">=", 0.1, float("nan"), "within noise"),
+    (4.40, ">=", 0.1, float("nan"), "missed"),
+    (6.00, ">=", 0.1, float("nan"), "met"),
+    (float("nan"), "<=", 0.1, float("nan"), "missed"),
+])
+def test_verdict_is_within_noise_inside_the_band_around_the_goal(value, op, noise, spread,
+                                                                 verdict):
+    limit = 5.0 if op == ">=" else 1.0
+    target = Target("t", value, limit, op, noise=noise, spread=spread)
+    assert target.verdict == verdict
+
+
+def test_ratio_spread_is_the_spread_of_per_round_ratios():
+    a, b = Timing((1.0, 2.0, 3.0)), Timing((1.0, 1.0, 1.0))
+    assert a.ratio_spread(b) == pytest.approx(0.5)
+    assert Timing((2.0, 4.0)).ratio_spread(Timing((1.0, 2.0))) == 0.0  # load hit both alike
+    five = Timing((1.0, 1.1, 1.2, 1.3, 3.0)).ratio_spread(Timing((1.0,) * 5))
+    assert five == pytest.approx(0.1 / 1.2)  # the outlying round is left out
+
+
+def noisy_result(quick=True):
+    result = BenchResult("noisy", "timed ratios", quick=quick)
+    result.target("parity of two timed sides", 1.04, 1.0, noise=0.1)
+    result.target("exact bytes", 0.2, 0.5, noise=EXACT)
+    result.target("no band stated", 0.9, 1.0)
+    result.headline = "Noisy: the figures of this run."
+    return result
+
+
+def test_target_rows_state_each_band_and_within_noise_is_not_a_miss(capsys):
+    text = " ".join(render(noisy_result()).split())
+    assert "within noise" in text and "±10%" in text and "exact" in text
+    assert "FAIL" not in text
+    assert _summary([noisy_result()], strict=True) == 0
+    out = capsys.readouterr().out
+    assert "2 met, 0 missed, 1 within noise" in out and "target missed" not in out
+    payload = noisy_result().to_dict()
+    assert [t["verdict"] for t in payload["targets"]] == ["within noise", "met", "met"]
+    assert payload["targets"][0]["band"] == 0.1 and payload["targets"][1]["band"] == 0.0
+    assert math.isnan(payload["targets"][2]["band"])
+    rows = markdown([noisy_result()], "cmd")
+    assert "| exact bytes | 0.2 | <= 0.5 | exact | pass |" in rows
+    assert "| no band stated | 0.9 | <= 1 | - | pass |" in rows
+
+
+def test_closing_lines_give_each_headline_then_the_full_run_command(capsys):
+    assert closing_lines([noisy_result(), wide_result(quick=True)]) == [
+        "Noisy: the figures of this run.",
+        "full sizes, every target: jaxlean bench noisy solver_with_a_long_name"]
+    assert closing_lines([noisy_result(quick=False)]) == ["Noisy: the figures of this run."]
+    _summary([noisy_result()], strict=False)
+    assert "full sizes, every target: jaxlean bench noisy" in capsys.readouterr().out
+
+
+def test_closing_lines_say_when_the_machine_was_busy():
+    busy, idle = noisy_result(), noisy_result()
+    busy.load, idle.load = 10_000.0, 0.0
+    assert not any("busy" in line for line in closing_lines([idle]))
+    assert "load average up to 10000.0" in closing_lines([idle, busy])[-2]
+    measured = Benchmark("demo", "a demo", lambda ctx: wide_result()).measure(BenchContext())
+    assert math.isfinite(measured.load)
