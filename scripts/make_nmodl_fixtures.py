@@ -131,7 +131,8 @@ def run(case: dict) -> dict[str, np.ndarray]:
     h.finitialize(case["v_init"])
     h.continuerun(case["t_max"])
     steps = round(case["t_max"] / case["dt"])
-    out = {name: np.stack([np.asarray(r)[1: steps + 1] for r in vectors], axis=1)
+    # From t=0 (v_init, the initial states), as jaxlean records.
+    out = {name: np.stack([np.asarray(r)[: steps + 1] for r in vectors], axis=1)
            for name, vectors in recordings.items()}
     reversals = {ion: float(getattr(soma(0.5), ion)) for ion in ("ena", "ek", "eca")
                  if hasattr(soma(0.5), ion)}

@@ -63,5 +63,5 @@ def test_checkpointing_is_judged_against_jaxs_every_step_gradient():
     assert time.value == pytest.approx(2.4 / 2.0) and time.noise == 0.1
     assert not per_forward.quick and per_forward.value == pytest.approx(2.5)
     assert segments.value == pytest.approx(6_000 / 16_000)
-    assert headline == ("checkpoint='sqrt' cuts the cable gradient's temp memory to 0.075x "
+    assert headline == ("remat='sqrt' cuts the cable gradient's temp memory to 0.075x "
                         "JAX's every-step gradient at 1,000 steps, for 1.20x its time")
