@@ -19,8 +19,8 @@ compile again.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -38,6 +38,7 @@ from jaxlean.models.neuron._program import Plan, initial_state, program
 from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.clamp import VoltageClamp
+from jaxlean.models.neuron.mechanisms import Insertion
 
 __all__ = ["Cell", "Stimulus", "VoltageClamp", "n_steps", "rest_state", "simulate",
            "step_current"]
@@ -223,26 +224,65 @@ _PROGRAMS: collections.OrderedDict[tuple, Callable] = collections.OrderedDict()
 _MAX_PROGRAMS = 64
 
 
+def _jax_configuration() -> tuple:
+    """What a traced program depends on besides its plan: 64-bit mode, the default matmul
+    precision, the backend and default device, the dtype promotion rule."""
+    return (bool(jax.config.jax_enable_x64), jax.config.jax_default_matmul_precision,
+            jax.default_backend(), jax.config.jax_default_device,
+            jax.config.jax_numpy_dtype_promotion)
+
+
+def _structure(cell: Cell, insertions: tuple[Insertion, ...]) -> tuple:
+    """The cell's structure and its mechanisms where they are inserted: equal for equal cells."""
+    return (cell.structure, tuple((ins.mechanism, None if ins.compartments is None else
+                                   tuple(ins.compartments.tolist())) for ins in insertions))
+
+
+def _cached(key: tuple, build: Callable[[], Callable]) -> Callable:
+    if key in _PROGRAMS:
+        _PROGRAMS.move_to_end(key)
+    else:
+        _PROGRAMS[key] = build()
+        while len(_PROGRAMS) > _MAX_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+    return _PROGRAMS[key]
+
+
 def _cached_program(plan: Plan, with_initial: bool) -> Callable:
-    """One compiled program per cell structure and static options, the last 64 kept
-    (``jax.jit`` then caches per argument shapes). A program uses only the cell's
-    structure (:attr:`Cell.structure`), so equal cells share it."""
-    key = (plan.cell.structure,
-           tuple((ins.mechanism, None if ins.compartments is None else
-                  tuple(ins.compartments.tolist())) for ins in plan.insertions),
+    """One compiled program per cell structure, static options and JAX configuration
+    (:func:`_jax_configuration`), the last 64 kept (``jax.jit`` then caches per argument
+    shapes). A program uses only the cell's structure (:attr:`Cell.structure`), so equal
+    cells share it."""
+    key = ("simulate", _jax_configuration(), _structure(plan.cell, plan.insertions),
            plan.dt, plan.steps, plan.every,
            tuple((name, k, tuple(pos.tolist())) for name, (k, pos) in plan.sites.items()),
            tuple(plan.targets.tolist()), tuple(plan.clamped.tolist()),
            tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
            plan.remat if isinstance(plan.remat, str | None) else tuple(plan.remat),
            plan.progress and interval(), with_initial)  # the interval is read when traced
-    if key in _PROGRAMS:
-        _PROGRAMS.move_to_end(key)
-    else:
-        _PROGRAMS[key] = program(plan)
-        while len(_PROGRAMS) > _MAX_PROGRAMS:
-            _PROGRAMS.popitem(last=False)
-    return _PROGRAMS[key]
+
+    def build() -> Callable:
+        cell, insertions = _own_arrays(plan.cell, plan.insertions)
+        return program(dataclasses.replace(plan, cell=cell, insertions=insertions))
+
+    return _cached(key, build)
+
+
+def _own_arrays(cell: Cell, insertions: tuple[Insertion, ...]):
+    """Copies of ``cell`` and ``insertions`` with their own NumPy arrays.
+
+    JAX 0.10 can carry what it derived from a NumPy array in a trace under one 64-bit
+    setting into a later trace under the other (a ``simulate`` inside
+    ``jax.enable_x64(True)``, then one outside, failed with ``lax.add requires arguments
+    to have the same dtypes, got int64, int32``, even from a new ``jax.jit``); a program
+    that shares no array with the programs of other configurations is traced afresh.
+    """
+    arrays = {field.name: np.array(getattr(cell, field.name))
+              for field in dataclasses.fields(cell)
+              if isinstance(getattr(cell, field.name), np.ndarray)}
+    insertions = tuple(Insertion(ins.mechanism, None if ins.compartments is None
+                                 else np.array(ins.compartments)) for ins in insertions)
+    return dataclasses.replace(cell, **arrays, tree=copy.deepcopy(cell.tree)), insertions
 
 
 def rest_state(cell: Cell, params: parameters.Params) -> dict:
@@ -250,12 +290,14 @@ def rest_state(cell: Cell, params: parameters.Params) -> dict:
     rest there, step 0. Edit it (a voltage, a gate) and pass it as ``simulate(initial=...)``."""
     insertions = cell.insertions(params)
     parameters.check(cell, params, insertions)
-    return _rest_state(cell, insertions, {name: _strong(v) for name, v in params.items()})
 
+    def build() -> Callable:
+        own_cell, own = _own_arrays(cell, insertions)
+        return jax.jit(lambda p: initial_state(own_cell, own,
+                                               parameters.expand(own_cell, p, own)))
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _rest_state(cell: Cell, insertions: tuple, params: parameters.Params) -> dict:
-    return initial_state(cell, insertions, parameters.expand(cell, params, insertions))
+    rest = _cached(("rest_state", _jax_configuration(), _structure(cell, insertions)), build)
+    return rest({name: _strong(v) for name, v in params.items()})
 
 
 def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus], dt: float,
