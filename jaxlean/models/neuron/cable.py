@@ -34,10 +34,12 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import clamp as clamps_
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron import spikes as spikes_
+from jaxlean.models.neuron._ion_pool import ion_uses
 from jaxlean.models.neuron._program import Plan, initial_state, program
 from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.clamp import VoltageClamp
+from jaxlean.models.neuron.ions import variables
 from jaxlean.models.neuron.mechanisms import Insertion
 
 __all__ = ["Cell", "Stimulus", "VoltageClamp", "n_steps", "rest_state", "simulate",
@@ -138,7 +140,10 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
         wanted = {name: record for name in as_names(names, "states")}
     owners = {"v": None}
     for k, ins in enumerate(insertions):
-        owners.update({name: k for name in (*ins.mechanism.states, *ins.mechanism.currents)})
+        owners.update({name: k for name in (*ins.mechanism.own_states(),
+                                            *ins.mechanism.currents)})
+    ions = _ion_variables(cell, insertions)
+    owners.update({name: None for name in ions})
     if clamped.size:
         owners["i_clamp"] = None
     unknown = [name for name in wanted if name not in owners]
@@ -147,7 +152,7 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
     sites: dict[str, tuple[int | None, np.ndarray]] = {}
     for name, record in wanted.items():
         k = owners[name]
-        if name == "v":
+        if name == "v" or name in ions:
             sites[name] = (None, record)
         elif k is None:
             sites[name] = (None, np.arange(clamped.size))
@@ -163,6 +168,18 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
                                   f"{insertions[k].mechanism.name!r} is not inserted there")
             sites[name] = (k, np.searchsorted(where, record))
     return sites
+
+
+def _ion_variables(cell: Cell, insertions) -> tuple[str, ...]:
+    """The ion variables a run can record: each used ion's reversal, its current where a
+    mechanism writes or reads it, its concentrations where they are used."""
+    names = []
+    for use in ion_uses(cell.n, insertions).values():
+        ion = variables(use.ion)
+        names.append(ion["e"])
+        names += [ion["current"]] if use.current else []
+        names += [ion["i"], ion["o"]] if use.concentrations else []
+    return tuple(names)
 
 
 def _spike_inputs(insertions, spikes: Mapping | None) -> dict[str, jax.Array]:
@@ -325,8 +342,10 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
       states: a name or names to record: ``"v"`` (mV), any mechanism's states (``"m"``,
         ``"g_expsyn"``, ...) or currents (``"i_na"``: mA/cm2, ``"i_expsyn"``: nA,
         computed at the voltage at the start of each step, as NEURON records
-        them), ``"i_clamp"`` (nA); or ``{name: compartments}`` to record each
-        name at its own compartments (instead of ``record``).
+        them), ``"i_clamp"`` (nA), the ions' variables (``"eca"`` and ``"ica"`` of
+        the step, ``"cai"`` after it; see :mod:`~jaxlean.models.neuron.ions`); or
+        ``{name: compartments}`` to record each name at its own compartments
+        (instead of ``record``).
       remat: memory of the backward pass over time (rematerialisation; formerly
         ``checkpoint``, which now raises an error naming ``remat``). ``None`` (the
         default) keeps each step's voltage, the solve's result, and recomputes the
@@ -393,6 +412,6 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         expected = jax.eval_shape(lambda: initial_state(
             cell, insertions, parameters.expand(cell, params, insertions)))
         _check_initial(initial, expected)
-        initial = {"v": initial["v"], "states": initial["states"], "step": initial["step"]}
+        initial = {key: initial[key] for key in expected}
     return run(params, currents, spike_times, clamp_values, initial)
 
