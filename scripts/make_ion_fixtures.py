@@ -3,11 +3,12 @@
 Needs ``neuron`` (``pip install neuron``) and a C compiler for ``nrnivmodl``. The
 three ``.mod`` files of ``tests/models/neuron/fixtures/ions_mods/`` are compiled:
 a high-voltage Ca channel (``hva``: ``USEION ca READ eca WRITE ica``), a calcium
-shell as ``CaDynamics_E2.mod`` (``cad``: ``USEION ca READ ica WRITE cai``) and an
-SK channel reading the calcium (``sk``: ``USEION ca READ cai``). The cell: a
-one-segment soma with two children, ``dend`` and ``apic``:
+shell as ``CaDynamics_E2.mod`` (``cad``: ``USEION ca READ ica WRITE cai``), an
+SK channel reading the calcium (``sk``: ``USEION ca READ cai``) and a T-type
+channel with a GHK current (``cat``: ``USEION ca READ cai, cao WRITE ica``). The
+cell: a one-segment soma with two children, ``dend`` and ``apic``:
 
-* soma: ``hh``, ``hva``, ``cad``, ``sk``: ``cai`` is a state, ``eca`` follows it;
+* soma: ``hh``, ``hva``, ``cad``, ``sk``, ``cat``: ``cai`` is a state, ``eca`` follows it;
 * dend: ``pas``, ``hva``, ``sk``: ``cai`` is read only, so ``eca`` is computed from
   ``cai0``/``cao0`` at ``finitialize`` (not NEURON's default ``eca``);
 * apic: ``pas``, ``hva``: no concentration in use, ``eca`` is the parameter.
@@ -41,9 +42,9 @@ CASE = {"soma_L": 20.0, "soma_diam": 20.0, "dend_L": 200.0, "dend_diam": 2.0, "d
         "pas": {"g": 3e-4, "e": -65.0},
         "hva": {"soma": 2e-3, "dend": 1e-3, "apic": 1.5e-3},
         "cad": {"gamma": 0.05, "decay": 80.0, "depth": 0.1, "minCai": 1e-4},
-        "sk": {"soma": 3e-3, "dend": 1e-3}}
+        "sk": {"soma": 3e-3, "dend": 1e-3}, "cat": {"soma": 2e-5}}
 """The cell and its values (NEURON's names, ``hh`` at its defaults)."""
-RECORD = {"soma": ["v", "cai", "ica", "eca", "ik", "m_hva", "z_sk"],
+RECORD = {"soma": ["v", "cai", "ica", "eca", "ik", "m_hva", "z_sk", "m_cat"],
           "dend": ["v", "eca", "ica", "cai", "z_sk"], "apic": ["v", "eca", "ica"]}
 """What is recorded at the centre of each section (the middle segment)."""
 GHK_SAMPLES = [(-80.0, 1e-4, 2.0), (-1e-3, 5e-5, 2.0), (0.0, 1e-4, 2.0), (30.0, 2e-4, 1.5)]
@@ -111,11 +112,13 @@ def run() -> dict[str, np.ndarray]:
             for segment in section:
                 segment.sk.gbar = CASE["sk"][name]
     soma.insert("cad")
+    soma.insert("cat")
+    soma(0.5).cat.pbar = CASE["cat"]["soma"]
     for key, value in CASE["cad"].items():
         setattr(soma(0.5).cad, key, value)
     clamp = h.IClamp(soma(0.5))
     clamp.delay, clamp.dur, clamp.amp = (CASE["iclamp"][k] for k in ("delay", "dur", "amp"))
-    references = {"m_hva": "m_hva", "z_sk": "z_sk"}
+    references = {"m_hva": "m_hva", "z_sk": "z_sk", "m_cat": "m_cat"}
     recordings = {}
     for name, quantities in RECORD.items():
         for quantity in quantities:
@@ -130,7 +133,7 @@ def run() -> dict[str, np.ndarray]:
     out = {name: np.asarray(vector)[: steps + 1] for name, vector in recordings.items()}
     ghk = [h.ghk(v, ci, co, 2) for v, ci, co in GHK_SAMPLES]
     nernst = [h.nernst(ci, co, 2) for _, ci, co in GHK_SAMPLES]
-    order = [name for name in _mechanism_order(h) if name in ("hh", "pas", "hva", "cad", "sk")]
+    order = [name for name in _mechanism_order(h) if name in ("hh", "pas", "hva", "cad", "sk", "cat")]
     meta = {"case": CASE, "record": RECORD, "defaults": defaults, "ghk_samples": GHK_SAMPLES,
             "ghk": ghk, "nernst": nernst, "order": order,
             "neuron_version": __import__("neuron").__version__}

@@ -313,6 +313,10 @@ def _check_ions(mechanism: Mechanism, where: str) -> None:
             if written in use.write and written not in mechanism.states:
                 raise ConfigError(f"{where}: it writes {written!r}; list it in its states "
                                   f"(the concentration is a state of the mechanism)")
+    taken = sorted(names & set(mechanism.currents))
+    if taken:
+        raise ConfigError(f"{where}: current names {taken} are ion variables; name its own "
+                          f"currents otherwise (the ion's total is recorded by that name)")
     if mechanism.advance is not None and mechanism.ions:
         raise ConfigError(f"{where}: advance cannot be combined with ions")
 
