@@ -42,6 +42,7 @@ import warnings
 import numpy as np
 
 from jaxlean.errors import MorphologyError
+from jaxlean.models.neuron._section import Section
 
 _ONE = 100          # NEURON counts children as 1 (next line) or 1.01 (later line): x100
 SOMA = 1
@@ -108,8 +109,6 @@ def _three_point_soma(m, pix: np.ndarray, nchild: np.ndarray) -> bool:
 
 def sections(m, where: str) -> list:
     """Import3d's sections of morphology ``m`` (see the module docstring), in its order."""
-    from jaxlean.models.neuron.swc import Section
-
     _check_order(m, where)
     m = dataclasses.replace(m, xyz=_as_read(m.xyz), radius=_as_read(m.radius))
     types, pix = m.types, m.parents.copy()

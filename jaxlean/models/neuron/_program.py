@@ -35,8 +35,10 @@ from jax.extend.core import Primitive
 from jaxlean.linalg import Tree, tree_solve_in_layout
 from jaxlean.models.neuron import clamp, spikes
 from jaxlean.models.neuron import params as parameters
+from jaxlean.models.neuron._ion_pool import concentrations, ion_uses, reversals, view, written
 from jaxlean.models.neuron._time import Remat, scan_in_segments, scan_steps
 from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.ions import variables
 from jaxlean.models.neuron.mechanisms import Insertion
 
 
@@ -106,16 +108,38 @@ def _save_only_solves(primitive: Primitive, *_, **__) -> bool:
 
 
 def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, jax.Array]) -> dict:
-    """Voltage ``v_init`` everywhere, states at rest there, step 0."""
+    """Voltage ``v_init`` everywhere, states at rest there, step 0; the ions' concentrations
+    (``"ions"``, where a cell uses them) at ``<ion>i0``/``<ion>o0``, then as the mechanisms'
+    initial values write them, in insertion order (NEURON's ``finitialize``)."""
     v_init = p["v_init"]
+    uses = ion_uses(cell.n, insertions)
+    pool = {name: p[name + "0"] for name in concentrations(uses)}
+    celsius = p["celsius"][0]
     states = {}
     for ins in insertions:
         mechanism = ins.mechanism
         own = {k: p[k] if mechanism.point else ins.gather(p[k]) for k in mechanism.parameters}
-        states[mechanism.name] = mechanism.initial(ins.gather(v_init), own)
-    return {"v": jnp.concatenate([v_init, v_init[cell.junction_owner]]), "states": states,
-            "step": jnp.zeros((), jnp.int32)}
+        if not (mechanism.ions or mechanism.dstate or mechanism.init):
+            states[mechanism.name] = mechanism.initial(ins.gather(v_init), own)
+            continue
+        values = {**pool, **reversals(uses, pool, p, celsius, lambda use: use.computed),
+                  **{variables(u.ion)["current"]: jnp.zeros_like(v_init) for u in uses.values()
+                     if u.current}}
+        local = {**view(mechanism, values, ins.gather), "celsius": celsius}
+        start = mechanism.initial(ins.gather(v_init), own, local)
+        states[mechanism.name] = {s: start[s] for s in mechanism.own_states()}
+        for name in written(mechanism):
+            pool[name] = (start[name] if ins.compartments is None
+                          else pool[name].at[ins.compartments].set(start[name]))
+    out = {"v": jnp.concatenate([v_init, v_init[cell.junction_owner]]), "states": states,
+           "step": jnp.zeros((), jnp.int32)}
+    if pool:
+        out["ions"] = pool
+    return out
 
+
+_DV = 0.001
+"""NEURON's voltage step (mV) for the slope of a voltage-dependent current."""
 
 PAD_TO = 128
 """Large loop vectors are padded to a multiple of this many entries (:class:`Layout`)."""
@@ -209,13 +233,46 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
     def gather(k, x):
         return x if where[k] is None else x[where[k]]
 
-    def membrane(v, states):  # the membrane's diagonal and drive, and each current's flow
+    def add(k, total, x):
+        return total + x if where[k] is None else total.at[where[k]].add(x)
+
+    uses = ion_uses(n, plan.insertions)
+    computed = {ion: np.append(np.concatenate([use.computed, use.computed[cell.junction_owner]]),
+                               False)[layout.order] for ion, use in uses.items()}
+    ion_params = {name: to_layout(p[name]) for use in uses.values()
+                  for name in [variables(use.ion)["e"]] if use.reversal}
+
+    def membrane(v, states, pool):
+        """The membrane's diagonal and drive, each current's flow, and the ions' reversals and
+        total currents (``{"eca": ..., "ica": ...}``) at the start of a step."""
         diag, rhs = capacitance_dt, capacitance_dt * v
         flows = {}
+        ions = {**pool, **reversals(uses, pool, ion_params, celsius,
+                                    lambda use: computed[use.ion])}
+        totals = {variables(u.ion)["current"]: jnp.zeros_like(v) for u in uses.values()
+                  if u.current}
         for k, ins in enumerate(plan.insertions):
             mechanism, name = ins.mechanism, ins.mechanism.name
             local = gather(k, v)
-            for current, (g, e) in mechanism.conductances(states[name], own[k]).items():
+            if mechanism.voltage_dependent:
+                given = {**states[name], **view(mechanism, ions, functools.partial(gather, k)),
+                         "celsius": celsius}
+                now = mechanism.currents_at(local, given, own[k], given)
+                later = mechanism.currents_at(local + _DV, given, own[k], given)
+                for current, i in now.items():
+                    i = jnp.broadcast_to(i, local.shape)
+                    slope = (later[current] - i) / _DV  # NEURON's di/dv
+                    flows[current] = i
+                    diag, rhs = add(k, diag, scale[k] * slope), add(k, rhs, scale[k] * (
+                        slope * local - i))
+                    carrier = mechanism.ion_of(mechanism.currents[current][1])
+                    if carrier is not None:
+                        totals[f"i{carrier}"] = add(k, totals[f"i{carrier}"], i)
+                continue
+            given = states[name]
+            if mechanism.ions:
+                given = {**given, **view(mechanism, ions, functools.partial(gather, k))}
+            for current, (g, e) in mechanism.conductances(given, own[k], given).items():
                 g = jnp.broadcast_to(g, local.shape)
                 flows[current] = g * (local - e)
                 if where[k] is None:
@@ -223,7 +280,24 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
                 else:
                     diag = diag.at[where[k]].add(scale[k] * g)
                     rhs = rhs.at[where[k]].add(scale[k] * g * e)
-        return diag, rhs, flows
+                carrier = mechanism.ion_of(mechanism.currents[current][1])
+                if carrier is not None:
+                    totals[f"i{carrier}"] = add(k, totals[f"i{carrier}"], flows[current])
+        return diag, rhs, flows, {**ions, **totals}
+
+    def advance(k, states, pool, ions, v_new):
+        """Mechanism ``k``'s states after a step; the concentrations it writes in ``pool``."""
+        ins = plan.insertions[k]
+        mechanism, name = ins.mechanism, ins.mechanism.name
+        if not (mechanism.ions or mechanism.dstate):
+            return ins.mechanism.step(states[name], gather(k, v_new), dt, speed[k], own[k])
+        given = {**states[name], **view(mechanism, {**ions, **pool},
+                                        functools.partial(gather, k)), "celsius": celsius}
+        new = mechanism.step(given, gather(k, v_new), dt, speed[k], own[k])
+        for conc in written(mechanism):
+            pool[conc] = new[conc] if where[k] is None else pool[conc].at[where[k]].set(
+                new[conc])
+        return {s: new[s] for s in mechanism.own_states()}
 
     def step(carry, x):
         v, states = carry["v"], dict(carry["states"])
@@ -234,7 +308,8 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
                 states[name] = {**states[name], **{
                     s: states[name][s] + arrived * jump
                     for s, jump in mechanism.spike_increments(own[k]).items()}}
-        diag, rhs, flows = membrane(v, states)
+        pool = dict(carry.get("ions", {}))
+        diag, rhs, flows, ions = membrane(v, states, pool)
         if plan.targets.size:
             rhs = rhs.at[targets].add(stimulus_scale * x["current"])
         if plan.clamped.size:
@@ -245,16 +320,16 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
         diag, rhs = jnp.where(has_membrane, diag, 0.0), jnp.where(has_membrane, rhs, 0.0)
         v_new = tree_solve_in_layout(layout.tree, lower, diag_axial + diag, upper, rhs)
         for k, ins in enumerate(plan.insertions):
-            name = ins.mechanism.name
-            states[name] = ins.mechanism.step(states[name], gather(k, v_new), dt,
-                                              speed[k], own[k])
+            states[ins.mechanism.name] = advance(k, states, pool, ions, v_new)
         if plan.clamped.size:
             flows["i_clamp"] = g_clamp * (x["vc"] - v_new[clamped])
         new = {"v": v_new, "states": states, "step": carry["step"] + 1}
+        if pool:
+            new["ions"] = pool
         if plan.detectors.size:
             new["detect"] = spikes.detect(carry["detect"], v[detectors], v_new[detectors],
                                           plan.threshold, (carry["step"] + 1) * dt)
-        return new, _record(plan, at, new, flows)
+        return new, _record(plan, at, new, flows, {**ions, **pool})
 
     everywhere = {ins.mechanism.name for ins in plan.insertions if ins.compartments is None}
 
@@ -264,35 +339,45 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
 
     carry = {"v": layout.put(state["v"]), "states": states_on(to_layout, state["states"]),
              "step": state["step"]}
+    if "ions" in state:
+        carry["ions"] = {name: to_layout(c) for name, c in state["ions"].items()}
     if plan.detectors.size:
         carry["detect"] = (jnp.full((plan.detectors.size, plan.max_spikes), jnp.inf,
                                     capacitance_dt.dtype),
                            jnp.zeros(plan.detectors.size, jnp.int32))
-    flows = membrane(carry["v"], carry["states"])[2]
+    _, _, flows, ions = membrane(carry["v"], carry["states"], carry.get("ions", {}))
     if plan.clamped.size:
         flows["i_clamp"] = (xs["on"][0] / clamp_values["rs"]) * (xs["vc"][0]
                                                                  - carry["v"][clamped])
-    start = _record(plan, at, carry, flows)   # the first sample: the state the run starts from
+    start = _record(plan, at, carry, flows, ions)  # the first sample: the starting state
     carry, trace = _loop(plan, step, carry, xs)
     trace = {name: jnp.concatenate([start[name][None], values]) for name, values in trace.items()}
     out = {**trace, "t": (first + jnp.arange(steps // plan.every + 1) * plan.every) * dt,
            "final": {"v": layout.take(carry["v"], cell.tree.n),
                      "states": states_on(lambda a: layout.take(a, n), carry["states"]),
                      "step": carry["step"]}}
+    if "ions" in carry:
+        out["final"]["ions"] = {name: layout.take(c, n) for name, c in carry["ions"].items()}
     if plan.detectors.size:
         out["spikes"], out["spike_count"] = carry["detect"]
     return out
 
 
-def _record(plan: Plan, at: np.ndarray, new: dict, flows: dict) -> dict[str, jax.Array]:
-    """The recorded values of a step; ``at`` maps compartments to the loop's layout."""
+def _record(plan: Plan, at: np.ndarray, new: dict, flows: dict,
+            ions: dict) -> dict[str, jax.Array]:
+    """The recorded values of a step; ``at`` maps compartments to the loop's layout; ``ions``
+    holds the ions' variables (the reversals and currents of the step, the concentrations
+    after it)."""
     out = {}
     for name, (k, positions) in plan.sites.items():
-        # positions index compartments for "v" and mechanisms inserted everywhere
-        everywhere = name == "v" or (k is not None and plan.insertions[k].compartments is None)
+        # positions index compartments for "v", ions and mechanisms inserted everywhere
+        everywhere = (name in ("v", *ions)
+                      or (k is not None and plan.insertions[k].compartments is None))
         where = at[positions] if everywhere else positions
         if name == "v":
             out[name] = new["v"][where]
+        elif name in ions:
+            out[name] = ions[name][where]
         elif k is None or name in flows:
             out[name] = flows[name][where]
         else:

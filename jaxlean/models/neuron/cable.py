@@ -19,8 +19,8 @@ compile again.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -34,10 +34,13 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import clamp as clamps_
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron import spikes as spikes_
+from jaxlean.models.neuron._ion_pool import ion_uses
 from jaxlean.models.neuron._program import Plan, initial_state, program
 from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.clamp import VoltageClamp
+from jaxlean.models.neuron.ions import variables
+from jaxlean.models.neuron.mechanisms import Insertion
 
 __all__ = ["Cell", "Stimulus", "VoltageClamp", "n_steps", "rest_state", "simulate",
            "step_current"]
@@ -137,7 +140,10 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
         wanted = {name: record for name in as_names(names, "states")}
     owners = {"v": None}
     for k, ins in enumerate(insertions):
-        owners.update({name: k for name in (*ins.mechanism.states, *ins.mechanism.currents)})
+        owners.update({name: k for name in (*ins.mechanism.own_states(),
+                                            *ins.mechanism.currents)})
+    ions = _ion_variables(cell, insertions)
+    owners.update({name: None for name in ions})
     if clamped.size:
         owners["i_clamp"] = None
     unknown = [name for name in wanted if name not in owners]
@@ -146,7 +152,7 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
     sites: dict[str, tuple[int | None, np.ndarray]] = {}
     for name, record in wanted.items():
         k = owners[name]
-        if name == "v":
+        if name == "v" or name in ions:
             sites[name] = (None, record)
         elif k is None:
             sites[name] = (None, np.arange(clamped.size))
@@ -162,6 +168,18 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
                                   f"{insertions[k].mechanism.name!r} is not inserted there")
             sites[name] = (k, np.searchsorted(where, record))
     return sites
+
+
+def _ion_variables(cell: Cell, insertions) -> tuple[str, ...]:
+    """The ion variables a run can record: each used ion's reversal, its current where a
+    mechanism writes or reads it, its concentrations where they are used."""
+    names = []
+    for use in ion_uses(cell.n, insertions).values():
+        ion = variables(use.ion)
+        names.append(ion["e"])
+        names += [ion["current"]] if use.current else []
+        names += [ion["i"], ion["o"]] if use.concentrations else []
+    return tuple(names)
 
 
 def _spike_inputs(insertions, spikes: Mapping | None) -> dict[str, jax.Array]:
@@ -223,26 +241,65 @@ _PROGRAMS: collections.OrderedDict[tuple, Callable] = collections.OrderedDict()
 _MAX_PROGRAMS = 64
 
 
+def _jax_configuration() -> tuple:
+    """What a traced program depends on besides its plan: 64-bit mode, the default matmul
+    precision, the backend and default device, the dtype promotion rule."""
+    return (bool(jax.config.jax_enable_x64), jax.config.jax_default_matmul_precision,
+            jax.default_backend(), jax.config.jax_default_device,
+            jax.config.jax_numpy_dtype_promotion)
+
+
+def _structure(cell: Cell, insertions: tuple[Insertion, ...]) -> tuple:
+    """The cell's structure and its mechanisms where they are inserted: equal for equal cells."""
+    return (cell.structure, tuple((ins.mechanism, None if ins.compartments is None else
+                                   tuple(ins.compartments.tolist())) for ins in insertions))
+
+
+def _cached(key: tuple, build: Callable[[], Callable]) -> Callable:
+    if key in _PROGRAMS:
+        _PROGRAMS.move_to_end(key)
+    else:
+        _PROGRAMS[key] = build()
+        while len(_PROGRAMS) > _MAX_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+    return _PROGRAMS[key]
+
+
 def _cached_program(plan: Plan, with_initial: bool) -> Callable:
-    """One compiled program per cell structure and static options, the last 64 kept
-    (``jax.jit`` then caches per argument shapes). A program uses only the cell's
-    structure (:attr:`Cell.structure`), so equal cells share it."""
-    key = (plan.cell.structure,
-           tuple((ins.mechanism, None if ins.compartments is None else
-                  tuple(ins.compartments.tolist())) for ins in plan.insertions),
+    """One compiled program per cell structure, static options and JAX configuration
+    (:func:`_jax_configuration`), the last 64 kept (``jax.jit`` then caches per argument
+    shapes). A program uses only the cell's structure (:attr:`Cell.structure`), so equal
+    cells share it."""
+    key = ("simulate", _jax_configuration(), _structure(plan.cell, plan.insertions),
            plan.dt, plan.steps, plan.every,
            tuple((name, k, tuple(pos.tolist())) for name, (k, pos) in plan.sites.items()),
            tuple(plan.targets.tolist()), tuple(plan.clamped.tolist()),
            tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
            plan.remat if isinstance(plan.remat, str | None) else tuple(plan.remat),
            plan.progress and interval(), with_initial)  # the interval is read when traced
-    if key in _PROGRAMS:
-        _PROGRAMS.move_to_end(key)
-    else:
-        _PROGRAMS[key] = program(plan)
-        while len(_PROGRAMS) > _MAX_PROGRAMS:
-            _PROGRAMS.popitem(last=False)
-    return _PROGRAMS[key]
+
+    def build() -> Callable:
+        cell, insertions = _own_arrays(plan.cell, plan.insertions)
+        return program(dataclasses.replace(plan, cell=cell, insertions=insertions))
+
+    return _cached(key, build)
+
+
+def _own_arrays(cell: Cell, insertions: tuple[Insertion, ...]):
+    """Copies of ``cell`` and ``insertions`` with their own NumPy arrays.
+
+    JAX 0.10 can carry what it derived from a NumPy array in a trace under one 64-bit
+    setting into a later trace under the other (a ``simulate`` inside
+    ``jax.enable_x64(True)``, then one outside, failed with ``lax.add requires arguments
+    to have the same dtypes, got int64, int32``, even from a new ``jax.jit``); a program
+    that shares no array with the programs of other configurations is traced afresh.
+    """
+    arrays = {field.name: np.array(getattr(cell, field.name))
+              for field in dataclasses.fields(cell)
+              if isinstance(getattr(cell, field.name), np.ndarray)}
+    insertions = tuple(Insertion(ins.mechanism, None if ins.compartments is None
+                                 else np.array(ins.compartments)) for ins in insertions)
+    return dataclasses.replace(cell, **arrays, tree=copy.deepcopy(cell.tree)), insertions
 
 
 def rest_state(cell: Cell, params: parameters.Params) -> dict:
@@ -250,12 +307,14 @@ def rest_state(cell: Cell, params: parameters.Params) -> dict:
     rest there, step 0. Edit it (a voltage, a gate) and pass it as ``simulate(initial=...)``."""
     insertions = cell.insertions(params)
     parameters.check(cell, params, insertions)
-    return _rest_state(cell, insertions, {name: _strong(v) for name, v in params.items()})
 
+    def build() -> Callable:
+        own_cell, own = _own_arrays(cell, insertions)
+        return jax.jit(lambda p: initial_state(own_cell, own,
+                                               parameters.expand(own_cell, p, own)))
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _rest_state(cell: Cell, insertions: tuple, params: parameters.Params) -> dict:
-    return initial_state(cell, insertions, parameters.expand(cell, params, insertions))
+    rest = _cached(("rest_state", _jax_configuration(), _structure(cell, insertions)), build)
+    return rest({name: _strong(v) for name, v in params.items()})
 
 
 def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus], dt: float,
@@ -283,8 +342,10 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
       states: a name or names to record: ``"v"`` (mV), any mechanism's states (``"m"``,
         ``"g_expsyn"``, ...) or currents (``"i_na"``: mA/cm2, ``"i_expsyn"``: nA,
         computed at the voltage at the start of each step, as NEURON records
-        them), ``"i_clamp"`` (nA); or ``{name: compartments}`` to record each
-        name at its own compartments (instead of ``record``).
+        them), ``"i_clamp"`` (nA), the ions' variables (``"eca"`` and ``"ica"`` of
+        the step, ``"cai"`` after it; see :mod:`~jaxlean.models.neuron.ions`); or
+        ``{name: compartments}`` to record each name at its own compartments
+        (instead of ``record``).
       remat: memory of the backward pass over time (rematerialisation; formerly
         ``checkpoint``, which now raises an error naming ``remat``). ``None`` (the
         default) keeps each step's voltage, the solve's result, and recomputes the
@@ -351,6 +412,6 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         expected = jax.eval_shape(lambda: initial_state(
             cell, insertions, parameters.expand(cell, params, insertions)))
         _check_initial(initial, expected)
-        initial = {"v": initial["v"], "states": initial["states"], "step": initial["step"]}
+        initial = {key: initial[key] for key in expected}
     return run(params, currents, spike_times, clamp_values, initial)
 

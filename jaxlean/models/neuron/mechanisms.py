@@ -19,6 +19,36 @@ backward Euler with ``cnexp`` needs:
 * ``on_spike(p) -> {state: increment}`` (point mechanisms): what one input spike
   adds (``NET_RECEIVE``), e.g. the synaptic weight.
 
+Ions, general state equations and voltage-dependent currents (what ``.mod`` files
+with ``USEION`` need, see :mod:`~jaxlean.models.neuron.ions`):
+
+* ``ions``: :class:`~jaxlean.models.neuron.ions.UseIon` declarations, NEURON's
+  ``USEION ca READ eca WRITE ica``. A current whose reversal is an ion's (``"eca"``)
+  is carried by that ion and adds to its total ``ica``; so does a current function
+  given with the ion's current as its "reversal" (``(current, "ica")``). The ion
+  variables read (``eca``, ``cai``, ``ica``, ...) are entries of the states mapping
+  every function of the mechanism receives.
+* ``dstate(v, s, p) -> {state: (a, b)}``: each state obeys ``x' = a + b x``
+  (``b`` constant over the step, ``a`` and ``b`` may read the states, read ion
+  variables and ``s["celsius"]``), advanced as NEURON's ``cnexp`` does
+  (``x + (1 - exp(b dt)) (-a / b - x)``, exact for a linear equation; ``b = 0``,
+  a Python zero: ``x + a dt``). This covers gates (``a = inf / tau``,
+  ``b = -1 / tau``) and calcium shells, whose state is the ion's concentration
+  (``states=("cai",)``, written: ``UseIon("ca", read=("ica",), write=("cai",))``).
+  States start at ``init(v, s, p)`` if given, else at ``-a / b``; a concentration
+  at the ion's ``cai0``.
+* ``voltage_dependent=True``: the currents read ``s["v"]`` (an NMDA Mg block) and
+  ``s["celsius"]``, and a current may be a function (``(current, None)``, or
+  ``(current, "ica")`` carried by an ion, e.g. ``P m**2 ghk(v, cai, cao, 2, celsius)``).
+  The membrane is then linearised as NEURON does for every current: the slope
+  ``(i(v + 0.001) - i(v)) / 0.001``.
+
+Every step, in NEURON's order: currents at the start of the step (reversals from
+the concentrations then), the voltage solve, then each mechanism's states at the
+new voltage in insertion order (a concentration written by one mechanism is read
+by the mechanisms after it in that order, as NEURON's mechanism order does).
+Ion currents are not available to point mechanisms.
+
 The definitions of ``hh``, ``pas`` (:mod:`~jaxlean.models.neuron.channels`),
 ``expsyn`` and ``exp2syn`` (:mod:`~jaxlean.models.neuron.synapses`) are
 examples; an A-type K channel (q10 3 at 22 degC) is::
@@ -48,8 +78,9 @@ import numpy as np
 
 from jaxlean._args import as_names
 from jaxlean.errors import ConfigError
+from jaxlean.models.neuron.ions import UseIon, variables
 
-__all__ = ["Insertion", "Mechanism", "parameter_table"]
+__all__ = ["Insertion", "Mechanism", "ion_parameters", "parameter_table"]
 
 Array = jax.Array
 Values = Mapping[str, Array]
@@ -74,6 +105,11 @@ class Mechanism:
       advance: optional exact replacement of the exponential-Euler step,
         ``(states, v, dt, speed, params) -> states`` (``hh`` uses it for its
         hand-written derivative).
+      ions: ``USEION`` declarations (:class:`~jaxlean.models.neuron.ions.UseIon`).
+      dstate: ``(v, states, params) -> {state: (a, b)}`` for ``x' = a + b x`` (instead of
+        rates or steady).
+      init: optional ``(v, states, params) -> {state: value}``: initial values.
+      voltage_dependent: the currents read ``states["v"]``; linearised as NEURON does.
     """
 
     name: str
@@ -87,21 +123,40 @@ class Mechanism:
     point: bool = False
     on_spike: Callable[[Values], Mapping[str, Array]] | None = None
     advance: Callable | None = None
+    ions: tuple[UseIon, ...] = ()
+    dstate: Callable | None = None
+    init: Callable | None = None
+    voltage_dependent: bool = False
 
     def __post_init__(self):
         where = f"mechanism {self.name!r}"
         object.__setattr__(self, "states", as_names(self.states, f"{where}: states"))
         if not self.name.isidentifier():
             raise ConfigError(f"{where}: name must be an identifier")
-        if self.states and (self.rates is None) == (self.steady is None):
-            raise ConfigError(f"{where}: give exactly one of rates (alpha, beta) or steady "
-                              f"(inf, tau) for its states {list(self.states)}")
-        if not self.currents:
+        if self.states and sum(f is not None for f in (self.rates, self.steady,
+                                                        self.dstate)) != 1:
+            raise ConfigError(f"{where}: give exactly one of rates (alpha, beta), steady "
+                              f"(inf, tau) or dstate (a, b) for its states {list(self.states)}")
+        _check_ions(self, where)
+        if not self.currents and not self.ion_writes():
             raise ConfigError(f"{where}: declares no current")
         for current, (_, reversal) in self.currents.items():
-            if reversal not in self.parameters:
+            carried = self.ion_of(reversal)
+            if carried is not None and variables(carried)["current"] not in self.ion_writes():
+                raise ConfigError(f"{where}: current {current!r} is carried by {carried!r} "
+                                  f"(reversal {reversal!r}); declare UseIon({carried!r}, "
+                                  f"write=('i{carried}',))")
+            if reversal is None or reversal in self.ion_currents():
+                if not self.voltage_dependent:
+                    raise ConfigError(f"{where}: current {current!r} is given as a function "
+                                      f"of the voltage (reversal {reversal!r}); set "
+                                      f"voltage_dependent=True")
+            elif reversal not in self.parameters and reversal not in self.ion_reads():
                 raise ConfigError(f"{where}: current {current!r} uses reversal {reversal!r}, "
-                                  f"which is not one of its parameters {list(self.parameters)}")
+                                  f"which is not one of its parameters {list(self.parameters)}"
+                                  f" nor an ion reversal it reads")
+        if self.ions and self.point:
+            raise ConfigError(f"{where}: ions are not supported in point mechanisms")
         if self.on_spike is not None and not self.point:
             raise ConfigError(f"{where}: on_spike needs point=True (a synapse)")
         if len(set(self.states)) != len(self.states):
@@ -112,6 +167,32 @@ class Mechanism:
         if self.q10 == 1.0:
             return 1.0
         return self.q10 ** ((celsius - self.q10_celsius) / 10.0)
+
+    def ion_reads(self) -> tuple[str, ...]:
+        """The ion variables this mechanism reads (``"eca"``, ``"cai"``, ...)."""
+        return tuple(name for use in self.ions for name in use.read)
+
+    def ion_writes(self) -> tuple[str, ...]:
+        """The ion variables this mechanism writes (``"ica"``, ``"cai"``, ...)."""
+        return tuple(name for use in self.ions for name in use.write)
+
+    def ion_currents(self) -> tuple[str, ...]:
+        """The ion currents it writes (``"ica"``)."""
+        return tuple(variables(use.ion)["current"] for use in self.ions
+                     if variables(use.ion)["current"] in use.write)
+
+    def ion_of(self, name: str | None) -> str | None:
+        """The ion whose reversal or current ``name`` is, among the ions it uses."""
+        for use in self.ions:
+            names = variables(use.ion)
+            if name in (names["e"], names["current"]):
+                return use.ion
+        return None
+
+    def own_states(self) -> tuple[str, ...]:
+        """Its states other than the ion concentrations it writes (those the ion keeps)."""
+        written = set(self.ion_writes())
+        return tuple(s for s in self.states if s not in written)
 
     def _kinetics(self, v: Array, p: Values) -> dict[str, tuple[Array, Array]]:
         """``{state: (inf, total rate)}`` at ``v``, before the temperature factor."""
@@ -129,35 +210,115 @@ class Mechanism:
         return {s: tuple(jnp.broadcast_to(jnp.asarray(x).astype(dtype), jnp.shape(v))
                          for x in pair) for s, pair in out.items()}
 
-    def initial(self, v: Array, p: Values) -> dict[str, Array]:
-        """States at rest at ``v``: ``inf(v)``."""
-        return {s: inf for s, (inf, _) in self._kinetics(v, p).items()}
+    def _linear(self, v: Array, s: Values, p: Values) -> dict[str, tuple[Array, Array]]:
+        """``dstate(v, s, p)``: ``{state: (a, b)}`` of ``x' = a + b x``."""
+        with _reads(self, "dstate(v, states, params)", self._given(s)):
+            raw = self.dstate(v, s, p)
+        return dict(_checked(self, raw))
+
+    def _given(self, s: Values) -> dict[str, object]:
+        return {"states": list(s), "params": self.parameters}
+
+    def initial(self, v: Array, p: Values, ions: Values | None = None) -> dict[str, Array]:
+        """States at rest at ``v``: ``init(v, s, p)`` if given, else ``inf(v)`` (rates,
+        steady) or ``-a / b`` (dstate); a written concentration keeps the ion's value
+        (in ``ions``, the ion variables it reads or writes)."""
+        ions = dict(ions or {})
+        if self.init is not None:
+            with _reads(self, "init(v, states, params)", self._given(ions)):
+                raw = dict(self.init(v, ions, p))
+            out = {s: raw[s] if s in raw else ions[s] for s in self.states}
+        elif self.dstate is not None:
+            linear = self._linear(v, {**ions, **{s: ions.get(s, 0.0) for s in self.states}},
+                                  p)
+            out = {s: ions[s] if s in ions else -a / b for s, (a, b) in linear.items()}
+        else:
+            out = {s: inf for s, (inf, _) in self._kinetics(v, p).items()}
+        shape = jnp.shape(v)
+        return {s: jnp.broadcast_to(jnp.asarray(x, jnp.result_type(v)), shape)
+                for s, x in out.items()}
 
     def step(self, states: Values, v: Array, dt: float, speed: Array | float,
              p: Values) -> dict[str, Array]:
-        """One exponential-Euler step of every state, the voltage held at ``v``."""
+        """One exponential-Euler (``cnexp``) step of every state, the voltage held at ``v``;
+        ``states`` holds the ion variables it reads and writes too (and ``"celsius"`` for
+        ``dstate``)."""
         if not self.states:
             return {}
         if self.advance is not None:
             with _reads(self, "advance(states, v, dt, speed, params)",
                         {"states": self.states, "params": self.parameters}):
                 return self.advance(states, v, dt, speed, p)
+        if self.dstate is not None:
+            out = {}
+            for s, (a, b) in self._linear(v, states, p).items():
+                if isinstance(b, int | float) and b == 0:
+                    out[s] = states[s] + dt * speed * a
+                else:
+                    out[s] = states[s] + (1.0 - jnp.exp(dt * speed * b)) * (-a / b - states[s])
+            return out
         return {s: inf + (states[s] - inf) * jnp.exp(-dt * speed * rate)
                 for s, (inf, rate) in self._kinetics(v, p).items()}
 
-    def conductances(self, states: Values, p: Values) -> dict[str, tuple[Array, Array]]:
-        """``{current: (conductance, reversal)}`` of the present states."""
+    def conductances(self, states: Values, p: Values,
+                     reversals: Values | None = None) -> dict[str, tuple[Array, Array]]:
+        """``{current: (conductance, reversal)}`` of the present states; an ion reversal from
+        ``reversals`` (``{"eca": ...}``), others from ``p``."""
         out = {}
         for name, (g, reversal) in self.currents.items():
             with _reads(self, f"the conductance of {name!r} (states, params)",
-                        {"states": self.states, "params": self.parameters}):
-                out[name] = (g(states, p), p[reversal])
+                        {"states": list(states) if self.ions else self.states,
+                         "params": self.parameters}):
+                e = (reversals or {}).get(reversal) if self.ion_of(reversal) else p[reversal]
+                out[name] = (g(states, p), e)
+        return out
+
+    def currents_at(self, v: Array, states: Values, p: Values,
+                    reversals: Values | None = None) -> dict[str, Array]:
+        """``{current: i(v)}`` of a ``voltage_dependent`` mechanism: ohmic currents
+        ``g(v) (v - e)``, function currents as given; ``states`` without ``"v"``."""
+        out = {}
+        view = {**states, "v": v}
+        for name, (f, reversal) in self.currents.items():
+            with _reads(self, f"the current {name!r} (states, params)",
+                        {"states": list(view), "params": self.parameters}):
+                value = f(view, p)
+                if reversal is not None and reversal not in self.ion_currents():
+                    e = (reversals or {}).get(reversal) if self.ion_of(reversal) else p[reversal]
+                    value = value * (v - e)
+            out[name] = value
         return out
 
     def spike_increments(self, p: Values) -> Mapping[str, Array]:
         """``on_spike(params)``: what one input spike adds to each state."""
         with _reads(self, "on_spike(params)", {"params": self.parameters}):
             return self.on_spike(p)
+
+
+def _check_ions(mechanism: Mechanism, where: str) -> None:
+    """Declared ions are :class:`UseIon`, each once; a state that is an ion variable is a
+    concentration the mechanism writes; a written concentration is one of its states."""
+    ions = [use.ion for use in mechanism.ions]
+    if any(not isinstance(use, UseIon) for use in mechanism.ions):
+        raise ConfigError(f"{where}: ions must be UseIon declarations; got {mechanism.ions!r}")
+    if len(set(ions)) != len(ions):
+        raise ConfigError(f"{where}: ion declared twice in {ions}")
+    names = {v for ion in ions for v in variables(ion).values()}
+    for state in mechanism.states:
+        if state in names and state not in mechanism.ion_writes():
+            raise ConfigError(f"{where}: state {state!r} is an ion variable it does not write")
+    for use in mechanism.ions:
+        for kind in ("i", "o"):
+            written = variables(use.ion)[kind]
+            if written in use.write and written not in mechanism.states:
+                raise ConfigError(f"{where}: it writes {written!r}; list it in its states "
+                                  f"(the concentration is a state of the mechanism)")
+    taken = sorted(names & set(mechanism.currents))
+    if taken:
+        raise ConfigError(f"{where}: current names {taken} are ion variables; name its own "
+                          f"currents otherwise (the ion's total is recorded by that name)")
+    if mechanism.advance is not None and mechanism.ions:
+        raise ConfigError(f"{where}: advance cannot be combined with ions")
 
 
 @contextlib.contextmanager
@@ -171,11 +332,13 @@ def _reads(mechanism: Mechanism, what: str, given: Mapping[str, object]):
         accepted = "; ".join(f"{arg}: {sorted(names)}" for arg, names in given.items())
         hint = ""
         if key == "celsius":
-            hint = (" The temperature reaches a mechanism only through its q10 and "
-                    "q10_celsius; declare a parameter for any other use of it.")
+            hint = (" The temperature reaches rates, steady and a conductance only through its "
+                    "q10 and q10_celsius; dstate and the currents of a voltage_dependent "
+                    "mechanism read states['celsius'].")
         elif key == "v":
             hint = (" The voltage is an argument of rates or steady, not of a conductance: "
-                    "the current is conductance * (v - reversal).")
+                    "the current is conductance * (v - reversal); a conductance that depends "
+                    "on the voltage (a Mg block) needs voltage_dependent=True.")
         raise ConfigError(f"mechanism {mechanism.name!r}: {what} reads {key!r}, which it is "
                           f"not given; it may read {accepted}.{hint}") from None
 
@@ -205,6 +368,20 @@ class Insertion:
         return x if self.compartments is None else x[self.compartments]
 
 
+def ion_parameters(mechanism: Mechanism) -> dict[str, tuple[float, str]]:
+    """The ion parameters a mechanism's ``USEION`` brings: ``e<ion>`` (mV) if it reads the
+    reversal, ``<ion>i0`` and ``<ion>o0`` (mM) if it reads or writes a concentration."""
+    out = {}
+    for use in mechanism.ions:
+        names, species = variables(use.ion), use.species
+        if names["e"] in use.read:
+            out[names["e"]] = (species.reversal, "mV")
+        if {names["i"], names["o"]} & set(use.variables):
+            out[names["i"] + "0"] = (species.inside, "mM")
+            out[names["o"] + "0"] = (species.outside, "mM")
+    return out
+
+
 def parameter_table(insertions: tuple[Insertion, ...],
                     reserved: Mapping[str, str]) -> dict[str, tuple[float, str, Mechanism]]:
     """``{name: (default, unit, first mechanism declaring it)}`` over ``insertions``.
@@ -217,7 +394,8 @@ def parameter_table(insertions: tuple[Insertion, ...],
     table: dict[str, tuple[float, str, Mechanism]] = {}
     for insertion in insertions:
         mechanism = insertion.mechanism
-        for name, (default, unit) in mechanism.parameters.items():
+        for name, (default, unit) in {**mechanism.parameters,
+                                      **ion_parameters(mechanism)}.items():
             if name in reserved:
                 raise ConfigError(f"mechanism {mechanism.name!r}: parameter {name!r} is the "
                                   f"{reserved[name]}; choose another name")

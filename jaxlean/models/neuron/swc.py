@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import _import3d
+from jaxlean.models.neuron._section import Section
 
 __all__ = ["TYPE_NAMES", "Morphology", "Section", "fixture", "read_swc", "section_names",
            "sections"]
@@ -36,26 +37,6 @@ class Morphology:
     radius: np.ndarray
     parents: np.ndarray
     lines: np.ndarray
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Section:
-    """An unbranched piece of cable: its 3-D points (um) proximal to distal and where it joins.
-
-    Attributes:
-      xyz, radius: the points (at least two) and their radii.
-      parent: index of the parent section in the list, ``-1`` for the root.
-      parent_x: where on the parent it joins: ``0`` (start), ``0.5`` (centre) or ``1`` (end).
-      kind: SWC type of its points (1 soma, 2 axon, 3 basal, 4 apical dendrite).
-      last_id: SWC id of its distal point, to find it again.
-    """
-
-    xyz: np.ndarray
-    radius: np.ndarray
-    parent: int
-    parent_x: float
-    kind: int
-    last_id: int
 
 
 TYPE_NAMES = {1: "soma", 2: "axon", 3: "dend", 4: "apic"}
