@@ -172,3 +172,37 @@ def test_logprobs_in_micro_batches_equal_the_whole_batch(model, batch, k):
     np.testing.assert_allclose(micro, whole, rtol=0, atol=1e-6)
     with pytest.raises(DataError, match="micro_batches=3"):
         logprobs(model, ids, targets, micro_batches=3)
+
+
+MESH_SCRIPT = """
+import jax, jax.numpy as jnp, numpy as np, optax
+from jax.sharding import NamedSharding, PartitionSpec as P
+from jaxlean.models.lm.causal_loss import loss, loss_tokens
+from jaxlean.models.lm.transformer import Transformer, TransformerConfig
+from jaxlean.parallel.mesh import make_mesh, shard_batch
+from jaxlean.train.step import make_train_step
+
+config = TransformerConfig(vocab_size=37, hidden_size=16, intermediate_size=32, num_layers=1,
+                           num_heads=2, num_kv_heads=1)
+mesh = make_mesh(data=4)
+model = jax.device_put(Transformer(config, key=jax.random.key(0)), NamedSharding(mesh, P()))
+rng = np.random.default_rng(0)
+ids = rng.integers(0, 37, size=(16, 8))
+labels = np.where(np.arange(8) < rng.integers(1, 9, size=(16, 1)), ids, -100)
+ids, labels = shard_batch((ids, labels), mesh)
+tx = optax.sgd(0.5)
+out = []
+for options in ({}, dict(micro_batches=2, loss_weight=loss_tokens)):
+    step = make_train_step(loss, tx, donate=False, **options)
+    out.append(step(model, tx.init(model), ids, labels=labels)[0])
+    hlo = step.lower(model, tx.init(model), ids, labels=labels).compile().as_text()
+    # the batch stays split over the devices: no micro-batch is gathered
+    assert "all-gather" not in hlo and "all-to-all" not in hlo, options
+for a, b in zip(jax.tree.leaves(out[0]), jax.tree.leaves(out[1])):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-6)
+print("ok")
+"""
+
+
+def test_micro_batches_of_a_sharded_batch_stay_on_their_devices(run_on_devices):
+    run_on_devices(MESH_SCRIPT, 4)
