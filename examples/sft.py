@@ -14,7 +14,9 @@ model is fine-tuned with LoRA, asked the held-out questions, and its replies dec
     python examples/sft.py [--steps 150] [--packing]
 
 ``JAXLEAN_EXAMPLE_SIZE=small`` (what the test suite sets) runs fewer steps.
-Prints the loss as it goes and ``result: {json}`` at the end.
+Prints the loss as it goes and ``result: {json}`` at the end; the metrics of every step go
+to TensorBoard event files (``pip install "jaxlean[tensorboard]"``) and ``metrics.jsonl``
+under ``<out>/metrics``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import os
 import sys
 import tempfile
+from importlib.util import find_spec
 from pathlib import Path
 
 import equinox as eqx
@@ -34,22 +37,17 @@ import optax
 
 from jaxlean import packed
 from jaxlean.models.lm.data import Batches, load_tokenizer, tokenize_records
+from jaxlean.models.lm.data.toy_tokenizer import write_toy_tokenizer
 from jaxlean.models.lm.generate import generate
 from jaxlean.models.lm.hf import load_pretrained, save_pretrained
 from jaxlean.models.lm.lora import add_lora, is_lora_path
 from jaxlean.models.lm.peft import save_lora
+from jaxlean.models.lm.tokens import count_tokens
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
+from jaxlean.train.metrics_log import MetricsLogger
 from jaxlean.train.step import make_train_step
 
 SMALL = os.environ.get("JAXLEAN_EXAMPLE_SIZE") == "small"
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-# ChatML, as Qwen writes it; {% generation %} marks what the assistant says.
-CHAT_TEMPLATE = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
-    "{% if message['role'] == 'assistant' %}"
-    "{% generation %}{{ message['content'] + '<|im_end|>' }}{% endgeneration %}{{ '\\n' }}"
-    "{% else %}{{ message['content'] + '<|im_end|>\\n' }}{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -69,25 +67,6 @@ def conversation(a: int, b: int) -> dict:
                          {"role": "assistant", "content": str(a + b)}]}
 
 
-def write_tokenizer(directory: Path, corpus: list[str]) -> None:
-    """A byte-level BPE (digits split one by one) trained on ``corpus``, with the chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False)])
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=SPECIALS, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train_from_iterator(corpus, trainer)
-    directory.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(str(directory / "tokenizer.json"))
-    config = {"tokenizer_class": "PreTrainedTokenizerFast", "chat_template": CHAT_TEMPLATE,
-              "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "model_max_length": 512}
-    (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
-
-
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="sft-"))
@@ -101,8 +80,8 @@ def main(argv: list[str] | None = None) -> dict:
         file.writelines(json.dumps(record) + "\n" for record in train)
 
     # The model directory: a tokenizer and chat template, and random weights beside them.
-    write_tokenizer(out / "tokenizer", [m["content"] for r in train for m in r["messages"]]
-                    + ["user", "assistant", "system"])
+    write_toy_tokenizer(out / "tokenizer", [m["content"] for r in train for m in r["messages"]]
+                        + ["user", "assistant", "system"])
     tokenizer = load_tokenizer(out / "tokenizer")
     config = TransformerConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
                                num_layers=2, num_heads=4, num_kv_heads=2, qk_norm=True)
@@ -127,18 +106,25 @@ def main(argv: list[str] | None = None) -> dict:
     # loss(model, input_ids, labels=..., attention_mask=..., segment_ids=...) is transformers'
     # causal-LM loss (labels shifted inside, -100 skipped); segment_ids keep packed
     # conversations apart (attention within each, positions restarting in each).
-    step = make_train_step(loss, tx)
+    step = make_train_step(loss, tx, metrics=True, count_tokens=count_tokens)
+    # loss, grad norm, tokens and tokens/s per step: TensorBoard event files (where
+    # tensorboardX is installed) and metrics.jsonl
+    log = MetricsLogger(out / "metrics", tensorboard=find_spec("tensorboardX") is not None)
+    print(f"metrics: {out / 'metrics'} (tensorboard --logdir {out / 'metrics'}; "
+          f"metrics.jsonl)", flush=True)
     losses = []
     for i in range(args.steps):
         batch = next(batches)
-        model, state, value = step(model, state, jnp.asarray(batch["input_ids"]),
-                                   labels=jnp.asarray(batch["labels"]),
-                                   attention_mask=jnp.asarray(batch["attention_mask"]),
-                                   segment_ids=jnp.asarray(batch["segment_ids"]))
-        losses.append(float(value))
+        model, state, metrics = step(model, state, jnp.asarray(batch["input_ids"]),
+                                     labels=jnp.asarray(batch["labels"]),
+                                     attention_mask=jnp.asarray(batch["attention_mask"]),
+                                     segment_ids=jnp.asarray(batch["segment_ids"]))
+        log.log(i, metrics)
+        losses.append(float(metrics.loss))
         if i % 10 == 0 or i == args.steps - 1:
             print(f"step {i:4d}  loss {losses[-1]:.4f}  (epoch {batches.state.epoch})",
                   flush=True)
+    log.close()
 
     # Ask the held-out questions through the chat template; read the replies as text.
     prompts = [tokenizer.apply_chat_template(conversation(a, b)["messages"][:1],
@@ -153,7 +139,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"held-out questions answered right: {correct} / {len(held_out)}")
     save_lora(model, out / "adapter", base_model=str(out / "base"))
     result = {"losses": losses, "held_out_correct": int(correct),
-              "efficiency": batches.efficiency,
+              "efficiency": batches.efficiency, "metrics": str(out / "metrics"),
               "adapter": sorted(p.name for p in (out / "adapter").iterdir())}
     print("result:", json.dumps(result), flush=True)
     return result

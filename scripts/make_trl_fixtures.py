@@ -10,6 +10,13 @@ padding-free collator's output on the first packed rows, and TRL's ``pack_datase
 ("bfd") on a long-tailed length mix. ``tests/models/lm/data/test_trl_parity.py`` loads the
 same files with jaxlean (no torch) and compares token for token.
 
+It also saves a tiny random Llama checkpoint (``llama/``: ``config.json``,
+``model.safetensors``) and ``first_step.json``: the loss and gradients of TRL's first
+training step on ``conversations.jsonl`` (the whole dataset in one batch), with
+``assistant_only_loss`` and ``packing`` on and off: the loss, every parameter's gradient
+norm and a few of its entries. ``tests/models/lm/data/test_trl_first_step.py`` loads the
+checkpoint and the data with jaxlean and compares.
+
 Needs torch, trl and transformers, e.g. in a separate venv::
 
     python -m venv /tmp/trl && /tmp/trl/bin/pip install torch==2.13.0 trl transformers
@@ -24,6 +31,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+import torch
 import transformers
 import trl
 from datasets import Dataset
@@ -119,6 +127,58 @@ def pack_mix(seq_length: int = 1024, count: int = 5000, seed: int = 1) -> dict:
             "efficiency": real / (len(packed) * seq_length)}
 
 
+FIRST_STEP = [(False, False), (True, False), (False, True), (True, True)]  # assistant, packing
+PACKED_LENGTH = 64
+
+
+def write_llama(directory: Path, vocab_size: int) -> transformers.PreTrainedModel:
+    """A tiny random Llama in float32, saved as safetensors (weights large enough that
+    attention is far from uniform and every gradient is well above float32 noise)."""
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=vocab_size, hidden_size=16,
+                                      intermediate_size=32, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                                      max_position_embeddings=256, tie_word_embeddings=False,
+                                      initializer_range=0.3,
+                                      rms_norm_eps=1e-6, pad_token_id=0, bos_token_id=None,
+                                      eos_token_id=2)
+    model = transformers.LlamaForCausalLM(config).to(torch.float32)
+    with torch.no_grad():  # norms away from 1, so their gradients matter to the check
+        for name, param in model.named_parameters():
+            if "norm" in name:
+                param.add_(0.1 * torch.randn_like(param))
+    model.save_pretrained(str(directory), safe_serialization=True)
+    return model
+
+
+def first_step(model, tokenizer, records, assistant_only_loss, packing, work) -> dict:
+    """TRL's first training step on all of ``records`` in one batch: loss, gradients."""
+    args = trl.SFTConfig(output_dir=str(work), assistant_only_loss=assistant_only_loss,
+                         packing=packing, max_length=PACKED_LENGTH if packing else None,
+                         report_to=[], per_device_train_batch_size=len(records), use_cpu=True,
+                         max_steps=1, seed=0)
+    trainer = trl.SFTTrainer(model=model, args=args, processing_class=tokenizer,
+                             train_dataset=Dataset.from_list(records))
+    batch = next(iter(trainer.get_train_dataloader()))
+    samples, num_items = trainer.get_batch_samples(iter([batch]), 1, torch.device("cpu"))
+    trainer.current_gradient_accumulation_steps = 1
+    model.zero_grad()
+    model.train()
+    loss = trainer.training_step(model, samples[0], num_items)
+    rng = np.random.default_rng(1)
+    grads = {}
+    for name, param in model.named_parameters():
+        grad = param.grad.detach().numpy().astype(np.float64)
+        index = rng.choice(grad.size, size=min(8, grad.size), replace=False)
+        grads[name] = {"norm": float(np.linalg.norm(grad)), "index": index.tolist(),
+                       "values": grad.reshape(-1)[index].tolist()}
+    model.zero_grad()
+    return {"dataset": "conversations.jsonl", "assistant_only_loss": assistant_only_loss,
+            "packing": packing, "max_length": PACKED_LENGTH if packing else None,
+            "rows": len(trainer.train_dataset), "tokens": int(num_items),
+            "loss": float(loss), "grads": grads}
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     data = datasets(np.random.default_rng(0))
@@ -142,11 +202,20 @@ def main() -> None:
                           "packing": packing, "max_length": max_length, **prepared})
             print(f"{name:24s} assistant_only={assistant_only!s:5s} packing={packing!s:5s} "
                   f"max_length={max_length}: {len(prepared['rows'])} rows")
+        llama = write_llama(OUT / "llama", len(tokenizer))
+        steps = []
+        for assistant_only, packing in FIRST_STEP:
+            steps.append(first_step(llama, tokenizer, data["conversations"], assistant_only,
+                                    packing, work))
+            print(f"first step assistant_only={assistant_only!s:5s} packing={packing!s:5s}: "
+                  f"loss {steps[-1]['loss']:.6f} over {steps[-1]['tokens']} tokens")
     mix = pack_mix()
     print(f"bfd on the long-tailed mix: {mix['rows']} rows, efficiency {mix['efficiency']:.4f}")
     versions = {p: version(p) for p in ("trl", "transformers", "tokenizers", "torch")}
     (OUT / "trl.json").write_text(json.dumps({"versions": versions, "cases": cases,
                                               "pack_mix": mix}) + "\n")
+    (OUT / "first_step.json").write_text(json.dumps({"versions": versions, "steps": steps},
+                                                    indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,11 @@ def test_example_runs(script):
         first, last = result["rewards"][:3], result["rewards"][-3:]
         assert sum(last) / 3 > sum(first) / 3 + 0.1, result["rewards"]
         assert result["compiles"]["jit(_rollout)"] == result["compiles"]["jit(step)"] == 1
+    if script.stem in ("grpo", "sft"):  # every step's metrics in metrics.jsonl
+        result = json.loads(done.stdout.split("result:")[-1])
+        lines = (Path(result["metrics"]) / "metrics.jsonl").read_text().splitlines()
+        steps = len(result["rewards"] if script.stem == "grpo" else result["losses"])
+        assert [json.loads(line)["step"] for line in lines] == list(range(steps))
     if script.stem == "sft":  # the reply's loss falls (the prompt's labels are -100)
         losses = json.loads(done.stdout.split("result:")[-1])["losses"]
         assert sum(losses[-3:]) < 0.7 * sum(losses[:3]), losses

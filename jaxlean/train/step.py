@@ -28,11 +28,13 @@ import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxlean._args import as_int
 from jaxlean.errors import ConfigError
 from jaxlean.train._adapters import adapter_mask
 from jaxlean.train._donation import Donate, aliased, copy_where, donated_args
 from jaxlean.train._groups import Trainable, trainable_flags
 from jaxlean.train._nonfinite import finite_flags, keep_if, why_skipped
+from jaxlean.train.accumulate import accumulated_value_and_grad
 from jaxlean.train.checkpoint import unplaced_sharding
 from jaxlean.train.packed import PackedState
 
@@ -139,8 +141,11 @@ class TrainStep:
 
     def __init__(self, loss_fn: Callable, tx: optax.GradientTransformation, *, has_aux: bool,
                  donate: Donate | bool, trainable: Trainable, metrics: bool,
-                 count_tokens: Callable[..., Any]):
+                 count_tokens: Callable[..., Any], micro_batches: int = 1,
+                 loss_weight: Callable[..., Any] | None = None):
         self._loss_fn = loss_fn
+        self._micro_batches = micro_batches
+        self._loss_weight = loss_weight
         self._tx = tx
         self._has_aux = has_aux
         self._donate = donated_args(donate)
@@ -179,10 +184,16 @@ class TrainStep:
 
     def _step(self, trainable: Any, opt_state: Any, frozen: Any, static: Any, mask: Any,
               batch: tuple, kwargs: dict, grad_shardings: Any) -> tuple:
-        def loss_of(trainable):
+        def loss_of(trainable, *batch, **kwargs):
             return self._loss_fn(eqx.combine(trainable, frozen, static), *batch, **kwargs)
 
-        value, grads = jax.value_and_grad(loss_of, has_aux=self._has_aux)(trainable)
+        if self._micro_batches > 1:
+            value, grads = accumulated_value_and_grad(
+                loss_of, self._micro_batches, self._loss_weight, has_aux=self._has_aux,
+                grad_shardings=grad_shardings)(trainable, batch, kwargs)
+        else:
+            value, grads = jax.value_and_grad(loss_of, has_aux=self._has_aux)(
+                trainable, *batch, **kwargs)
         if grad_shardings is not None:
             grads = jax.lax.with_sharding_constraint(grads, grad_shardings)
         # the optimizer sees the whole params tree; frozen leaves get zero gradients
@@ -308,7 +319,9 @@ class TrainStep:
 def make_train_step(loss_fn: Callable[..., Any], tx: optax.GradientTransformation, *,
                     has_aux: bool = False, donate: Donate | bool = "state",
                     trainable: Trainable = None, metrics: bool = False,
-                    count_tokens: Callable[..., Any] = count_integer_elements) -> TrainStep:
+                    count_tokens: Callable[..., Any] = count_integer_elements,
+                    micro_batches: int = 1, loss_weight: Callable[..., Any] | None = None
+                    ) -> TrainStep:
     """``step(model, opt_state, *batch, **kwargs) -> (model, opt_state, out)``, jitted.
 
     ``loss_fn(model, *batch, **kwargs)`` returns a scalar (or ``(scalar, aux)``
@@ -360,10 +373,41 @@ def make_train_step(loss_fn: Callable[..., Any], tx: optax.GradientTransformatio
             (default :func:`count_integer_elements`: the element count of the first
             integer batch argument, padding included; a language model's counts
             ``attention_mask``: :func:`jaxlean.models.lm.tokens.count_tokens`).
+        micro_batches: gradient accumulation: split every batch array's leading axis
+            into this many micro-batches (micro-batch ``i`` holds rows ``i::k``) and
+            run the loss and gradient on one at a time in a ``lax.scan`` (compiled once
+            whatever the count; one micro-batch's activations alive at a time). Their
+            gradients combine to the full batch's and there is one optimizer update
+            (see :func:`jaxlean.train.accumulate.accumulated_value_and_grad`; scalars
+            in ``batch``/``kwargs`` go to every micro-batch). 1: no split.
+        loss_weight: with ``micro_batches > 1``, required: ``loss_weight(*batch,
+            **kwargs)`` on a micro-batch gives the normaliser its mean loss divides by
+            (for a language model's :func:`~jaxlean.models.lm.causal_loss.loss`, its
+            :func:`~jaxlean.models.lm.causal_loss.loss_tokens`: the tokens with a
+            label). Micro-batches are weighted by it, so the loss and gradient equal
+            the full batch's even when padding or ``-100`` labels fall unevenly; for a
+            loss averaged over examples none of which is masked, ``lambda *a, **k: 1``.
+            With ``has_aux``, scalar aux leaves are weighted likewise and aux leaves
+            with a leading axis come back as the full batch's rows.
 
     Raises:
-        ConfigError: ``donate`` is not one of the values above; (at the first call)
+        ConfigError: ``donate`` is not one of the values above; ``micro_batches`` is not
+            a positive integer, or is above 1 without ``loss_weight``; (at the first call)
             no leaf is trainable; a non-array leaf of the model is not hashable.
+        DataError: (at the first call) ``micro_batches`` does not divide a batch array's
+            leading axis, or the batch arrays' leading axes differ.
     """
+    micro_batches = as_int(micro_batches, "make_train_step: micro_batches", minimum=1)
+    if micro_batches > 1 and loss_weight is None:
+        raise ConfigError(
+            f"make_train_step: micro_batches={micro_batches} needs loss_weight=, the function "
+            f"giving a micro-batch's loss normaliser (called like loss_fn without the model), "
+            f"so that the micro-batches' mean losses combine to the full batch's: "
+            f"jaxlean.models.lm.causal_loss.loss_tokens for the language-model loss, "
+            f"lambda *a, **k: 1 for a mean over examples none of which is masked")
+    if loss_weight is not None and not callable(loss_weight):
+        raise ConfigError(f"make_train_step: loss_weight must be a function of the batch, "
+                          f"got {type(loss_weight).__name__}")
     return TrainStep(loss_fn, tx, has_aux=has_aux, donate=donate, trainable=trainable,
-                     metrics=metrics, count_tokens=count_tokens)
+                     metrics=metrics, count_tokens=count_tokens, micro_batches=micro_batches,
+                     loss_weight=loss_weight)

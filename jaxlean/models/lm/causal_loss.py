@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import jax
 import jax.numpy as jnp
 from jax import Array
 
-from jaxlean._args import reject_renamed
+from jaxlean._args import as_int, reject_renamed
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.loss.chunked import IGNORE_INDEX, VocabParallel, cross_entropy, token_logprobs
+from jaxlean.train.accumulate import join_micro_batches, split_micro_batches
 
 if TYPE_CHECKING:  # transformer.py re-exports these functions, so it imports this module
     from jaxlean.models.lm.transformer import Transformer
 
-__all__ = ["logprobs", "loss"]
+__all__ = ["logprobs", "loss", "loss_tokens"]
 
 
 def loss(
@@ -98,6 +100,19 @@ def loss(
     if (labels is None) == (targets is None):
         raise ConfigError("loss needs exactly one of labels= (unshifted, Hugging Face's) and "
                           f"targets= (shifted), got {'both' if labels is not None else 'neither'}")
+    targets, weights = _targets(input_ids, labels, targets, weights, segment_ids, ignore_index)
+    hidden = model.last_hidden_state(input_ids, attention_mask=attention_mask,
+                                     adapter_ids=adapter_ids, segment_ids=segment_ids)
+    inputs, head = model.head(hidden, adapter_ids)
+    return cross_entropy(inputs, head, targets, mask=weights, z_loss=z_loss,
+                         chunk_size=chunk_size, vocab_parallel=vocab_parallel,
+                         ignore_index=ignore_index)
+
+
+def _targets(input_ids: Array, labels: Array | None, targets: Array | None,
+             weights: Array | None, segment_ids: Array | None, ignore_index: int | None
+             ) -> tuple[Array, Array | None]:
+    """The shifted targets and their weights that :func:`loss` averages over."""
     if labels is not None:
         targets, weights = _shift_labels(input_ids, labels, weights, ignore_index)
         if segment_ids is not None and jnp.shape(segment_ids) == jnp.shape(labels):
@@ -108,12 +123,32 @@ def loss(
     elif weights is not None and tuple(jnp.shape(weights)) != tuple(jnp.shape(targets)):
         raise DataError(f"weights must have the shape of targets {tuple(jnp.shape(targets))}, "
                         f"got {tuple(jnp.shape(weights))}")
-    hidden = model.last_hidden_state(input_ids, attention_mask=attention_mask,
-                                     adapter_ids=adapter_ids, segment_ids=segment_ids)
-    inputs, head = model.head(hidden, adapter_ids)
-    return cross_entropy(inputs, head, targets, mask=weights, z_loss=z_loss,
-                         chunk_size=chunk_size, vocab_parallel=vocab_parallel,
-                         ignore_index=ignore_index)
+    return targets, weights
+
+
+def loss_tokens(input_ids: Array | None = None, *positional: Any, labels: Array | None = None,
+                targets: Array | None = None, weights: Array | None = None,
+                segment_ids: Array | None = None, ignore_index: int | None = IGNORE_INDEX,
+                **_: Any) -> Array:
+    """What :func:`loss`'s mean divides by: the number of positions with a target
+    (``labels`` shifted, ``-100`` and segment ends left out), or their total ``weights``.
+
+    Called like :func:`loss` without the model (other keywords such as
+    ``attention_mask`` are ignored), it is the ``loss_weight`` that makes
+    ``make_train_step(loss, tx, micro_batches=k, loss_weight=loss_tokens)`` give exactly
+    the full batch's loss and gradient however the padding falls across micro-batches.
+    """
+    if positional or input_ids is None or (labels is None) == (targets is None):
+        raise ConfigError("loss_tokens takes the arguments of loss without the model: "
+                          "input_ids, then exactly one of labels= and targets= by keyword")
+    targets, weights = _targets(input_ids, labels, targets, weights, segment_ids, ignore_index)
+    targets = jnp.asarray(targets)
+    kept = (jnp.ones(targets.shape, bool) if ignore_index is None
+            else targets != ignore_index)
+    if weights is None:
+        return jnp.sum(kept.astype(jnp.int32))
+    weights = jnp.asarray(weights)
+    return jnp.sum(jnp.where(kept, weights, jnp.zeros((), weights.dtype)).astype(jnp.float32))
 
 
 def _shift_labels(input_ids: Array, labels: Array, weights: Array | None,
@@ -149,11 +184,30 @@ def logprobs(
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
     ignore_index: int | None = IGNORE_INDEX,
+    micro_batches: int = 1,
 ) -> Array:
     """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks; 0
-    where the target is ``ignore_index``; ``segment_ids`` as for :func:`loss`."""
+    where the target is ``ignore_index``; ``segment_ids`` as for :func:`loss`.
+
+    ``micro_batches=k`` runs the model on ``B / k`` rows at a time (rows ``i::k``, in a
+    ``lax.map``: compiled once), so scoring a large rollout batch needs one micro-batch's
+    activations; the result is the same. ``k`` must divide ``B``.
+    """
+    micro_batches = as_int(micro_batches, "logprobs: micro_batches", minimum=1)
+    options = dict(chunk_size=chunk_size, vocab_parallel=vocab_parallel,
+                   ignore_index=ignore_index)
+    rows = dict(tokens=tokens, targets=targets, attention_mask=attention_mask,
+                adapter_ids=adapter_ids, segment_ids=segment_ids)
+    if micro_batches == 1:
+        return _logprobs(model, **rows, **options)
+    micro = split_micro_batches(rows, micro_batches, where="logprobs")
+    return join_micro_batches(jax.lax.map(lambda r: _logprobs(model, **r, **options), micro))
+
+
+def _logprobs(model: Transformer, tokens: Array, targets: Array, *,
+              attention_mask: Array | None, adapter_ids: Array | None,
+              segment_ids: Array | None, **options: Any) -> Array:
     hidden = model.last_hidden_state(tokens, attention_mask=attention_mask,
                                      adapter_ids=adapter_ids, segment_ids=segment_ids)
     inputs, head = model.head(hidden, adapter_ids)
-    return token_logprobs(inputs, head, targets, chunk_size=chunk_size,
-                          vocab_parallel=vocab_parallel, ignore_index=ignore_index)
+    return token_logprobs(inputs, head, targets, **options)
