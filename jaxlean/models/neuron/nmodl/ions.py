@@ -80,6 +80,11 @@ def ion_plan(model: Model, method: str = "cnexp") -> IonPlan:
             raise model.error(ion.line, f"USEION {ion.name} WRITE {names['e']}: writing a "
                               f"reversal potential is not supported (write a concentration "
                               f"and the reversal follows from Nernst)")
+        for variable in ion.write:
+            if variable in (names["i"], names["o"]) and variable not in model.states:
+                raise model.error(ion.line, f"USEION {ion.name} WRITE {variable}: {variable} is "
+                                  f"not a STATE; jaxlean supports concentrations written as "
+                                  f"a STATE with an equation {variable}' = ...")
         try:
             use = UseIon(ion.name, read=ion.read, write=ion.write, valence=ion.valence)
         except ConfigError as error:
