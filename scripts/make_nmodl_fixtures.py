@@ -9,7 +9,9 @@ an ``IClamp`` on the soma, input spikes for point processes. Backward Euler
 (``secondorder = 0``), ``dt = 0.025`` ms, every rate table off
 (``usetable_<suffix> = 0``: jaxlean computes rates exactly). The traces
 (soma and two dendrite segments) are saved as ``.npz`` with the case (JSON),
-from which the test builds the same cell in jaxlean. Run from the repository
+from which the test builds the same cell in jaxlean. The hay case has calcium: Ca_HVA and
+Ca_LVAst writing ica, a CaDynamics_E2 shell writing cai and SK_E2 reading it on the soma
+(cai, ica, eca recorded there), NEURON's mechanism order saved as "order". Run from the repository
 root:
 
     python scripts/make_nmodl_fixtures.py [--out DIR] [CASE ...]
@@ -44,13 +46,17 @@ CASES = {
                      "K_Pst": {"gK_Pstbar": 0.02}, "K_Tst": {"gK_Tstbar": 0.03},
                      "SKv3_1": {"gSKv3_1bar": 0.7}, "Ca_HVA": {"gCa_HVAbar": 0.001},
                      "Ca_LVAst": {"gCa_LVAstbar": 0.003}, "Im": {"gImbar": 0.0005},
-                     "Ih": {"gIhbar": 0.0002}, "lk": {"g": 3e-5, "e": -90.0}},
+                     "Ih": {"gIhbar": 0.0002}, "lk": {"g": 3e-5, "e": -90.0},
+                     "SK_E2": {"gSK_E2bar": 0.01},
+                     "CaDynamics_E2": {"gamma": 0.02, "decay": 80.0}},
             "dend": {"NaTa_t": {"gNaTa_tbar": 0.02}, "SKv3_1": {"gSKv3_1bar": 0.04},
+                     "Ca_HVA": {"gCa_HVAbar": 1e-5},
                      "Im": {"gImbar": 0.0002}, "Ih": {"gIhbar": 0.001},
                      "lk": {"g": 3e-5, "e": -90.0}},
             "ions": {"ena": 50.0, "ek": -85.0},
             "iclamp": {"amp": 0.4, "delay": 5.0, "dur": 40.0},
-            "record": {"m_NaTa_t": "soma", "h_Ca_HVA": "soma", "m_Ih": "dend"}},
+            "record": {"m_NaTa_t": "soma", "h_Ca_HVA": "soma", "m_Ih": "dend", "cai": "soma",
+                       "z_SK_E2": "soma", "ica": "soma", "eca": "soma"}},
     "custom": {**CELL, "celsius": 30.0, "v_init": -70.0, "t_max": 40.0,
                "soma": {"NaTa_t": {"gNaTa_tbar": 1.0}, "kdrq": {"gbar": 400.0},
                         "kslow": {"gbar": 0.004}, "lk": LEAK},
@@ -136,10 +142,30 @@ def run(case: dict) -> dict[str, np.ndarray]:
            for name, vectors in recordings.items()}
     reversals = {ion: float(getattr(soma(0.5), ion)) for ion in ("ena", "ek", "eca")
                  if hasattr(soma(0.5), ion)}
+    # where no mechanism uses a concentration, eca is NEURON's default parameter
+    dend_reversals = {ion: float(getattr(sites[1], ion)) for ion in ("ena", "ek", "eca")
+                      if hasattr(sites[1], ion)}
     del handler, keep
     return {**out, "case": np.asarray(json.dumps(case)),
             "reversals": np.asarray(json.dumps(reversals)),
+            "dend_reversals": np.asarray(json.dumps(dend_reversals)),
+            "order": np.asarray(json.dumps(mechanism_order())),
             "neuron_version": np.asarray(__import__("neuron").__version__)}
+
+
+def mechanism_order() -> list[str]:
+    """NEURON's density mechanism types in registration order (the order of each
+    compartment's state updates)."""
+    from neuron import h
+
+    types = h.MechanismType(0)
+    name = h.ref("")
+    out = []
+    for k in range(int(types.count())):
+        types.select(k)
+        types.selected(name)
+        out.append(name[0])
+    return out
 
 
 def main(names: list[str], out: Path = OUT) -> None:

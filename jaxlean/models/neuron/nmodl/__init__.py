@@ -5,15 +5,17 @@
 (:mod:`~jaxlean.models.neuron.nmodl.translate`) into a mechanism whose functions
 run the file's own statements in JAX, so it is differentiable and compiled with
 the rest of a simulation. Rates are computed exactly (``TABLE`` is ignored): the
-result matches NEURON with ``usetable_<suffix> = 0``. What does not map exactly
-onto a Mechanism (ion concentrations, coupled or nonlinear kinetics, ``KINETIC``,
-temperature outside a rate factor, voltage-dependent conductances) is refused
-with a :class:`~jaxlean.errors.ConfigError` naming the file, line and construct.
+result matches NEURON with ``usetable_<suffix> = 0``. ``USEION`` lines become the
+mechanism's ions (:mod:`~jaxlean.models.neuron.nmodl.ions`). What does not map
+exactly onto a Mechanism (coupled or nonlinear kinetics, ``KINETIC``, temperature
+outside a rate factor) is refused with a :class:`~jaxlean.errors.ConfigError`
+naming the file, line and construct.
 
 Names: parameters are NEURON's hoc names (``gnabar_hh``) in jaxlean's units
 (S/cm2, mV, ms, uS), states and currents ``<name>_<suffix>`` (``m_hh``,
-``ina_hh``), ion reversal potentials ``e_na``, ``e_k``, ``e_ca`` as in
-:mod:`~jaxlean.models.neuron.channels`.
+``ina_hh``); ion variables keep NEURON's names (``ena``, ``eca``, ``cai``, ``ica``).
+:func:`load_mod_dir` returns the mechanisms in NEURON's order, the order to insert
+them in.
 """
 
 from jaxlean.models.neuron.nmodl.load import load_mod, load_mod_dir

@@ -28,18 +28,20 @@ class Plan:
     derivative: s.Block | None
     method: str
     conductances: tuple[s.Statement, ...]  # BREAKPOINT with each current replaced by its g
-    reversals: dict[str, str]  # current -> jaxlean reversal parameter
+    reversals: dict[str, str | None]  # current -> the Mechanism's reversal (see translate)
     unity: frozenset[int]  # ids of the temperature-factor nodes, evaluated as 1
+    voltage_dependent: bool = False  # currents read v, celsius, or are not ohmic
 
 
-def _coefficients(plan: Plan, v, p) -> dict[str, tuple[jax.Array, jax.Array]]:
-    """``{jaxlean state: (a, b)}`` of ``x' = a + b x`` at ``v``."""
+def _coefficients(plan: Plan, v, p, given=None) -> dict[str, tuple[jax.Array, jax.Array]]:
+    """``{jaxlean state: (a, b)}`` of ``x' = a + b x`` at ``v`` (``given``: the ion
+    variables the file reads)."""
     model, naming = plan.model, plan.naming
     shape, dtype = jnp.shape(v), jnp.result_type(v)
 
     def derivatives(xs):
         out: dict[str, object] = {}
-        names = naming.values(p, v, xs)
+        names = naming.values(p, v, {**(given or {}), **xs})
         Interpreter(model, JaxBackend(plan.unity),
                     lambda state, value, line: out.__setitem__(state, value)
                     ).run_block(plan.derivative, names)
@@ -58,6 +60,13 @@ def _steady(plan: Plan):
     return steady
 
 
+def _dstate(plan: Plan):
+    """``dstate(v, s, p)``: the coefficients with the ion variables read from ``s``."""
+    def dstate(v, s, p):
+        return _coefficients(plan, v, p, s)
+    return dstate
+
+
 def _backward_euler(plan: Plan):
     """``derivimplicit``: ``x_new = x + dt f(x_new)``, for ``f = a + b x``."""
     def advance(states, v, dt, speed, p):
@@ -72,7 +81,10 @@ def _conductance(plan: Plan, current: str):
                     plan.conductances, model.breakpoint.line)
 
     def g(states, p):
-        names = naming.values(p, jnp.nan, states)
+        if plan.voltage_dependent:  # states holds "v" and "celsius" (currents_at)
+            names = naming.values(p, states["v"], states, states.get("celsius", jnp.nan))
+        else:
+            names = naming.values(p, jnp.nan, states)
         Interpreter(model, JaxBackend(plan.unity)).run_block(block, names)
         return names[current]
     return g
@@ -81,11 +93,12 @@ def _conductance(plan: Plan, current: str):
 def _initial(plan: Plan):
     model, naming = plan.model, plan.naming
 
-    def initial(v, p):
+    def initial(v, p, given=None):
         names = naming.values(p, v)
+        names.update({x: given[x] for x in naming.ions.read if given and x in given})
         Interpreter(model, JaxBackend(plan.unity)).run_block(model.initial, names)
         return {jax_name: jnp.broadcast_to(names[x], jnp.shape(v))
-                for x, jax_name in naming.states.items()}
+                for x, jax_name in naming.states.items() if x in names}
     return initial
 
 
@@ -125,15 +138,24 @@ def build(plan: Plan, q10: float, q10_celsius: float) -> Mechanism:
         raise model.error(model.net_receive.line, "NET_RECEIVE must take one argument, "
                           "the weight")
     states = tuple(naming.states.values())
+    dynamic = naming.ions.dynamic
+    init = None
+    if dynamic and model.initial is not None:
+        initial = _initial(plan)
+
+        def init(v, s, p):
+            return initial(v, p, s)
     mechanism = Mechanism(
         model.suffix, parameters=naming.mechanism_parameters(),
         currents={f"{current}_{model.suffix}": (_conductance(plan, current), reversal)
                   for current, reversal in plan.reversals.items()},
-        states=states, steady=_steady(plan) if states else None, q10=q10,
+        states=states, steady=_steady(plan) if states and not dynamic else None,
+        dstate=_dstate(plan) if states and dynamic else None, init=init, q10=q10,
         q10_celsius=q10_celsius, point=model.point,
         on_spike=_on_spike(plan) if model.net_receive is not None else None,
-        advance=_backward_euler(plan) if plan.method == "derivimplicit" else None)
-    if states:
+        advance=_backward_euler(plan) if plan.method == "derivimplicit" else None,
+        ions=naming.ions.uses, voltage_dependent=plan.voltage_dependent)
+    if states and not dynamic:
         check_initial(mechanism, _initial(plan), model)
     return mechanism
 

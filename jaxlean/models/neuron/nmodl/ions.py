@@ -1,51 +1,116 @@
-"""``USEION`` lines: which ion variables map onto jaxlean (reversal potentials as
-parameters, ion currents as a mechanism's currents) and which need what jaxlean's
-simulator does not have yet (concentrations, summed ion currents)."""
+"""``USEION`` lines as :class:`~jaxlean.models.neuron.ions.UseIon` declarations.
+
+Every ion variable keeps NEURON's name: a reversal read (``eca``), a concentration
+read (``cai``, ``cao``) or the ion's total current read (``ica``) is an entry of
+the states mapping the mechanism's functions receive; a current written
+(``ica = ...``) is carried by the ion and adds to its total; a concentration
+written (``cai' = ...``) is a state of the mechanism kept by the ion. The
+simulator keeps the ion by NEURON's rules (:mod:`~jaxlean.models.neuron.ions`).
+
+The one exception: ``Mechanism.advance`` (``METHOD derivimplicit``) cannot be
+combined with ions in the simulator, so such a file may only read reversals and
+write currents (``USEION k READ ek WRITE ik``); its reversal is then the plain
+parameter ``ek`` (shared with the ion's parameter of that name, same default) and
+its current is not added to the ion's total.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
+from jaxlean.errors import ConfigError
+from jaxlean.models.neuron.ions import SPECIES, UseIon, variables
 from jaxlean.models.neuron.nmodl.model import Model
 
-__all__ = ["DEFAULT_REVERSAL", "ion_currents", "ion_reversals"]
-
-DEFAULT_REVERSAL = {"na": 50.0, "k": -77.0, "ca": 132.4579341637009}
-"""NEURON's default reversal potentials (mV); any other ion's is 0."""
+__all__ = ["IonPlan", "ion_currents", "ion_plan"]
 
 
-def ion_reversals(model: Model) -> dict[str, str]:
-    """``{mod name: jaxlean parameter}`` of the reversal potentials ``model`` reads
-    (``ena`` -> ``e_na``, the name ``hh`` and ``pas`` use).
+@dataclasses.dataclass(frozen=True)
+class IonPlan:
+    """How a file uses ions.
+
+    ``uses``: its :class:`UseIon` declarations (empty in the ``derivimplicit`` fallback);
+    ``read``: ion variables read from the states mapping (``eca``, ``cai``, ``ica``);
+    ``written``: concentrations it writes (its states, kept by the ion);
+    ``reversal_parameters``: ``{ek: default}`` of reversals read as plain parameters
+    (the ``derivimplicit`` fallback).
+    """
+
+    uses: tuple[UseIon, ...] = ()
+    read: frozenset[str] = frozenset()
+    written: frozenset[str] = frozenset()
+    reversal_parameters: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def dynamic(self) -> bool:
+        """It reads a concentration or an ion current, or writes a concentration: its kinetics
+        read the states mapping (``Mechanism.dstate``)."""
+        currents = {variables(u.ion)["current"] for u in self.uses}
+        reversals = {variables(u.ion)["e"] for u in self.uses}
+        return bool(self.written) or bool(self.read - reversals - currents) or bool(
+            self.read & currents)
+
+
+def ion_plan(model: Model, method: str = "cnexp") -> IonPlan:
+    """The :class:`IonPlan` of ``model``'s ``USEION`` lines.
 
     Raises:
-      ConfigError: the file reads or writes a concentration, reads an ion current or
-        writes a reversal potential, naming the file, line and variable.
+      ConfigError: an unknown ion variable, a reversal written, an ion other than
+        na, k, ca without VALENCE (or a VALENCE that differs from the ion's charge), a
+        point process using ions, or ``derivimplicit`` with concentrations or ion
+        currents read; naming the file, line and variable.
     """
-    out = {}
+    if not model.ions:
+        return IonPlan()
+    if model.point:
+        raise model.error(model.ions[0].line, f"USEION {model.ions[0].name} in a "
+                          f"POINT_PROCESS: jaxlean's simulator gives ions to density "
+                          f"mechanisms only")
+    uses, read, written = [], set(), set()
     for ion in model.ions:
-        name = ion.name
-        concentrations = (f"{name}i", f"{name}o")
-        for variable in ion.read:
-            if variable == f"e{name}":
-                out[variable] = f"e_{name}"
-            elif variable in concentrations:
-                raise model.error(ion.line, f"USEION {name} READ {variable} needs ion "
-                                  f"concentrations, which jaxlean's simulator does not have")
-            elif variable == f"i{name}":
-                raise model.error(ion.line, f"USEION {name} READ {variable} needs the ion's "
-                                  f"total current summed over mechanisms, which jaxlean's "
-                                  f"simulator does not provide")
-            else:
-                raise model.error(ion.line, f"USEION {name} READ {variable}: not a variable "
-                                  f"of the ion {name}")
+        names = variables(ion.name)
+        known = (names["e"], names["i"], names["o"], names["current"])
+        for kind, given in (("READ", ion.read), ("WRITE", ion.write)):
+            for variable in given:
+                if variable not in known:
+                    raise model.error(ion.line, f"USEION {ion.name} {kind} {variable}: not a "
+                                      f"variable of the ion {ion.name} (its variables: "
+                                      f"{list(known)})")
+        if names["e"] in ion.write:
+            raise model.error(ion.line, f"USEION {ion.name} WRITE {names['e']}: writing a "
+                              f"reversal potential is not supported (write a concentration "
+                              f"and the reversal follows from Nernst)")
         for variable in ion.write:
-            if variable in concentrations:
-                raise model.error(ion.line, f"USEION {name} WRITE {variable} needs ion "
-                                  f"concentration dynamics, which jaxlean's simulator does "
-                                  f"not have")
-            if variable != f"i{name}":
-                raise model.error(ion.line, f"USEION {name} WRITE {variable} is not "
-                                  f"supported (only the current i{name})")
-    return out
+            if variable in (names["i"], names["o"]) and variable not in model.states:
+                raise model.error(ion.line, f"USEION {ion.name} WRITE {variable}: {variable} is "
+                                  f"not a STATE; jaxlean supports concentrations written as "
+                                  f"a STATE with an equation {variable}' = ...")
+        try:
+            use = UseIon(ion.name, read=ion.read, write=ion.write, valence=ion.valence)
+        except ConfigError as error:
+            raise model.error(ion.line, f"USEION {ion.name}: {error}") from None
+        uses.append(use)
+        read |= set(ion.read)
+        written |= {x for x in ion.write if x in (names["i"], names["o"])}
+    plan = IonPlan(tuple(uses), frozenset(read), frozenset(written))
+    if method != "derivimplicit":
+        return plan
+    for ion in model.ions:
+        names = variables(ion.name)
+        extra = sorted(set(ion.read) - {names["e"]}) + sorted(set(ion.write) - {
+            names["current"]})
+        if extra:
+            raise model.error(ion.line, f"USEION {ion.name} uses {extra} with METHOD "
+                              f"derivimplicit; jaxlean's Mechanism.advance cannot be combined "
+                              f"with ions (use cnexp, or read only e{ion.name})")
+    return IonPlan(reversal_parameters={
+        variables(ion.name)["e"]: _default_reversal(ion.name) for ion in model.ions
+        if variables(ion.name)["e"] in ion.read})
+
+
+def _default_reversal(ion: str) -> float:
+    species = SPECIES.get(ion)
+    return species.reversal if species is not None else 0.0
 
 
 def ion_currents(model: Model) -> dict[str, int]:

@@ -29,7 +29,14 @@ def load_mod(source: str | Path) -> Mechanism:
 
 
 def load_mod_dir(directory: str | Path) -> dict[str, Mechanism]:
-    """``{suffix: Mechanism}`` of every ``*.mod`` file in ``directory`` (sorted by name).
+    """``{suffix: Mechanism}`` of every ``*.mod`` file in ``directory``, in NEURON's order.
+
+    ``nrnivmodl`` registers the files sorted by file name (byte order: ``CaDynamics_E2``
+    before ``Ca_HVA``, upper case before lower case), and NEURON advances each
+    compartment's states in that order: a concentration written by one mechanism
+    (a calcium shell's ``cai``) is read at its new value by the mechanisms after it
+    (an SK channel). jaxlean advances states in insertion order, so insert the
+    mechanisms in this dict's order to reproduce NEURON.
 
     Raises:
       ConfigError: not a directory, no ``.mod`` file in it, two files with one
@@ -38,7 +45,7 @@ def load_mod_dir(directory: str | Path) -> dict[str, Mechanism]:
     folder = Path(directory)
     if not folder.is_dir():
         raise ConfigError(f"load_mod_dir: {str(folder)!r} is not a directory")
-    files = sorted(folder.glob("*.mod"))
+    files = sorted(folder.glob("*.mod"), key=lambda path: path.name.encode())
     if not files:
         raise ConfigError(f"load_mod_dir: no .mod file in {str(folder)!r}")
     out: dict[str, Mechanism] = {}

@@ -1,6 +1,7 @@
 """How a ``.mod`` file's names become jaxlean's: parameters ``<name>_<suffix>`` (NEURON's
 hoc names, e.g. ``gnabar_hh``) in jaxlean's units, states ``<state>_<suffix>``,
-currents ``<current>_<suffix>``, ion reversals ``e_<ion>`` (shared, as in ``hh``)."""
+currents ``<current>_<suffix>``; ion variables keep NEURON's names (``eca``, ``cai``, ``ica``)
+and are read from the states mapping (:mod:`~jaxlean.models.neuron.nmodl.ions`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from jaxlean.models.neuron.nmodl.ions import DEFAULT_REVERSAL, ion_reversals
+from jaxlean.models.neuron.nmodl.ions import IonPlan, ion_plan
 from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.units import canonical_unit
 
@@ -25,21 +26,26 @@ class Naming:
     ``parameters``: ``{mod name: (jaxlean name, factor, default, unit)}``, the jaxlean value
     being ``factor`` times the mod's; ``frozen``: ``{mod name: value}`` of parameters
     fixed at their defaults (folded into the temperature factor); ``reversals``:
-    ``{mod name: jaxlean name}``; ``states``: ``{mod name: jaxlean name}``.
+    ``{mod name: default}`` of reversals that are plain parameters (the ``derivimplicit``
+    fallback); ``ions``: the file's ion plan (ion variables read from the states mapping);
+    ``states``: ``{mod name: jaxlean name}`` (a written concentration keeps its name).
     """
 
     suffix: str
     parameters: dict[str, tuple[str, float, float, str]]
     frozen: dict[str, float]
-    reversals: dict[str, str]
+    reversals: dict[str, float]
     states: dict[str, str]
+    ions: IonPlan
 
     @classmethod
-    def of(cls, model: Model, frozen: frozenset[str] = frozenset()) -> Naming:
-        reversals = ion_reversals(model)
+    def of(cls, model: Model, frozen: frozenset[str] = frozenset(),
+           method: str = "cnexp") -> Naming:
+        ions = ion_plan(model, method)
+        reversals = ions.reversal_parameters
         parameters, fixed = {}, {}
         for name, variable in model.parameters.items():
-            if name in SPECIAL or name in reversals:
+            if name in SPECIAL or name in reversals or name in ions.read:
                 continue
             default = 0.0 if variable.default is None else variable.default
             if name in frozen:
@@ -51,24 +57,27 @@ class Naming:
         if model.net_receive is not None and model.net_receive.args:
             weight = model.net_receive.args[0]
             parameters[weight] = (f"{weight}_{model.suffix}", 1.0, 0.0, "uS")
-        states = {name: f"{name}_{model.suffix}" for name in model.states}
-        return cls(model.suffix, parameters, fixed, reversals, states)
+        states = {name: name if name in ions.written else f"{name}_{model.suffix}"
+                  for name in model.states}
+        return cls(model.suffix, parameters, fixed, reversals, states, ions)
 
     def mechanism_parameters(self) -> dict[str, tuple[float, str]]:
         """``Mechanism.parameters`` (reversals included, at NEURON's defaults)."""
         out = {jax: (default, unit) for jax, _, default, unit in self.parameters.values()}
-        for mod, jax in self.reversals.items():
-            out[jax] = (DEFAULT_REVERSAL.get(mod[1:], 0.0), "mV")
+        for name, default in self.reversals.items():
+            out[name] = (default, "mV")
         return out
 
-    def values(self, p, v, states=None) -> dict:
-        """The file's names bound to jaxlean's values (``p``: jaxlean parameters)."""
-        out: dict = {"v": v, "celsius": jnp.nan}
+    def values(self, p, v, states=None, celsius=jnp.nan) -> dict:
+        """The file's names bound to jaxlean's values (``p``: jaxlean parameters; ``states``:
+        the mechanism's states and the ion variables it reads)."""
+        out: dict = {"v": v, "celsius": celsius}
         for mod, (jax, factor, _, _) in self.parameters.items():
             if jax in p:
                 out[mod] = p[jax] if factor == 1.0 else p[jax] / factor
         out.update(self.frozen)
-        out.update({mod: p[jax] for mod, jax in self.reversals.items() if jax in p})
+        out.update({name: p[name] for name in self.reversals if name in p})
         if states is not None:
-            out.update({mod: states[jax] for mod, jax in self.states.items()})
+            out.update({name: states[name] for name in self.ions.read if name in states})
+            out.update({mod: states[jax] for mod, jax in self.states.items() if jax in states})
         return out

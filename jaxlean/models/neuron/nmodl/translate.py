@@ -10,11 +10,19 @@ error naming the file, line and construct that does not map onto one exactly.
   that multiply every rate (:mod:`~jaxlean.models.neuron.nmodl.analysis`); they
   become the mechanism's ``q10 = K`` at ``q10_celsius = T0``, and the file is
   evaluated with the factor set to 1.
-* ``INITIAL`` must set every state to its steady state (checked at 81 voltages
-  with the default parameters), where jaxlean starts states.
+* Ions (:mod:`~jaxlean.models.neuron.nmodl.ions`): a file that reads a
+  concentration or an ion current, or writes a concentration, becomes a ``dstate``
+  mechanism (``(a, b)`` of each ``x' = a + b x``, reading the ion variables), its
+  ``INITIAL`` block its ``init``; a written concentration is the state ``cai``.
+* ``INITIAL`` must set every state (other than written concentrations); without ions
+  read in the kinetics, to its steady state (checked at 81 voltages with the default
+  parameters), where jaxlean starts states.
 * ``BREAKPOINT``: each current ``i = g * (v - e)`` (see
-  :mod:`~jaxlean.models.neuron.nmodl.currents`), ``g`` a function of states and
-  parameters only, ``e`` a parameter or an ion's reversal (``e_na``).
+  :mod:`~jaxlean.models.neuron.nmodl.currents`), ``e`` a parameter or an ion's
+  reversal it reads (``eca``: the current is carried by the ion). A conductance that
+  reads ``v`` or ``celsius``, or a current of another form (``ica = P m^2 ghk(v, cai,
+  cao)``), makes the mechanism ``voltage_dependent`` (NEURON's linearisation); a
+  temperature factor in a conductance is refused.
 * ``NET_RECEIVE(weight)`` (point processes): statements ``x = x + expr``, the weight
   a parameter ``weight_<suffix>`` (uS).
 """
@@ -24,7 +32,7 @@ from __future__ import annotations
 from jaxlean.models.neuron.mechanisms import Mechanism
 from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.analysis import Abstract, AbstractBackend
-from jaxlean.models.neuron.nmodl.currents import conductance_form
+from jaxlean.models.neuron.nmodl.currents import ohmic_form
 from jaxlean.models.neuron.nmodl.functions import Plan, build
 from jaxlean.models.neuron.nmodl.interpret import Interpreter
 from jaxlean.models.neuron.nmodl.ions import ion_currents
@@ -54,11 +62,15 @@ def _breakpoint(model: Model, currents: dict[str, int]):
                 raise model.error(statement.line, f"current {statement.target} is assigned "
                                   f"twice; write it as one g * (v - e)")
             seen.add(statement.target)
-            g, reversals[statement.target] = conductance_form(model, statement.target, statement)
-            statement = s.Assign(statement.target, g, statement.line)
+            form = ohmic_form(statement)
+            if form is None:  # a current function of v (GHK): kept whole
+                reversals[statement.target] = None
+            else:
+                g, reversals[statement.target] = form
+                statement = s.Assign(statement.target, g, statement.line)
         elif _assigns(statement, currents):
             raise model.error(statement.line, "a current assigned inside if/else is not "
-                              "supported; write it as one g * (v - e)")
+                              "supported; assign it once, outside if/else")
         body.append(statement)
     for current, line in currents.items():
         if current not in seen:
@@ -78,9 +90,10 @@ def _abstract_names(model: Model, naming: Naming, states: bool) -> dict[str, Abs
     names = {"v": Abstract(frozenset({"v"}), (("v", 1),)),
              "celsius": Abstract(frozenset({"celsius"}), hom=None, affine=(1.0, 0.0))}
     for name, variable in model.parameters.items():
-        if name not in SPECIAL and name not in naming.reversals:
+        if name not in SPECIAL and name not in naming.reversals and name not in naming.ions.read:
             names[name] = Abstract(frozenset({name}), const=variable.default or 0.0)
     names.update({name: Abstract(frozenset({name})) for name in naming.reversals})
+    names.update({name: Abstract(frozenset({name})) for name in naming.ions.read})
     if model.net_receive is not None and model.net_receive.args:
         names[model.net_receive.args[0]] = Abstract(frozenset({model.net_receive.args[0]}))
     if states:
@@ -151,18 +164,22 @@ def _temperature(model: Model, derivatives: dict, backend) -> tuple[float, float
     return q10, t0, frozen
 
 
-def _analyse_rest(model: Model, naming: Naming, plan_body: tuple, currents, backend) -> None:
-    """INITIAL sets every state, free of temperature; conductances are free of v and of
-    temperature; NET_RECEIVE adds to states."""
-    if model.states:
-        if model.initial is None:
-            raise model.error(model.suffix_line, "no INITIAL block: NEURON starts the states "
-                              "at 0, jaxlean at their steady state")
+def _analyse_rest(model: Model, naming: Naming, plan_body: tuple, currents, reversals,
+                  backend) -> bool:
+    """INITIAL sets every own state, free of temperature; NET_RECEIVE adds to states.
+    Returns whether the currents are ``voltage_dependent``: a conductance reads ``v`` or
+    ``celsius`` (not through a temperature factor, which is refused), or a current is
+    not ohmic."""
+    own = [x for x in model.states if x not in naming.ions.written]
+    if own and model.initial is None:
+        raise model.error(model.suffix_line, "no INITIAL block: NEURON starts the states "
+                          "at 0, jaxlean at their steady state")
+    if model.initial is not None:
         names = _abstract_names(model, naming, states=False)
         before = dict(names)
         Interpreter(model, backend).run_block(model.initial, names)
         _no_parameter_assigned(model, model.initial, before, names)
-        for state in model.states:
+        for state in own:
             if state not in names:
                 raise model.error(model.initial.line, f"INITIAL does not set STATE {state} "
                                   f"(NEURON starts it at 0, jaxlean at its steady state)")
@@ -170,58 +187,78 @@ def _analyse_rest(model: Model, naming: Naming, plan_body: tuple, currents, back
                 raise model.error(model.initial.line, f"INITIAL sets {state} from celsius")
     names = _abstract_names(model, naming, states=True)
     before = dict(names)
+    factors_before = len(backend.factors)
     block = s.Block("BREAKPOINT", "BREAKPOINT", (), model.breakpoint.locals, plan_body,
                     model.breakpoint.line)
     Interpreter(model, backend).run_block(block, names)
     _no_parameter_assigned(model, block, before, names)
-    for current, line in currents.items():
+    dependent = False
+    for current in currents:
         g = names[current]
         line = next(st.line for st in plan_body if isinstance(st, s.Assign)
                     and st.target == current)
-        if "v" in g.deps:
-            raise model.error(line, f"the conductance of {current} depends on v; jaxlean's "
-                              f"conductances are functions of states and parameters")
-        if g.hom != 0 or "celsius" in g.deps:
-            raise model.error(line, f"the conductance of {current} depends on celsius; "
-                              f"jaxlean's Mechanism applies temperature to rates only")
+        thermal = "celsius" in g.deps
+        if thermal and (g.hom not in (None, 0) or len(backend.factors) > factors_before):
+            raise model.error(line, f"the conductance of {current} depends on celsius "
+                              f"through a temperature factor; jaxlean's Mechanism applies "
+                              f"temperature factors to rates only")
+        dependent |= thermal or "v" in g.deps or reversals[current] is None
+    return dependent
+
+
+def _method(model: Model, solve: s.Solve | None) -> tuple[s.Block | None, str]:
+    """The DERIVATIVE block SOLVE names and its method."""
+    if not model.states:
+        return None, ""
+    if solve is None:
+        raise model.error(model.breakpoint.line, "STATEs without a SOLVE in BREAKPOINT")
+    derivative = model.blocks.get(solve.block)
+    if derivative is None or derivative.kind != "DERIVATIVE":
+        raise model.error(solve.line, f"SOLVE {solve.block}: not a DERIVATIVE block of "
+                          f"this file")
+    if solve.method not in METHODS:
+        raise model.error(solve.line, f"SOLVE ... METHOD {solve.method or '(none)'} is not "
+                          f"supported; methods: {list(METHODS)}")
+    return derivative, solve.method
+
+
+def _reversal(model: Model, naming: Naming, current: str, name: str | None,
+              line: int) -> str | None:
+    """The Mechanism's reversal of ``current``: an ion's reversal it reads (``"eca"``), a
+    parameter's jaxlean name, the ion's current (``"ica"``) for a current function
+    carried by the ion, or ``None`` (a nonspecific current function)."""
+    if name is None:
+        carried = current in naming.ions.read or any(
+            current in use.write for use in naming.ions.uses)
+        return current if carried else None
+    if name in naming.ions.read and any(name == f"e{use.ion}" for use in naming.ions.uses):
+        return name
+    if name in naming.reversals:
+        return name
+    if name in naming.parameters:
+        return naming.parameters[name][0]
+    raise model.error(line, f"the reversal {name} of {current} is not a PARAMETER or an "
+                      f"ion's reversal potential it READs")
 
 
 def translate(model: Model) -> Mechanism:
     """The :class:`Mechanism` of ``model`` (see the module docstring for what maps)."""
-    naming = Naming.of(model)  # refuses concentrations first: the main missing feature
     currents = ion_currents(model)
-    if not currents:
-        raise model.error(model.suffix_line, "the mechanism writes no current (USEION ... "
-                          "WRITE i<ion> or NONSPECIFIC_CURRENT)")
     solve, body, reversal_names = _breakpoint(model, currents)
-    derivative, method = None, ""
-    if model.states:
-        if solve is None:
-            raise model.error(model.breakpoint.line, "STATEs without a SOLVE in BREAKPOINT")
-        derivative = model.blocks.get(solve.block)
-        if derivative is None or derivative.kind != "DERIVATIVE":
-            raise model.error(solve.line, f"SOLVE {solve.block}: not a DERIVATIVE block of "
-                              f"this file")
-        if solve.method not in METHODS:
-            raise model.error(solve.line, f"SOLVE ... METHOD {solve.method or '(none)'} is not "
-                              f"supported; methods: {list(METHODS)}")
-        method = solve.method
+    derivative, method = _method(model, solve)
+    naming = Naming.of(model, method=method)
+    if not currents and not naming.ions.written:
+        raise model.error(model.suffix_line, "the mechanism writes no current (USEION ... "
+                          "WRITE i<ion> or NONSPECIFIC_CURRENT) and no concentration")
     rates_backend, rest_backend = AbstractBackend(), AbstractBackend()
     q10, t0, frozen = 1.0, 6.3, frozenset()
     if derivative is not None:
         derivatives = _analyse_derivative(model, naming, derivative, rates_backend)
         q10, t0, frozen = _temperature(model, derivatives, rates_backend)
-    _analyse_rest(model, naming, body, currents, rest_backend)
-    naming = Naming.of(model, frozen)
-    reversals = {}
-    for current, name in reversal_names.items():
-        if name in naming.reversals:
-            reversals[current] = naming.reversals[name]
-        elif name in naming.parameters:
-            reversals[current] = naming.parameters[name][0]
-        else:
-            raise model.error(currents[current], f"the reversal {name} of {current} is not a "
-                              f"PARAMETER or an ion's reversal potential it READs")
+    dependent = _analyse_rest(model, naming, body, currents, reversal_names, rest_backend)
+    naming = Naming.of(model, frozen, method)
+    reversals = {current: _reversal(model, naming, current, name, currents[current])
+                 for current, name in reversal_names.items()}
     plan = Plan(model, naming, derivative, method, body, reversals,
-                 frozenset(rates_backend.factors) | frozenset(rest_backend.factors))
+                frozenset(rates_backend.factors) | frozenset(rest_backend.factors), dependent)
     return build(plan, q10, t0)

@@ -4,7 +4,8 @@ The fixtures were written by ``scripts/make_nmodl_fixtures.py`` (NEURON 9, the
 ``.mod`` files of ``mods/`` compiled by ``nrnivmodl``, ``hh.mod`` being NEURON's
 built-in ``hh``, rate tables off); the test builds the same ball-and-stick cell
 from the case stored in each fixture, with every mechanism loaded by
-``load_mod``. Float64. Live against NEURON when it is installed.
+``load_mod``, inserted in ``load_mod_dir``'s order (NEURON's: a concentration written by
+one mechanism is read by those after it). Float64. Live against NEURON when it is installed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron.mechanisms import ion_parameters
 from jaxlean.models.neuron.nmodl import load_mod_dir
 from jaxlean.models.neuron.nmodl.parser import parse
 from jaxlean.models.neuron.nmodl.units import canonical_unit
@@ -31,7 +33,6 @@ SCRIPT = HERE.parents[3] / "scripts" / "make_nmodl_fixtures.py"
 CASES = ["hh", "hay", "custom"]
 SITES = [0, 3, 5]  # the soma, dendrite segments 2 and 4
 VOLTAGE_TOLERANCE = 1e-7  # mV (measured: at most 1e-9)
-REVERSALS = {"ena": "e_na", "ek": "e_k", "eca": "e_ca"}
 
 
 def unit_factors() -> dict[str, float]:
@@ -51,7 +52,8 @@ def jaxlean_run(case: dict) -> dict:
     cell = Cell.from_parents(np.arange(n + 1) - 1, [case["soma_L"]] + [case["dend_L"] / n] * n,
                              [case["soma_diam"] / 2] + [case["dend_diam"] / 2] * n,
                              kind=[1] + [3] * n)
-    names = list(dict.fromkeys([*case["soma"], *case["dend"]]))
+    used = {*case["soma"], *case["dend"]}
+    names = [name for name in mechanisms if name in used]  # NEURON's order
     for name in names:
         where = {} if name in case["soma"] and name in case["dend"] else {
             "types": 1 if name in case["soma"] else 3}
@@ -73,7 +75,7 @@ def jaxlean_run(case: dict) -> dict:
     for key in ("tau", "e", "weight"):
         if "expsyn" in case:
             params[f"{key}_ExpSynM"] = case["expsyn"][key]
-    params.update({REVERSALS[ion]: value for ion, value in case["ions"].items()})
+    params.update(case["ions"])  # ena, ek: the ions' parameters, NEURON's names
     dt, t_max = case["dt"], case["t_max"]
     spec = case["iclamp"]
     stimuli = [Stimulus(0, step_current(spec["amp"], spec["delay"], spec["dur"], dt, t_max))]
@@ -101,8 +103,21 @@ def test_matches_committed_neuron_recordings(name):
 
 
 def test_default_calcium_reversal_is_neurons():
-    reversals = json.loads(str(np.load(FIXTURES / "nmodl_hay.npz")["reversals"]))
-    assert load_mod_dir(MODS)["Ca_HVA"].parameters["e_ca"][0] == reversals["eca"]
+    """Where no mechanism uses a calcium concentration (the dendrite), ``eca`` is NEURON's
+    default; on the soma (a shell writes ``cai``) it follows Nernst (the recorded trace)."""
+    fixture = np.load(FIXTURES / "nmodl_hay.npz")
+    dend, soma = (json.loads(str(fixture[key])) for key in ("dend_reversals", "reversals"))
+    assert ion_parameters(load_mod_dir(MODS)["Ca_HVA"])["eca"][0] == dend["eca"]
+    assert soma["eca"] != dend["eca"] and soma["eca"] == fixture["eca"][-1, 0]
+
+
+def test_load_mod_dir_returns_neurons_mechanism_order():
+    """nrnivmodl registers the files by name (C byte order): ``CaDynamics_E2`` before
+    ``Ca_HVA``, ``SK_E2`` before ``SKv3_1``, upper case before lower case (``hh`` is
+    NEURON's built-in, registered before them)."""
+    neuron_order = json.loads(str(np.load(FIXTURES / "nmodl_hay.npz")["order"]))
+    ours = [m.name for m in load_mod_dir(MODS).values() if not m.point and m.name != "hh"]
+    assert [name for name in neuron_order if name in ours] == ours
 
 
 @pytest.mark.skipif(importlib.util.find_spec("neuron") is None or not (

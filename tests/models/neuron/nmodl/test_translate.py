@@ -12,6 +12,7 @@ import pytest
 
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 from jaxlean.models.neuron.channels import hh, pas
+from jaxlean.models.neuron.mechanisms import ion_parameters
 from jaxlean.models.neuron.nmodl import load_mod, load_mod_dir
 from jaxlean.models.neuron.nmodl.parser import parse
 
@@ -46,8 +47,10 @@ def test_hh_mod_matches_the_hand_written_hh():
 def test_names_units_and_temperature_factor():
     mechanisms = load_mod_dir(MODS)
     hh_mod = mechanisms["hh"]
-    assert set(hh_mod.parameters) == {"gnabar_hh", "gkbar_hh", "gl_hh", "el_hh", "e_na", "e_k"}
-    assert hh_mod.parameters["e_na"] == hh.parameters["e_na"]  # shared with hh, as NEURON's ena
+    assert set(hh_mod.parameters) == {"gnabar_hh", "gkbar_hh", "gl_hh", "el_hh"}
+    # the reversals are the ions' parameters, NEURON's ena and ek, at hh's defaults
+    assert ion_parameters(hh_mod) == {"ena": hh.parameters["e_na"], "ek": hh.parameters["e_k"]}
+    assert hh_mod.currents["ina_hh"][1] == "ena" and hh_mod.ion_writes() == ("ina", "ik")
     assert (hh_mod.q10, hh_mod.q10_celsius) == (3.0, 6.3)
     kdr = mechanisms["kdrq"]  # q10 = 2.3 and temp = 23 are PARAMETERs folded into the factor
     assert (kdr.q10, kdr.q10_celsius) == (2.3, 23.0)
@@ -57,6 +60,9 @@ def test_names_units_and_temperature_factor():
     assert list(mechanisms["Ih"].currents) == ["ihcn_Ih"]
     assert mechanisms["NaTa_t"].q10 == 1.0  # Hay's files fix qt at 34 degC
     assert mechanisms["kslow"].advance is not None  # derivimplicit: backward Euler
+    # advance cannot be combined with ions: ek is a plain parameter, shared with the ion's
+    assert mechanisms["kslow"].ions == () and mechanisms["kslow"].parameters["ek"] == (
+        -77.0, "mV")
     synapse = mechanisms["ExpSynM"]
     assert synapse.point and synapse.on_spike({"weight_ExpSynM": 0.5}) == {"g_ExpSynM": 0.5}
 
@@ -145,3 +151,21 @@ def test_powers_of_literals_follow_c():
     power = syntax.Binary("^", syntax.Number(-2.0, 1), syntax.Number(0.5, 1), 1)
     assert np.isnan(JaxBackend().binary(power, -2.0, 0.5))  # C's pow, not a complex number
     assert JaxBackend().binary(power, 2.0, 3.0) == 8.0
+
+
+@pytest.mark.parametrize("current, reversal, expected", [
+    ("gbar*m*(v - ek)/(1 + exp(-0.062*v))", "ek",
+     lambda v, m: 0.01 * m * (v + 77.0) / (1 + np.exp(-0.062 * v))),  # a Mg-block-like g(v)
+    ("gbar*m*v*v", "ik", lambda v, m: 0.01 * m * v * v),  # a current function carried by k
+])
+def test_voltage_dependent_currents_are_translated(current, reversal, expected):
+    """A conductance that reads v, or a current not written g * (v - e), becomes a
+    voltage_dependent mechanism (NEURON linearises every current the same way)."""
+    from tests.models.neuron.nmodl.test_refusals import channel
+
+    mechanism = load_mod(channel(current=current))
+    assert mechanism.voltage_dependent and mechanism.currents["ik_x"][1] == reversal
+    v, m = jnp.linspace(-80.0, 40.0, 7), jnp.full(7, 0.3)
+    got = mechanism.currents_at(v, {"m_x": m, "ek": jnp.full(7, -77.0), "celsius": 6.3},
+                                {"gbar_x": 0.01}, {"ek": jnp.full(7, -77.0)})["ik_x"]
+    np.testing.assert_allclose(np.asarray(got), expected(np.asarray(v), 0.3), rtol=1e-6)

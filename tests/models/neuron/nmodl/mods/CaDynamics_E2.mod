@@ -1,5 +1,5 @@
 : Calcium shell dynamics, as in Hay et al. 2011 (after Destexhe et al.);
-: written here from the published equations. jaxlean refuses it: it writes cai.
+: written here from the published equations.
 
 NEURON {
 	SUFFIX CaDynamics_E2

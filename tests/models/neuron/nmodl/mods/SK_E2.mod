@@ -1,5 +1,5 @@
 : SK-type calcium-activated K+ current (Kohler et al. 1996), as in Hay et al. 2011;
-: written here from the published equations. jaxlean refuses it: it reads cai.
+: written here from the published equations.
 
 NEURON {
 	SUFFIX SK_E2
