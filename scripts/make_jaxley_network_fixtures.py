@@ -17,8 +17,6 @@ from pathlib import Path
 import jax
 import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
 NCOMP = 2
 CELLS = ([-1, 0, 0], [-1, 0, 1], [-1])
 """Each cell's branch parents (jaxley's ``parents``); every branch has :data:`NCOMP`
@@ -39,7 +37,9 @@ def s_rest(v_th: float, delta: float = 10.0) -> float:
     return 1.0 / (1.0 + np.exp((v_th - V_INIT) / delta))
 
 
-def main() -> int:
+def jaxley_traces() -> np.ndarray:
+    """jaxley's recordings: the somas of cells 0-2, cell 1's last compartment, then ``s`` of
+    edge 0; ``(5, T + 1)`` from t = 0."""
     import jaxley as jx
     from jaxley.channels import HH
     from jaxley.connect import connect
@@ -72,10 +72,17 @@ def main() -> int:
         net.cell(c).branch(0).comp(0).record(verbose=False)
     net.cell(1).branch(2).comp(1).record(verbose=False)
     net.IonotropicSynapse.edge(0).record("IonotropicSynapse_s", verbose=False)
-    traces = np.asarray(jx.integrate(net, delta_t=DT, t_max=T_MAX,
-                                     voltage_solver="jaxley.dhs.cpu"))
+    return np.asarray(jx.integrate(net, delta_t=DT, t_max=T_MAX,
+                                   voltage_solver="jaxley.dhs.cpu"))
+
+
+def main() -> int:
+    import jaxley as jx
+
+    jax.config.update("jax_enable_x64", True)
+    traces = jaxley_traces()
     np.savez_compressed(OUT, v=traces[:-1], s0=traces[-1], dt=DT, t_max=T_MAX,
-                        jaxley=jx.__version__ if hasattr(jx, "__version__") else "0.14")
+                        jaxley=getattr(jx, "__version__", "0.14"))
     print(f"wrote {OUT}: {traces.shape}, soma peaks {traces[:3].max(axis=1)}")
     return 0
 
