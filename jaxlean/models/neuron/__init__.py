@@ -13,6 +13,8 @@
   spike arrival and threshold detection.
 * :mod:`~jaxlean.models.neuron.cable`: ``simulate``, stimuli, rematerialisation over time, long
   runs.
+* :mod:`~jaxlean.models.neuron.network`, :mod:`~jaxlean.models.neuron.network_sim`: cells joined
+  by :mod:`~jaxlean.models.neuron.graded` synapses, simulated as one forest.
 * :mod:`~jaxlean.models.neuron.morphology_io`: SWC, Neurolucida ASC and HDF5 files (MorphIO) as
   Import3d builds them; :mod:`~jaxlean.models.neuron.morph_edit`: axon stub, subtree deletion,
   diameter scaling.

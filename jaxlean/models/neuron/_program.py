@@ -48,6 +48,7 @@ class Plan:
 
     ``sites`` maps each recorded name to ``(insertion index or None, positions)``:
     where to read it in its array (``None``: the voltage or the clamps).
+    ``couplings``: a network's ``(graded synapse, pre, post compartments)`` per type.
     """
 
     cell: Cell
@@ -63,6 +64,7 @@ class Plan:
     max_spikes: int
     remat: Remat
     progress: bool
+    couplings: tuple = ()
 
 
 def _children_by_parent(parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +150,8 @@ PAD_FROM = 4096
 
 
 def program(plan: Plan) -> Callable:
-    """``run(params, currents, spike_times, clamp_values, initial) -> outputs``, jitted."""
+    """``run(params, currents, spike_times, clamp_values, initial[, coupling_params])``,
+    jitted (``coupling_params``: ``{synapse: {parameter: per connection}}``)."""
     return jax.jit(lambda *args: _run(plan, *args))
 
 
@@ -192,7 +195,7 @@ class Layout:
         return x[self.position[:nodes]]
 
 
-def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
+def _run(plan: Plan, params, currents, spike_times, clamp_values, initial, coupling_params=None):
     cell, dt, steps = plan.cell, plan.dt, plan.steps
     n = cell.n
     layout = Layout.of(cell)
@@ -223,6 +226,11 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
     stimulus_scale = 1e-3 / area[plan.targets]
     clamp_scale = 1e-3 / area[plan.clamped]
     state = initial_state(cell, plan.insertions, p) if initial is None else initial
+    if initial is None and plan.couplings:
+        state["synapses"] = {syn.name: syn.rest(p["v_init"][pre], coupling_params[syn.name])
+                             for syn, pre, _ in plan.couplings}
+    coupled = [(syn, at[pre], at[post], 1e-3 / area[post], coupling_params[syn.name])
+               for syn, pre, post in plan.couplings]  # graded synapses of a network
     first = state["step"]
     xs = {"current": currents,
           "arrivals": {name: spikes.arrivals(times, dt, first, steps)
@@ -312,6 +320,10 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
         diag, rhs, flows, ions = membrane(v, states, pool)
         if plan.targets.size:
             rhs = rhs.at[targets].add(stimulus_scale * x["current"])
+        for syn, _, post, syn_scale, cp in coupled:  # graded synapses: conductances at post
+            g, e = syn.conductance(carry["synapses"][syn.name], cp)
+            diag = diag.at[post].add(syn_scale * g)
+            rhs = rhs.at[post].add(syn_scale * g * e)
         if plan.clamped.size:
             g_clamp = x["on"] / clamp_values["rs"]
             diag = diag.at[clamped].add(clamp_scale * g_clamp)
@@ -324,6 +336,9 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
         if plan.clamped.size:
             flows["i_clamp"] = g_clamp * (x["vc"] - v_new[clamped])
         new = {"v": v_new, "states": states, "step": carry["step"] + 1}
+        if coupled:
+            new["synapses"] = {syn.name: syn.step(carry["synapses"][syn.name], v_new[pre], dt, cp)
+                               for syn, pre, _, _, cp in coupled}
         if pool:
             new["ions"] = pool
         if plan.detectors.size:
@@ -341,6 +356,8 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
              "step": state["step"]}
     if "ions" in state:
         carry["ions"] = {name: to_layout(c) for name, c in state["ions"].items()}
+    if "synapses" in state:
+        carry["synapses"] = state["synapses"]
     if plan.detectors.size:
         carry["detect"] = (jnp.full((plan.detectors.size, plan.max_spikes), jnp.inf,
                                     capacitance_dt.dtype),
@@ -358,6 +375,8 @@ def _run(plan: Plan, params, currents, spike_times, clamp_values, initial):
                      "step": carry["step"]}}
     if "ions" in carry:
         out["final"]["ions"] = {name: layout.take(c, n) for name, c in carry["ions"].items()}
+    if "synapses" in carry:
+        out["final"]["synapses"] = carry["synapses"]
     if plan.detectors.size:
         out["spikes"], out["spike_count"] = carry["detect"]
     return out

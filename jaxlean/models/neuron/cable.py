@@ -276,7 +276,9 @@ def _cached_program(plan: Plan, with_initial: bool) -> Callable:
            tuple(plan.targets.tolist()), tuple(plan.clamped.tolist()),
            tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
            plan.remat if isinstance(plan.remat, str | None) else tuple(plan.remat),
-           plan.progress and interval(), with_initial)  # the interval is read when traced
+           plan.progress and interval(), with_initial,  # the interval is read when traced
+           tuple((syn, tuple(pre.tolist()), tuple(post.tolist()))
+                 for syn, pre, post in plan.couplings))
 
     def build() -> Callable:
         cell, insertions = _own_arrays(plan.cell, plan.insertions)

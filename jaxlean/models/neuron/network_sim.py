@@ -1,0 +1,126 @@
+"""``simulate_network``: a :class:`~jaxlean.models.neuron.network.Network` as one program.
+
+The cells' compartments form one forest (:mod:`~jaxlean.models.neuron._forest`): every
+step solves all cells in one tree sweep, the mechanisms of all cells run per compartment
+as in :func:`~jaxlean.models.neuron.cable.simulate`, and each graded synapse adds its
+conductance at its postsynaptic compartment to that step's implicit system, its state
+advancing after the solve at the new presynaptic voltage. Compiled once per network
+structure and options; parameters, stimuli and initial state are arguments (differentiable,
+``vmap``-able).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import jax
+import numpy as np
+
+from jaxlean.errors import ConfigError
+from jaxlean.models.neuron import cable
+from jaxlean.models.neuron import params as parameters
+from jaxlean.models.neuron._forest import forest, merged_insertions, merged_params
+from jaxlean.models.neuron._program import Plan, initial_state
+from jaxlean.models.neuron._time import Remat, segment_lengths
+from jaxlean.models.neuron.network import Network, check_synapse_params
+
+__all__ = ["simulate_network"]
+
+Site = int | tuple[int, object]
+
+
+def _sites(net: Network, where: object, what: str) -> list[int]:
+    """Forest compartment numbers of ``where``: an int (the forest's number), ``(cell,
+    location)`` or a sequence of those."""
+    items = [where] if isinstance(where, int | tuple) and not (
+        isinstance(where, tuple) and where and isinstance(where[0], tuple)) else list(where)
+    out = []
+    for item in items:
+        if isinstance(item, tuple):
+            if len(item) != 2:
+                raise ConfigError(f"{what}: give (cell, compartment or (section, x)); got "
+                                  f"{item!r}")
+            out.append(net.index(item[0], item[1]))
+        elif isinstance(item, int | np.integer) and not isinstance(item, bool) and (
+                0 <= item < net.n):
+            out.append(int(item))
+        else:
+            raise ConfigError(f"{what}: {item!r} is not a compartment of the network (0 to "
+                              f"{net.n - 1}, or (cell, location))")
+    return out
+
+
+def _prepare(net: Network, params: Mapping):
+    if not isinstance(params, Mapping) or set(params) != {"cells", "synapses"}:
+        raise ConfigError("params must be {'cells': [...], 'synapses': {...}}: start from "
+                          "net.params()")
+    cell_params = list(params["cells"])
+    if len(cell_params) != len(net.cells):
+        raise ConfigError(f"params['cells'] must have one dict per cell ({len(net.cells)}); "
+                          f"got {len(cell_params)}")
+    per_cell = [cell.insertions(p) for cell, p in zip(net.cells, cell_params, strict=True)]
+    insertions = merged_insertions(net.cells, per_cell)
+    key = tuple((ins.mechanism, None if ins.compartments is None else
+                 tuple(ins.compartments.tolist())) for ins in insertions)
+    cache = net.__dict__.setdefault("_forests", {})
+    if key not in cache:
+        cache[key] = forest(net.cells, insertions)
+    whole = cache[key]
+    merged = merged_params(net.cells, cell_params, per_cell, whole.mechanisms)
+    check_synapse_params(net, params["synapses"])
+    couplings = tuple((syn, *net.endpoints(name))
+                      for name, (syn, _) in net.synapse_groups().items())
+    synapse_params = {name: {p: cable._strong(v) for p, v in values.items()}
+                      for name, values in params["synapses"].items()}
+    return whole, {k: cable._strong(v) for k, v in merged.items()}, couplings, synapse_params
+
+
+def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stimulus],
+                     dt: float, t_max: float, record: Site | Sequence[Site] = (0,),
+                     states: str | Sequence[str] = ("v",), remat: Remat = None,
+                     progress: bool = True, *, every: int = 1,
+                     initial: Mapping | None = None) -> dict:
+    """Run ``net`` for ``t_max`` ms in steps of ``dt`` ms.
+
+    Args:
+      net: cells and graded synapses (:class:`~jaxlean.models.neuron.network.Network`).
+      params: ``net.params()``'s pytree, edited or trained: ``{"cells": [per cell],
+        "synapses": {name: {parameter: per connection}}}``. Cells must share ``celsius``.
+      stimuli: current clamps; their compartments are the forest's numbers
+        (:meth:`Network.index`).
+      record: where ``states`` are recorded: the forest's numbers or ``(cell, location)``.
+      states, remat, progress, every: as in :func:`~jaxlean.models.neuron.cable.simulate`.
+      initial: the ``"final"`` of an earlier run of this network: the run continues from it.
+
+    Returns:
+      As ``simulate``: ``{name: (T // every + 1, len(record))}``, ``"t"`` and ``"final"``
+      (with ``"synapses"``: each synapse type's states per connection).
+
+    Raises:
+      ConfigError: a malformed ``params`` (a cell's errors name it: ``params['cells'][1]``;
+        a synapse value that is not finite names the connection and its endpoints), a
+        record site or stimulus outside the network, or options as ``simulate`` rejects.
+    """
+    steps = cable.n_steps(dt, t_max)
+    whole, merged, couplings, synapse_params = _prepare(net, params)
+    if not isinstance(every, int) or not 1 <= every <= steps:
+        raise ConfigError(f"every must be an int in [1, {steps}] (the number of steps); "
+                          f"got {every!r}")
+    segment_lengths(remat, steps // every)
+    targets, currents = cable._stimuli(whole, stimuli, steps)
+    record = np.asarray(_sites(net, record, "record"), dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    plan = Plan(whole, whole.mechanisms, float(dt), steps, every,
+                cable._sites(whole, whole.mechanisms, record, states, none), targets, none,
+                none, math.inf, 1, remat, bool(progress), couplings)
+    run = cable._cached_program(plan, initial is not None)
+    if initial is not None:
+        expected = jax.eval_shape(lambda: {**initial_state(
+            whole, whole.mechanisms, parameters.expand(whole, merged, whole.mechanisms)),
+            **({"synapses": {syn.name: syn.rest(merged["v_init"][pre], synapse_params[syn.name])
+                             for syn, pre, _ in couplings}} if couplings else {})})
+        cable._check_initial(initial, expected)
+        initial = {key: initial[key] for key in expected}
+    return run(merged, currents, cable._spike_inputs(whole.mechanisms, None), {}, initial,
+               synapse_params)
