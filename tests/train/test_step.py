@@ -167,7 +167,7 @@ def test_reference_model_sharing_leaves_via_add_lora_stays_alive(trainable):
     tx = optax.adam(1e-2)
     step, state = make_train_step(loss, tx, trainable=trainable), tx.init(policy)
     for _ in range(3):
-        policy, state, _ = step(policy, state, tokens[:, :-1], tokens[:, 1:])
+        policy, state, _ = step(policy, state, tokens[:, :-1], targets=tokens[:, 1:])
     _alive_and_equal(ref, values)
     assert np.asarray(ref.lm_head.weight).shape == (16, 32)    # was deleted by one step
 
@@ -231,7 +231,7 @@ def test_a_model_with_adapters_trains_only_them_by_default(trainable):
     tx = optax.adam(1e-2)                                      # plain optax: no selection
     step, state, trained = make_train_step(loss, tx, trainable=trainable), tx.init(model), model
     for _ in range(2):
-        trained, state, _ = step(trained, state, tokens[:, :-1], tokens[:, 1:])
+        trained, state, _ = step(trained, state, tokens[:, :-1], targets=tokens[:, 1:])
     (base, adapters), (base_after, adapters_after) = map(_base_and_adapters, (model, trained))
     moved = [not np.array_equal(x, y) for x, y in zip(base, base_after, strict=True)]
     assert moved == [trainable is not None] * len(base)      # bit-identical unless asked for
@@ -251,25 +251,25 @@ def test_a_non_finite_step_is_skipped_and_reported():
     tx = optax.adam(1e-2)
     step, state = make_train_step(loss, tx, metrics=True), tx.init(model)
     good = jax.random.randint(jax.random.key(3), (2, 9), 0, 32)
-    model, state, _ = step(model, state, good[:, :-1], good[:, 1:])
+    model, state, _ = step(model, state, good[:, :-1], targets=good[:, 1:])
     before, state_before = _values(model), [np.array(x, copy=True) for x in jax.tree.leaves(state)]
     b_before = np.array(model.layers.mlp.up_proj.lora.b)
     bad = _oov_batch()
-    model, state, metrics = step(model, state, bad[:, :-1], bad[:, 1:])
+    model, state, metrics = step(model, state, bad[:, :-1], targets=bad[:, 1:])
     assert bool(metrics.skipped) and np.isnan(metrics.loss)
     _alive_and_equal(model, before)                              # bit for bit, adapters too
     for leaf, value in zip(jax.tree.leaves(state), state_before, strict=True):
         np.testing.assert_array_equal(leaf, value)
     with pytest.warns(RuntimeWarning, match=r"step 2 \(counting .* was skipped.*the loss is "
                                             r"not finite"):
-        model, state, metrics = step(model, state, good[:, :-1], good[:, 1:])
+        model, state, metrics = step(model, state, good[:, :-1], targets=good[:, 1:])
     assert not bool(metrics.skipped)
     assert all(np.all(np.isfinite(x)) for x in _values(model))   # trained on, finite
     b = model.layers.mlp.up_proj.lora.b
     assert not np.array_equal(b, b_before)
     with warnings.catch_warnings():
         warnings.simplefilter("error")                           # step 3 was fine: no warning
-        step(model, state, good[:, :-1], good[:, 1:])
+        step(model, state, good[:, :-1], targets=good[:, 1:])
 
 
 def test_a_nan_learning_rate_is_named():
