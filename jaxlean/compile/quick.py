@@ -20,6 +20,8 @@ from typing import Any
 import jax
 import numpy as np
 
+__all__ = ["WANTED", "quick_compile_options"]
+
 WANTED: dict[str, Any] = {"xla_backend_optimization_level": 0,
                           "xla_cpu_use_fusion_emitters": False}
 
