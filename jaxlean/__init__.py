@@ -29,10 +29,79 @@ Subpackages (``help()`` on each says more):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+from jaxlean._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
+    from jaxlean import bench as bench
+    from jaxlean import cli as cli
+    from jaxlean import compile as compile
+    from jaxlean import errors as errors
+    from jaxlean import linalg as linalg
+    from jaxlean import loss as loss
+    from jaxlean import models as models
+    from jaxlean import nn as nn
+    from jaxlean import parallel as parallel
+    from jaxlean import train as train
+    from jaxlean.compile.cache import CacheStats as CacheStats
+    from jaxlean.compile.cache import FunctionCacheStats as FunctionCacheStats
+    from jaxlean.compile.cache import cache_stats as cache_stats
+    from jaxlean.compile.cache import enable_compilation_cache as enable_compilation_cache
+    from jaxlean.compile.report import CompileReport as CompileReport
+    from jaxlean.compile.report import compile_report as compile_report
+    from jaxlean.errors import CacheError as CacheError
+    from jaxlean.errors import CheckpointError as CheckpointError
+    from jaxlean.errors import ConfigError as ConfigError
+    from jaxlean.errors import DataError as DataError
+    from jaxlean.errors import GraphError as GraphError
+    from jaxlean.errors import JaxleanError as JaxleanError
+    from jaxlean.errors import MorphologyError as MorphologyError
+    from jaxlean.errors import NonFiniteError as NonFiniteError
+    from jaxlean.errors import StructureError as StructureError
+    from jaxlean.errors import TreeError as TreeError
+    from jaxlean.linalg import Tree as Tree
+    from jaxlean.linalg import tree_solve as tree_solve
+    from jaxlean.linalg import tree_solve_in_layout as tree_solve_in_layout
+    from jaxlean.linalg import tridiagonal_solve as tridiagonal_solve
+    from jaxlean.loss.chunked import TokenStats as TokenStats
+    from jaxlean.loss.chunked import VocabParallel as VocabParallel
+    from jaxlean.loss.chunked import cross_entropy as cross_entropy
+    from jaxlean.loss.chunked import token_logprobs as token_logprobs
+    from jaxlean.loss.chunked import token_stats as token_stats
+    from jaxlean.loss.distill import distill_loss as distill_loss
+    from jaxlean.loss.policy import PolicyLoss as PolicyLoss
+    from jaxlean.loss.policy import kl_estimate as kl_estimate
+    from jaxlean.loss.policy import policy_gradient_loss as policy_gradient_loss
+    from jaxlean.nn.graph import FnNode as FnNode
+    from jaxlean.nn.graph import Graph as Graph
+    from jaxlean.nn.graph import chain_edges as chain_edges
+    from jaxlean.nn.layers import scan_layers as scan_layers
+    from jaxlean.nn.layers import stack as stack
+    from jaxlean.nn.layers import unstack as unstack
+    from jaxlean.nn.remat import resolve_policy as resolve_policy
+    from jaxlean.nn.sequential import Sequential as Sequential
+    from jaxlean.train.checkpoint import Checkpointer as Checkpointer
+    from jaxlean.train.fit import History as History
+    from jaxlean.train.fit import TrainOutput as TrainOutput
+    from jaxlean.train.fit import fit as fit
+    from jaxlean.train.fit import make_train_fn as make_train_fn
+    from jaxlean.train.muon import MatrixState as MatrixState
+    from jaxlean.train.muon import MatrixTransformation as MatrixTransformation
+    from jaxlean.train.muon import matrix_transform as matrix_transform
+    from jaxlean.train.muon import muon as muon
+    from jaxlean.train.packed import Layout as Layout
+    from jaxlean.train.packed import packed as packed
+    from jaxlean.train.step import StepMetrics as StepMetrics
+    from jaxlean.train.step import TrainStep as TrainStep
+    from jaxlean.train.step import make_train_step as make_train_step
 
 __version__ = "0.1.0"
+
+# Subpackages load on first use too, as SciPy's do; they are not in ``__all__``, so that
+# ``from jaxlean import *`` binds no module (``compile`` would hide the builtin).
+_SUBMODULES = ("bench", "cli", "compile", "errors", "linalg", "loss", "models", "nn", "parallel",
+               "train")
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -89,19 +158,15 @@ _EXPORTS: dict[str, str] = {
     "make_train_step": "jaxlean.train.step",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["CacheError", "CacheStats", "CheckpointError", "Checkpointer", "CompileReport",
+           "ConfigError", "DataError", "FnNode", "FunctionCacheStats", "Graph", "GraphError",
+           "History", "JaxleanError", "Layout", "MatrixState", "MatrixTransformation",
+           "MorphologyError", "NonFiniteError", "PolicyLoss", "Sequential", "StepMetrics",
+           "StructureError", "TokenStats", "TrainOutput", "TrainStep", "Tree", "TreeError",
+           "VocabParallel", "cache_stats", "chain_edges", "compile_report", "cross_entropy",
+           "distill_loss", "enable_compilation_cache", "fit", "kl_estimate", "make_train_fn",
+           "make_train_step", "matrix_transform", "muon", "packed", "policy_gradient_loss",
+           "resolve_policy", "scan_layers", "stack", "token_logprobs", "token_stats", "tree_solve",
+           "tree_solve_in_layout", "tridiagonal_solve", "unstack"]
 
-def __getattr__(name: str) -> Any:
-    if name in ("bench", "cli", "compile", "errors", "linalg", "loss", "models", "nn",
-                "parallel", "train"):  # subpackages load on first use too, as SciPy's do
-        return importlib.import_module(f"jaxlean.{name}")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jaxlean' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)

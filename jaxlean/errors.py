@@ -8,6 +8,9 @@ node, a file line, a tensor name.
 
 from __future__ import annotations
 
+__all__ = ["CacheError", "CheckpointError", "ConfigError", "DataError", "GraphError",
+           "JaxleanError", "MorphologyError", "NonFiniteError", "StructureError", "TreeError"]
+
 
 class JaxleanError(Exception):
     """Base class of every error raised by jaxlean on bad input."""

@@ -1,4 +1,5 @@
-"""Shared fixtures: running a check script on several forced CPU devices."""
+"""Shared test setup: the environment of child processes, and running a check script on
+several forced CPU devices."""
 
 import os
 import subprocess
@@ -8,6 +9,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def child_env(*paths: Path | str, devices: int | None = None) -> dict[str, str]:
+    """The environment of a test's child process: ``paths`` then this checkout on
+    ``PYTHONPATH`` (so it imports this ``jaxlean``), JAX on CPU and, with ``devices``,
+    that many forced CPU devices (after the caller's ``XLA_FLAGS``)."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               PYTHONPATH=os.pathsep.join([*map(str, paths), str(ROOT)]))
+    if devices is not None:
+        count = f"--xla_force_host_platform_device_count={devices}"  # after the caller's flags
+        env["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {count}".strip()
+    return env
 
 
 @pytest.fixture
@@ -22,11 +35,8 @@ def run_on_devices(tmp_path):
     def run(script: str, devices: int, timeout: int = 600) -> str:
         path = tmp_path / "check_on_devices.py"
         path.write_text(script)
-        count = f"--xla_force_host_platform_device_count={devices}"  # after the caller's flags
-        env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} {count}".strip(),
-                   JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-        done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run([sys.executable, str(path)], env=child_env(devices=devices),
+                              capture_output=True, text=True, timeout=timeout)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
         assert done.stdout.strip().endswith("ok"), done.stdout[-3000:]
         return done.stdout

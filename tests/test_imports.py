@@ -50,7 +50,7 @@ def test_the_lm_package_re_exports_its_api_on_first_use():
     import jaxlean.models.lm as lm
     from jaxlean.models.lm.hf import load_pretrained
 
-    assert set(lm.__all__) == set(lm._EXPORTS) <= set(dir(lm))
+    assert set(lm.__all__) == {*lm._EXPORTS, *lm._SUBMODULES} <= set(dir(lm))
     assert all(getattr(lm, name) is not None for name in lm.__all__)
     assert lm.load_pretrained is load_pretrained
     with pytest.raises(AttributeError, match="no_such_name"):

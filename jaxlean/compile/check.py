@@ -18,6 +18,9 @@ import re
 import subprocess
 from pathlib import Path
 
+__all__ = ["CAUSES", "Compile", "Run", "Verdict", "check_environment", "compare", "parse_log",
+           "run_once"]
+
 CAUSES = {
     "computation": "the lowered module differs (a traced constant, shape, dtype or "
                    "Python-side value changed between runs)",

@@ -32,6 +32,8 @@ from jaxlean.compile.directory import clear, default_cache_dir, list_entries, pa
 from jaxlean.compile.health import check_directory, repair
 from jaxlean.errors import CacheError
 
+__all__ = ["add_cache_parser"]
+
 console = Console(soft_wrap=True)
 
 

@@ -24,6 +24,8 @@ import jax
 from jaxlean.compile import _jax_private
 from jaxlean.errors import CacheError
 
+__all__ = ["FLAG", "SETTING", "check_cache_is_safe", "keep_collectives_in_order"]
+
 FLAG = "xla_cpu_enable_concurrency_optimized_scheduler"
 SETTING = f"--{FLAG}=false"
 

@@ -21,6 +21,10 @@ from pathlib import Path
 
 from jaxlean.errors import CacheError
 
+__all__ = ["ATIME_SUFFIX", "ENTRY_SUFFIX", "METADATA_SUFFIX", "XLA_SUBCACHES", "CacheEntry",
+           "clear", "default_cache_dir", "function_of_key", "list_entries", "parse_size", "prune",
+           "remove_entry"]
+
 ENTRY_SUFFIX = "-cache"
 ATIME_SUFFIX = "-atime"
 METADATA_SUFFIX = "-jaxlean.json"

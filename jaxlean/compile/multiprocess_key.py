@@ -27,6 +27,8 @@ import jax
 
 from jaxlean.compile import _jax_private
 
+__all__ = ["INTERNAL", "host_cpu_signature", "install"]
+
 INTERNAL = "jax._src.cache_key._hash_accelerator_config"
 _MARK = "_jaxlean_process_invariant"
 

@@ -4,8 +4,8 @@ XLA:CPU compiles most of a small program's time into code generation of its
 fusion kernels: its direct LLVM IR emitters (instead of the MLIR fusion
 emitters) without LLVM optimisation compile faster and run slower. On the PMM
 seed workload (16 modules, batch 20) the training program traces, lowers and
-compiles in 0.35x the time and steps 1.66x slower (``jaxlean bench
-first_epoch``): they pay off for runs of up to about a hundred such steps.
+compiles in a fraction of the time and steps slower, so they pay off for short
+runs only (measured in ``jaxlean bench first_epoch``, see BENCHMARKS.md).
 ``fit`` uses them for short runs (:data:`jaxlean.train.fit.QUICK_COMPILE_MAX_STEPS`),
 packed's probe and optimizer inits. Not every jaxlib knows both options (jaxlib 0.12 has
 no ``xla_cpu_use_fusion_emitters``), so each is tried once on a trivial program and kept
@@ -19,6 +19,8 @@ from typing import Any
 
 import jax
 import numpy as np
+
+__all__ = ["WANTED", "quick_compile_options"]
 
 WANTED: dict[str, Any] = {"xla_backend_optimization_level": 0,
                           "xla_cpu_use_fusion_emitters": False}

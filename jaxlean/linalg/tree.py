@@ -25,6 +25,9 @@ from jaxlean.linalg._finite import check_finite
 from jaxlean.linalg._implicit import implicit_linear_solve
 from jaxlean.linalg._shapes import as_columns
 
+__all__ = ["SCHEDULES", "Schedule", "Tree", "default_schedule", "tree_solve",
+           "tree_solve_in_layout"]
+
 Schedule = Literal["sequential", "level"]
 SCHEDULES = ("sequential", "level")
 

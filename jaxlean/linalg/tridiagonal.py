@@ -16,6 +16,8 @@ from jaxlean.linalg._finite import check_finite
 from jaxlean.linalg._implicit import implicit_linear_solve
 from jaxlean.linalg._shapes import as_columns
 
+__all__ = ["tridiagonal_solve"]
+
 
 def _matvec(operator: tuple[jax.Array, jax.Array, jax.Array], x: jax.Array) -> jax.Array:
     dl, d, du = operator

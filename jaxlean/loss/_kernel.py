@@ -268,9 +268,27 @@ def _at(outs: Outs, i: jax.Array) -> Outs:
     return Outs(*(None if x is None else x[i] for x in outs))
 
 
-def _float_cotangents(g: Outs) -> Outs:
-    """Cotangents with the integer ids' (float0) replaced by nothing usable."""
-    return g._replace(top_ids=None)
+def _with_vjp(block_logits: Callable, bwd: Callable, plan: Plan):
+    """custom_vjp ``(head, hidden, targets) -> Outs``: the chunked pass over
+    ``block_logits(head)``, whose backward is ``bwd(head, hidden, targets, outs, g)``.
+
+    Only the inputs and the outputs are saved; ``g`` has the integer top-k ids'
+    (float0) cotangent replaced by None.
+    """
+
+    @jax.custom_vjp
+    def stats(head, hidden, targets):
+        return _forward(block_logits(head), hidden, targets, plan)
+
+    def fwd(head, hidden, targets):
+        out = stats(head, hidden, targets)
+        return out, (head, hidden, targets, out)
+
+    def backward(res, g):
+        return bwd(*res, g._replace(top_ids=None))
+
+    stats.defvjp(fwd, backward)
+    return stats
 
 
 def matrix_head_stats(plan: Plan):
@@ -279,17 +297,7 @@ def matrix_head_stats(plan: Plan):
     def block_logits(w):
         return lambda h, b: _matrix_block_logits(w, h, plan, b)
 
-    @jax.custom_vjp
-    def stats(w, hidden, targets):
-        return _forward(block_logits(w), hidden, targets, plan)
-
-    def fwd(w, hidden, targets):
-        out = stats(w, hidden, targets)
-        return out, (w, hidden, targets, out)
-
-    def bwd(res, g):
-        w, hidden, targets, outs = res
-        g = _float_cotangents(g)
+    def bwd(w, hidden, targets, outs, g):
         n_chunks, chunk, width = hidden.shape
 
         def vocab_step(b, carry):
@@ -323,8 +331,7 @@ def matrix_head_stats(plan: Plan):
         dw, dh = lax.fori_loop(0, plan.n_blocks, vocab_step, init)
         return _unbits(dw, w.dtype), dh.astype(hidden.dtype), None
 
-    stats.defvjp(fwd, bwd)
-    return stats
+    return _with_vjp(block_logits, bwd, plan)
 
 
 def callable_head_stats(apply: Callable, plan: Plan):
@@ -334,17 +341,7 @@ def callable_head_stats(apply: Callable, plan: Plan):
     def block_logits(operands):
         return lambda h, b: apply(operands, h)
 
-    @jax.custom_vjp
-    def stats(operands, hidden, targets):
-        return _forward(block_logits(operands), hidden, targets, plan)
-
-    def fwd(operands, hidden, targets):
-        out = stats(operands, hidden, targets)
-        return out, (operands, hidden, targets, out)
-
-    def bwd(res, g):
-        operands, hidden, targets, outs = res
-        g = _float_cotangents(g)
+    def bwd(operands, hidden, targets, outs, g):
         diff, nondiff = eqx.partition(operands, eqx.is_inexact_array)
 
         def logits_of(d, h):
@@ -364,8 +361,7 @@ def callable_head_stats(apply: Callable, plan: Plan):
         d_diff = jax.tree.map(lambda a, x: a.astype(x.dtype), d_acc, diff)
         return eqx.combine(d_diff, jax.tree.map(lambda _: None, nondiff)), dh, None
 
-    stats.defvjp(fwd, bwd)
-    return stats
+    return _with_vjp(block_logits, bwd, plan)
 
 
 class Want(NamedTuple):

@@ -10,19 +10,19 @@ The submodules load on first use (``jaxlean.models.lm`` after ``import jaxlean``
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from typing import TYPE_CHECKING
+
+from jaxlean._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
+    from jaxlean.models import lm as lm
+    from jaxlean.models import neuron as neuron
+    from jaxlean.models import pmm as pmm
 
 _SUBMODULES = ("lm", "neuron", "pmm")
 
-__all__ = list(_SUBMODULES)
+_EXPORTS: dict[str, str] = {}
 
+__all__ = ["lm", "neuron", "pmm"]
 
-def __getattr__(name: str) -> ModuleType:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SUBMODULES})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)

@@ -41,6 +41,9 @@ from jaxlean.errors import ConfigError, StructureError
 from jaxlean.nn.graph import Graph, chain_edges
 from jaxlean.nn.remat import RematOption
 
+__all__ = ["SEED_CONFIG", "WHICH", "AffineObservablePMM", "Which", "complex_adam",
+           "hermitian_part", "pmm_chain", "selected_indices", "smoothing_matrix"]
+
 Which = Literal["SA", "LA", "SM", "LM", "EA", "EM", "IA", "IM"]
 WHICH: tuple[str, ...] = ("SA", "LA", "SM", "LM", "EA", "EM", "IA", "IM")
 

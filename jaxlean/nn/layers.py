@@ -23,6 +23,9 @@ from jaxlean._pytree import first_difference, is_array
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.nn.remat import RematOption, remat_body
 
+__all__ = ["Nested", "auto_block_size", "auto_nested", "check_nested", "depth_of",
+           "scan_layers", "stack", "take_layers", "unstack"]
+
 T = TypeVar("T")
 Nested = int | Literal["auto"] | None
 """Two-level checkpointing: layers per block, ``"auto"`` (see :func:`auto_block_size`) or off."""

@@ -24,6 +24,9 @@ from jax.ad_checkpoint import checkpoint_name
 
 from jaxlean.errors import ConfigError
 
+__all__ = ["CARRY_NAME", "REMAT_NAMES", "RematOption", "has_pinned_host", "remat_body",
+           "resolve_policy"]
+
 RematOption = str | Callable[..., Any] | None
 
 CARRY_NAME = "jaxlean_carry"

@@ -23,6 +23,8 @@ from jaxlean.nn.graph import Graph, chain_edges
 from jaxlean.nn.layers import Nested
 from jaxlean.nn.remat import RematOption
 
+__all__ = ["Sequential"]
+
 
 class Sequential(eqx.Module):
     """Apply ``layers`` in order (``x = layer(x)``), scanning each run of identical layers.

@@ -5,25 +5,66 @@
 - ``distributed``: :func:`~jaxlean.parallel.distributed.initialize`, joining the processes
   of a multi-host run from flags, ``JAXLEAN_*`` variables or SLURM.
 
-The submodules load on first use (``jaxlean.parallel.mesh`` after ``import jaxlean``
-works), so importing this package imports no JAX.
+The submodules and their names below load on first use (``jaxlean.parallel.mesh`` after
+``import jaxlean`` works; ``from jaxlean.parallel import make_mesh`` too), so importing this
+package imports no JAX.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from typing import TYPE_CHECKING
+
+from jaxlean._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
+    from jaxlean.parallel import distributed as distributed
+    from jaxlean.parallel import mesh as mesh
+    from jaxlean.parallel.distributed import ENV_COORDINATOR as ENV_COORDINATOR
+    from jaxlean.parallel.distributed import ENV_NUM_PROCESSES as ENV_NUM_PROCESSES
+    from jaxlean.parallel.distributed import ENV_PROCESS_ID as ENV_PROCESS_ID
+    from jaxlean.parallel.distributed import ProcessInfo as ProcessInfo
+    from jaxlean.parallel.distributed import initialize as initialize
+    from jaxlean.parallel.mesh import BATCH_AXES as BATCH_AXES
+    from jaxlean.parallel.mesh import DATA as DATA
+    from jaxlean.parallel.mesh import FSDP as FSDP
+    from jaxlean.parallel.mesh import Rules as Rules
+    from jaxlean.parallel.mesh import axis_names as axis_names
+    from jaxlean.parallel.mesh import batch_spec as batch_spec
+    from jaxlean.parallel.mesh import constrain as constrain
+    from jaxlean.parallel.mesh import init_sharded as init_sharded
+    from jaxlean.parallel.mesh import make_mesh as make_mesh
+    from jaxlean.parallel.mesh import named_shardings as named_shardings
+    from jaxlean.parallel.mesh import partition_specs as partition_specs
+    from jaxlean.parallel.mesh import shard_batch as shard_batch
+    from jaxlean.parallel.mesh import shard_model as shard_model
 
 _SUBMODULES = ("distributed", "mesh")
 
-__all__ = list(_SUBMODULES)
+# Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "ENV_COORDINATOR": "jaxlean.parallel.distributed",
+    "ENV_NUM_PROCESSES": "jaxlean.parallel.distributed",
+    "ENV_PROCESS_ID": "jaxlean.parallel.distributed",
+    "ProcessInfo": "jaxlean.parallel.distributed",
+    "initialize": "jaxlean.parallel.distributed",
+    "BATCH_AXES": "jaxlean.parallel.mesh",
+    "DATA": "jaxlean.parallel.mesh",
+    "FSDP": "jaxlean.parallel.mesh",
+    "Rules": "jaxlean.parallel.mesh",
+    "axis_names": "jaxlean.parallel.mesh",
+    "batch_spec": "jaxlean.parallel.mesh",
+    "constrain": "jaxlean.parallel.mesh",
+    "init_sharded": "jaxlean.parallel.mesh",
+    "make_mesh": "jaxlean.parallel.mesh",
+    "named_shardings": "jaxlean.parallel.mesh",
+    "partition_specs": "jaxlean.parallel.mesh",
+    "shard_batch": "jaxlean.parallel.mesh",
+    "shard_model": "jaxlean.parallel.mesh",
+}
 
+__all__ = ["BATCH_AXES", "DATA", "ENV_COORDINATOR", "ENV_NUM_PROCESSES", "ENV_PROCESS_ID", "FSDP",
+           "ProcessInfo", "Rules", "axis_names", "batch_spec", "constrain", "distributed",
+           "init_sharded", "initialize", "make_mesh", "mesh", "named_shardings", "partition_specs",
+           "shard_batch", "shard_model"]
 
-def __getattr__(name: str) -> ModuleType:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SUBMODULES})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)

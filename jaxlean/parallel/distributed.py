@@ -18,6 +18,8 @@ import jax
 from jaxlean.compile import cpu_collectives
 from jaxlean.errors import ConfigError
 
+__all__ = ["ENV_COORDINATOR", "ENV_NUM_PROCESSES", "ENV_PROCESS_ID", "ProcessInfo", "initialize"]
+
 ENV_COORDINATOR = "JAXLEAN_COORDINATOR"
 ENV_NUM_PROCESSES = "JAXLEAN_NUM_PROCESSES"
 ENV_PROCESS_ID = "JAXLEAN_PROCESS_ID"

@@ -27,23 +27,11 @@ from jaxlean.compile.directory import (
 from jaxlean.compile.file_cache import SafeFileCache
 from jaxlean.compile.report import compile_report
 from jaxlean.errors import CacheError
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.compile.conftest import CHAIN_CHILD
+from tests.conftest import child_env
 
 # A child process: enables the cache, runs a small chain of matmuls, prints JSON.
-_CHILD = textwrap.dedent("""
-    import json, sys
-    import jax, jax.numpy as jnp
-    from jaxlean.compile.cache import cache_stats, enable_compilation_cache
-
-    enable_compilation_cache(sys.argv[1], min_compile_secs=0)
-
-    @jax.jit
-    def chain(x):
-        for i in range(12):
-            x = jnp.tanh(x @ x.T + i)
-        return x.sum()
-
+_CHILD = CHAIN_CHILD + textwrap.dedent("""
     value = float(chain(jnp.arange(64.0).reshape(8, 8) / 64))
     stats = cache_stats().functions.get("jit(chain)")
     print(json.dumps({"value": value, "hits": stats.hits, "misses": stats.misses,
@@ -58,14 +46,10 @@ def _reference_chain() -> float:
     return float(x.sum())
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
-
-
 def _start_child(tmp_path: Path, cache: Path) -> subprocess.Popen:
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
-    return subprocess.Popen([sys.executable, str(script), str(cache)], env=_env(),
+    return subprocess.Popen([sys.executable, str(script), str(cache)], env=child_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

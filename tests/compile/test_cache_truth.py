@@ -5,12 +5,10 @@ cache reports no hits or misses."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 import warnings
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -21,8 +19,8 @@ from jaxlean.compile import stats
 from jaxlean.compile.cache import cache_stats, enable_compilation_cache
 from jaxlean.compile.directory import METADATA_SUFFIX, clear, list_entries
 from jaxlean.train.fit import fit
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.compile.conftest import CHAIN_CHILD
+from tests.conftest import child_env
 
 
 @pytest.fixture
@@ -109,19 +107,7 @@ def test_no_warning_and_no_counts_without_a_cache(restore_jax_cache_config, fres
     assert "hits" not in summary and "miss" not in summary
 
 
-_CHILD = textwrap.dedent("""
-    import json, sys, time
-    import jax, jax.numpy as jnp
-    from jaxlean.compile.cache import cache_stats, enable_compilation_cache
-
-    enable_compilation_cache(sys.argv[1], min_compile_secs=0)
-
-    @jax.jit
-    def chain(x):
-        for i in range(12):
-            x = jnp.tanh(x @ x.T + i)
-        return x.sum()
-
+_CHILD = CHAIN_CHILD + textwrap.dedent("""
     chain(jnp.ones((16, 16)))
     row = cache_stats().functions["jit(chain)"]
     print(json.dumps({"hits": row.hits, "saved": row.saved_s, "compile": row.compile_s,
@@ -132,7 +118,7 @@ _CHILD = textwrap.dedent("""
 def test_saved_time_is_the_recorded_compile_time_not_whole_seconds(tmp_path):
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    env = child_env()
 
     def run() -> dict:
         done = subprocess.run([sys.executable, str(script), str(tmp_path / "xla")], env=env,

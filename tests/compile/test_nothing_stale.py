@@ -9,7 +9,6 @@ warm. A JAX config context manager inside one process gets its own program too.
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,7 +17,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import child_env
 
 JOB = textwrap.dedent('''
     import json, sys
@@ -66,8 +65,7 @@ def _write_helpers(where: Path, shift: float, factor: float) -> None:
 
 
 def _run(where: Path, scale: float) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(where), str(ROOT)]),
-               PYTHONDONTWRITEBYTECODE="1", JAX_PLATFORMS="cpu")
+    env = {**child_env(where), "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, str(where / "job.py"), str(where / "xla"), str(scale)],
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -21,8 +21,8 @@ from jaxlean.compile import _jax_private, health
 from jaxlean.compile.cache import cache_stats, enable_compilation_cache
 from jaxlean.compile.directory import ENTRY_SUFFIX, list_entries
 from jaxlean.compile.file_cache import SafeFileCache
+from tests.conftest import child_env
 
-REPO = Path(__file__).resolve().parents[2]
 # Root ignores permission bits; without these capabilities it obeys them like any user.
 _UNPRIVILEGED = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
 
@@ -48,8 +48,8 @@ _CHILD = textwrap.dedent("""
 def _run(tmp_path: Path, cache: Path, mode: str, prefix: list[str] = ()) -> dict:
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([*prefix, sys.executable, str(script), str(cache), mode], env=env,
+    proc = subprocess.run([*prefix, sys.executable, str(script), str(cache), mode],
+                          env=child_env(),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])

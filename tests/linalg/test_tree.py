@@ -67,6 +67,11 @@ def dominant_system(parents, seed, dtype, batch=()):
     return tuple(jnp.asarray(a, dtype) for a in (lower, diag, upper, b))
 
 
+def tree_system(parents, seed, dtype, batch=()):
+    """``(tree, (lower, diag, upper, b))``: the tree of ``parents`` and a dominant system on it."""
+    return Tree.from_parents(parents), dominant_system(parents, seed, dtype, batch)
+
+
 def dense(parents, lower, diag, upper):
     """The matrix itself, built with differentiable scatters (``parents`` may be traced)."""
     n = parents.shape[0]
@@ -107,8 +112,7 @@ def dense_value_grad_jvp(parents, weights, args, tangents):
 def test_matches_dense_on_named_shapes(shape, dtype, tol, schedule):
     with jax.enable_x64(dtype == jnp.float64):
         parents = SHAPES[shape](17)
-        tree = Tree.from_parents(parents)
-        args = dominant_system(parents, 0, dtype)
+        tree, args = tree_system(parents, 0, dtype)
         x = tree_solve(tree, *args, schedule=schedule)
         assert x.dtype == dtype
         np.testing.assert_allclose(x, dense_solve(jnp.asarray(parents), *args), rtol=tol, atol=tol)
@@ -119,8 +123,7 @@ def test_matches_dense_on_named_shapes(shape, dtype, tol, schedule):
 @given(parents=random_forests(), seed=st.integers(0, 2**16))
 def test_random_forests_values_and_gradients(schedule, parents, seed):
     with jax.enable_x64():
-        tree = Tree.from_parents(parents)
-        args = dominant_system(parents, seed, jnp.float64)
+        tree, args = tree_system(parents, seed, jnp.float64)
         tangents = dominant_system(parents, seed + 2, jnp.float64)
         weights = jnp.asarray(np.random.default_rng(seed + 1).normal(size=parents.size))
         ours = value_grad_jvp(lambda *a: tree_solve(tree, *a, schedule=schedule),
@@ -133,8 +136,7 @@ def test_random_forests_values_and_gradients(schedule, parents, seed):
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_float32_gradients_match_dense(schedule):
     parents = binary(20)
-    tree = Tree.from_parents(parents)
-    args = dominant_system(parents, 3, jnp.float32)
+    tree, args = tree_system(parents, 3, jnp.float32)
     weights = jnp.linspace(-1, 1, parents.size)
     ours = value_grad_jvp(lambda *a: tree_solve(tree, *a, schedule=schedule), weights, args, args)
     want = dense_value_grad_jvp(jnp.asarray(parents), weights, args, args)
@@ -146,8 +148,7 @@ def test_float32_gradients_match_dense(schedule):
 def test_vmap_over_rhs_and_matrices_under_jit(schedule):
     with jax.enable_x64():
         parents = forest(15)
-        tree = Tree.from_parents(parents)
-        lower, diag, upper, b = dominant_system(parents, 4, jnp.float64, batch=(3,))
+        tree, (lower, diag, upper, b) = tree_system(parents, 4, jnp.float64, batch=(3,))
         solve = jax.jit(jax.vmap(lambda lo, d, up, rhs: tree_solve(tree, lo, d, up, rhs,
                                                                    schedule=schedule)))
         want = dense_solve(jnp.asarray(parents), lower, diag, upper, b)
@@ -162,8 +163,7 @@ def test_vmap_over_rhs_and_matrices_under_jit(schedule):
 def test_batched_entries_and_several_right_hand_sides(schedule):
     with jax.enable_x64():
         parents = binary(9)
-        tree = Tree.from_parents(parents)
-        lower, diag, upper, _ = dominant_system(parents, 5, jnp.float64, batch=(2,))
+        tree, (lower, diag, upper, _) = tree_system(parents, 5, jnp.float64, batch=(2,))
         b = jnp.asarray(np.random.default_rng(6).normal(size=(2, 9, 4)))
         x = tree_solve(tree, lower, diag, upper, b, schedule=schedule)
         want = jnp.linalg.solve(dense(jnp.asarray(parents), lower, diag, upper), b)
@@ -175,8 +175,7 @@ def test_schedules_agree_on_a_deep_tree():
     with jax.enable_x64():
         parents = np.concatenate([path(300), 300 + binary(200)])
         parents[300] = 299
-        tree = Tree.from_parents(parents)
-        args = dominant_system(parents, 7, jnp.float64)
+        tree, args = tree_system(parents, 7, jnp.float64)
         np.testing.assert_allclose(tree_solve(tree, *args, schedule="level"),
                                    tree_solve(tree, *args, schedule="sequential"), rtol=1e-12)
 

@@ -10,7 +10,6 @@ processes load the train step from the cache and give the same losses, bit for b
 """
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -18,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.conftest import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "train_lm.py"
@@ -29,10 +30,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _env() -> dict:
-    return dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
 
 
 def _result(stdout: str) -> dict:
@@ -47,7 +44,8 @@ def _two_processes(cache: Path) -> list[subprocess.Popen]:
         [sys.executable, str(SCRIPT), *ARGS, "--devices", "2", "--data", "2", "--fsdp", "2",
          "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
          "--cache", str(cache)],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+        env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(2)]
 
 
 def _results(procs: list[subprocess.Popen]) -> list[dict]:
@@ -68,7 +66,7 @@ def _results(procs: list[subprocess.Popen]) -> list[dict]:
 @pytest.mark.slow
 def test_two_processes_train_like_one_device_and_only_process_0_writes_the_cache(tmp_path):
     cache = tmp_path / "cache"
-    single = subprocess.Popen([sys.executable, str(SCRIPT), *ARGS], env=_env(),
+    single = subprocess.Popen([sys.executable, str(SCRIPT), *ARGS], env=child_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     *first, want = _results([*_two_processes(cache), single])  # all three side by side
     assert want["devices"] == 1

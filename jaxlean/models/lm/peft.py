@@ -38,6 +38,8 @@ from jaxlean.models.lm.hf_config import read_json
 from jaxlean.models.lm.lora import Linear, add_lora
 from jaxlean.models.lm.transformer import Transformer
 
+__all__ = ["load_lora", "merge_lora", "save_lora"]
+
 _PREFIX = "base_model.model."
 # module name -> (Hugging Face path inside a layer, or None for the head; getter)
 _MODULES: dict[str, tuple[str | None, Callable[[Transformer], Linear]]] = {

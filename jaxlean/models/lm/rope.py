@@ -17,6 +17,8 @@ from jax import Array
 
 from jaxlean.errors import ConfigError
 
+__all__ = ["ROPE_TYPES", "RopeScaling", "apply_rotary", "inv_frequencies", "rope_scaling"]
+
 ROPE_TYPES = ("default", "linear", "llama3")
 _PARAMETERS = {"default": (), "linear": ("factor",),
                "llama3": ("factor", "low_freq_factor", "high_freq_factor",

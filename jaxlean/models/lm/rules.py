@@ -11,6 +11,8 @@ from jax.sharding import PartitionSpec as P
 
 from jaxlean.parallel.mesh import FSDP
 
+__all__ = ["transformer_rules"]
+
 
 def transformer_rules(fsdp: str = FSDP) -> tuple[tuple[str, P], ...]:
     """FSDP partition rules for :class:`jaxlean.models.lm.transformer.Transformer`.

@@ -25,6 +25,8 @@ from jax import Array
 
 from jaxlean.errors import ConfigError
 
+__all__ = ["Sampling", "choose", "filter_logits"]
+
 
 class Sampling(NamedTuple):
     """How the next token is chosen; ``None`` turns a filter off.

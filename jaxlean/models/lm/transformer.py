@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import equinox as eqx
 import jax
@@ -54,9 +54,10 @@ from jaxlean.nn.layers import scan_layers, unstack
 from jaxlean.nn.remat import remat_body
 
 __all__ = [
-    "MLP", "STRUCTURE_OPTIONS", "Attention", "DecoderLayer", "RMSNorm", "Transformer",
-    "TransformerConfig", "attend", "check_attention_mask", "check_segment_ids", "check_tokens",
-    "logprobs", "loss", "positions_from_mask", "positions_from_segments", "window_mask",
+    "MLP", "STRUCTURE_OPTIONS", "Attention", "DecoderLayer", "ModelInputs", "RMSNorm",
+    "Transformer", "TransformerConfig", "attend", "check_attention_mask", "check_segment_ids",
+    "check_tokens", "logprobs", "loss", "positions_from_mask", "positions_from_segments",
+    "window_mask",
 ]
 
 
@@ -118,9 +119,22 @@ def positions_from_segments(segment_ids: Array) -> Array:
     return index - jax.lax.cummax(jnp.where(starts, index, 0), axis=segment_ids.ndim - 1)
 
 
-def _model_inputs(input_ids: Array | None, renamed: dict[str, Any], where: str) -> Array:
-    """``input_ids``, after refusing the old keywords (``tokens``, ``mask``) by their new names."""
-    reject_renamed(renamed, {"tokens": "input_ids", "mask": "attention_mask"}, where)
+class ModelInputs(TypedDict, total=False):
+    """The keyword inputs every forward method of :class:`Transformer` takes, each
+    defaulting to None (see :meth:`Transformer.last_hidden_state`)."""
+
+    attention_mask: Array | None
+    positions: Array | None
+    adapter_ids: Array | None
+    segment_ids: Array | None
+
+
+def _model_inputs(input_ids: Array | None, inputs: dict[str, Any], where: str) -> Array:
+    """``input_ids``, after refusing the old keywords (``tokens``, ``mask``) by their new names
+    and any other keyword that is not a :class:`ModelInputs` field."""
+    other = {name: value for name, value in inputs.items()
+             if name not in ModelInputs.__annotations__}
+    reject_renamed(other, {"tokens": "input_ids", "mask": "attention_mask"}, where)
     if input_ids is None:
         raise TypeError(f"{where}() missing the argument 'input_ids'")
     return input_ids
@@ -179,16 +193,7 @@ class Transformer(eqx.Module):
             check_tokens(tokens, self.config.vocab_size)
         return jnp.take(self.embed, tokens, axis=0, mode="fill", fill_value=jnp.nan)
 
-    def __call__(
-        self,
-        input_ids: Array | None = None,
-        *,
-        attention_mask: Array | None = None,
-        positions: Array | None = None,
-        adapter_ids: Array | None = None,
-        segment_ids: Array | None = None,
-        **renamed: Any,
-    ) -> Array:
+    def __call__(self, input_ids: Array | None = None, **inputs: Unpack[ModelInputs]) -> Array:
         """Full logits ``[B, T, vocab]`` of ``input_ids[B, T]``, as Hugging Face's causal LM.
 
         This builds the ``[tokens, vocab]`` matrix: for inspection, tests and short
@@ -197,22 +202,12 @@ class Transformer(eqx.Module):
 
         Arguments as for :meth:`last_hidden_state`.
         """
-        input_ids = _model_inputs(input_ids, renamed, "Transformer.__call__")
-        hidden = self.last_hidden_state(input_ids, attention_mask=attention_mask,
-                                        positions=positions, adapter_ids=adapter_ids,
-                                        segment_ids=segment_ids)
-        return self.project(hidden, adapter_ids)
+        input_ids = _model_inputs(input_ids, inputs, "Transformer.__call__")
+        hidden = self.last_hidden_state(input_ids, **inputs)
+        return self.project(hidden, inputs.get("adapter_ids"))
 
-    def last_hidden_state(
-        self,
-        input_ids: Array | None = None,
-        *,
-        attention_mask: Array | None = None,
-        positions: Array | None = None,
-        adapter_ids: Array | None = None,
-        segment_ids: Array | None = None,
-        **renamed: Any,
-    ) -> Array:
+    def last_hidden_state(self, input_ids: Array | None = None,
+                          **inputs: Unpack[ModelInputs]) -> Array:
         """Final (normed) hidden states ``[B, T, hidden]`` of ``input_ids`` (the head's input).
 
         With ``config.compute_dtype`` set, every floating array is first cast to it.
@@ -233,30 +228,19 @@ class Transformer(eqx.Module):
                 (:func:`positions_from_segments`), so each sequence is computed as if
                 alone. Number the segments 1, 2, ... and the padding 0.
         """
-        input_ids = _model_inputs(input_ids, renamed, "Transformer.last_hidden_state")
+        input_ids = _model_inputs(input_ids, inputs, "Transformer.last_hidden_state")
         model = self.in_compute_dtype()
-        h, _ = model._forward(input_ids, attention_mask, positions, adapter_ids, collect=False,
-                              segment_ids=segment_ids)
+        h, _ = model._forward(input_ids, inputs, collect=False)
         return model.norm(h)
 
-    def hidden_states(
-        self,
-        input_ids: Array | None = None,
-        *,
-        attention_mask: Array | None = None,
-        positions: Array | None = None,
-        adapter_ids: Array | None = None,
-        segment_ids: Array | None = None,
-        **renamed: Any,
-    ) -> Array:
+    def hidden_states(self, input_ids: Array | None = None,
+                      **inputs: Unpack[ModelInputs]) -> Array:
         """Every layer's output ``[layers, B, T, hidden]`` (before the final norm).
 
         Arguments as for :meth:`last_hidden_state`.
         """
-        input_ids = _model_inputs(input_ids, renamed, "Transformer.hidden_states")
-        _, per_layer = self.in_compute_dtype()._forward(input_ids, attention_mask, positions,
-                                                        adapter_ids, collect=True,
-                                                        segment_ids=segment_ids)
+        input_ids = _model_inputs(input_ids, inputs, "Transformer.hidden_states")
+        _, per_layer = self.in_compute_dtype()._forward(input_ids, inputs, collect=True)
         return per_layer
 
     def in_compute_dtype(self) -> Transformer:
@@ -281,8 +265,10 @@ class Transformer(eqx.Module):
         object.__setattr__(model, "config", dataclasses.replace(self.config, **options))
         return model
 
-    def _forward(self, tokens, mask, positions, adapter_ids, collect: bool, segment_ids=None):
+    def _forward(self, tokens: Array, inputs: ModelInputs, collect: bool) -> tuple[Array, Any]:
         """``(h, per_layer)``: the last layer's output and, with ``collect``, every layer's."""
+        mask, positions = inputs.get("attention_mask"), inputs.get("positions")
+        adapter_ids, segment_ids = inputs.get("adapter_ids"), inputs.get("segment_ids")
         if jnp.ndim(tokens) != 2:
             raise DataError(f"input_ids must have shape [batch, length], got "
                             f"{jnp.shape(tokens)}")

@@ -10,6 +10,7 @@ import pytest
 
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.models.lm.transformer import (
+    ModelInputs,
     Transformer,
     TransformerConfig,
     attend,
@@ -243,6 +244,17 @@ def test_attention_mask_is_the_padding_argument(model, batch):
             method(tokens, attention_mask=padding[:, :-1])
     with pytest.raises(DataError, match=r"attention_mask must have .* got \(7,\)"):
         loss(model, tokens, targets=tokens, attention_mask=padding[0])
+
+
+def test_the_forward_methods_share_one_keyword_list(model, batch):
+    """__call__, last_hidden_state and hidden_states take the ModelInputs keywords, and
+    refuse any other by name."""
+    assert set(ModelInputs.__annotations__) == {"attention_mask", "positions", "adapter_ids",
+                                                "segment_ids"}
+    tokens, _, _ = batch
+    for method in (model, model.last_hidden_state, model.hidden_states):
+        with pytest.raises(TypeError, match=r"unexpected keyword.*\['attention'\]"):
+            method(tokens, attention=tokens)
 
 
 def test_loss_takes_hugging_face_labels_or_shifted_targets(model, batch):
