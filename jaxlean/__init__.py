@@ -63,17 +63,22 @@ _EXPORTS: dict[str, str] = {
     "MatrixTransformation": "jaxlean.train.muon",
     "matrix_transform": "jaxlean.train.muon",
     "muon": "jaxlean.train.muon",
-    "Layout": "jaxlean.train.packed",
+    "PackedLayout": "jaxlean.train.packed",
     "packed": "jaxlean.train.packed",
     "StepMetrics": "jaxlean.train.step",
     "TrainStep": "jaxlean.train.step",
     "make_train_step": "jaxlean.train.step",
 }
 
+# Former public names, kept one release: the defining module warns on use.
+_DEPRECATED: dict[str, str] = {
+    "Layout": "jaxlean.train.packed",  # now PackedLayout
+}
+
 __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = _EXPORTS.get(name) or _DEPRECATED.get(name)
     if module is None:
         raise AttributeError(f"module 'jaxlean' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
