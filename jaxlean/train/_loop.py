@@ -2,10 +2,15 @@
 
 :func:`build` checks the options, plans the packing and initialises the
 optimizer; :func:`run` is the whole run as one function of a :class:`Carry`
-(an outer ``while_loop`` over epochs, :func:`run_epoch`, around an inner one
-over minibatches, :func:`train_step`). Every option that shapes the program is
-in a :class:`LoopSpec`, bound with ``functools.partial``, so the traced function
-is ``run`` itself and ``jit`` names it ``jit(run)``.
+and a :class:`Position` (an outer ``while_loop`` over epochs, :func:`run_epoch`,
+around an inner one over minibatches, :func:`train_step`). It stops at a traced
+global step, also inside an epoch, and goes on from there when called again, so
+one compiled program serves a whole run in one call, in checkpointed segments,
+or in short chunks between which the host reports progress: the program has no
+host callback of its own (JAX's persistent cache refuses programs with one).
+Every option that shapes the program is in a :class:`LoopSpec`, bound with
+``functools.partial``, so the traced function is ``run`` itself and ``jit`` names
+it ``jit(run)``.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from jaxlean.train._groups import Trainable
 from jaxlean.train._layout import PackedLayout
 from jaxlean.train.packed import packed, update_buffers
 
-__all__ = ["Carry", "LoopSpec", "LossFn", "Program", "TrainOutput", "build", "data_size",
-           "finished", "init_carry", "output", "run", "run_epoch", "train_step"]
+__all__ = ["Carry", "LoopSpec", "LossFn", "Position", "Program", "TrainOutput", "build",
+           "data_size", "finished", "init_carry", "output", "run", "run_epoch", "start",
+           "train_step"]
 
 LossFn = Callable[[Any, Any], jax.Array]
 
@@ -71,6 +77,30 @@ class Carry(NamedTuple):
     bad_in_validation: jax.Array
 
 
+class Position(NamedTuple):
+    """Where inside ``carry.epoch`` a call of :func:`run` stopped (not checkpointed: checkpoints
+    are taken between epochs, where it is :func:`start`).
+
+    Attributes:
+        step: minibatches of the epoch already run.
+        loss_sum: the sum of their losses (float32).
+        loss: the loss of the last step run (NaN before the first), for progress.
+    """
+
+    step: jax.Array
+    loss_sum: jax.Array
+    loss: jax.Array
+
+
+def start(size: int) -> tuple[Position, jax.Array]:
+    """The position at the start of an epoch and a placeholder for the epoch's order of
+    ``size`` examples (the loop draws it there), on the device (committed, as :func:`run`'s
+    outputs are), made without compiling anything."""
+    values = (np.int32(0), np.float32(0), np.float32(np.nan), np.zeros((size,), np.int32))
+    *position, order = jax.device_put(values)
+    return Position(*position), order
+
+
 @dataclasses.dataclass(frozen=True)
 class LoopSpec:
     """Everything static the loop is traced with (``tx`` is the plain transformation)."""
@@ -96,25 +126,37 @@ class LoopSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-    """The training run as one function of a carry, so it can stop at any epoch and go on later.
+    """The training run as one function of a carry, so it can stop at any step and go on later.
 
-    ``run(carry, stop_epoch, frozen, data, val_data, key)`` runs epochs from
-    ``carry`` until ``carry.epoch`` reaches the traced ``stop_epoch`` (or
-    early stopping or a non-finite loss ends the run) and returns the carry and
-    its :class:`TrainOutput`: one compiled program serves a whole run, its
-    result included, and every segment of a checkpointed one, so both execute
-    the same loop body on the same carry values. ``init`` builds the first
+    ``run(carry, position, order, stop_step, frozen, data, val_data, key)`` runs steps
+    from ``carry`` and ``position`` until the global step (``epoch x
+    steps_per_epoch + position.step``) reaches the traced ``stop_step`` (or early
+    stopping or a non-finite loss ends the run) and returns the new carry,
+    position and order (:func:`run`): one compiled program serves a whole run, every segment of a
+    checkpointed one and every chunk of a run that reports progress, so all
+    execute the same loop body on the same values. ``init`` builds the first
     carry on the host (NumPy), so nothing compiles on the way to the loop but
     the optimizer's ``init``.
     """
 
     init: Callable[[Any, Any], Carry]
-    run: Callable[..., tuple[Carry, TrainOutput]]
+    run: Callable[..., tuple[Carry, Position, jax.Array]]
     layout: PackedLayout
     theta: Any
     frozen: Any
     opt_state: Any
     steps_per_epoch: int
+    patience: int | None
+    log_every: int
+    size: int
+
+    def start(self) -> tuple[Position, jax.Array]:
+        """:func:`start` for this program's data."""
+        return start(self.size)
+
+    def output(self, carry: Carry) -> TrainOutput:
+        """:func:`output` of a finished carry of this program."""
+        return output(carry, self.layout, self.frozen, self.patience)
 
 
 def data_size(data: Any, name: str) -> int:
@@ -168,12 +210,47 @@ def build(
     theta = layout.select(params)
     # One small program (eagerly, packing and every state leaf's zeros would each compile),
     # run once: not worth XLA's optimisation.
-    opt_state = jax.jit((packed(tx) if pack else tx).init,
-                        compiler_options=quick_compile_options())(theta)
+    opt_state, theta = _settled_init(tx, pack, theta)
     spec = LoopSpec(loss_fn, tx, layout, pack, epochs, size, batch_size, steps_per_epoch,
                     log_every, patience, on_step, on_epoch)
     return Program(functools.partial(init_carry, spec), functools.partial(run, spec), layout,
-                   theta, frozen, opt_state, steps_per_epoch)
+                   theta, frozen, opt_state, steps_per_epoch, patience, log_every, size)
+
+
+def _settled_init(tx: optax.GradientTransformation, pack: bool, theta: Any) -> tuple[Any, Any]:
+    """The optimizer's initial state, and ``theta``, typed as the loop gives them back.
+
+    The loop returns its carry strongly typed where a step makes it so (every trained
+    leaf, and state leaves an update computes), so a weakly typed leaf going in
+    (``jnp.array(0.5)``) would give the second call of the loop another signature,
+    and a second compile. Those leaves are made strong here, in the one jitted ``init``
+    program; the loop computes the same either way (``while_loop`` makes them strong).
+    """
+    init = packed(tx).init if pack else tx.init
+    leaves, treedef = jax.tree_util.tree_flatten(theta)
+    weak = [_weak(x) for x in leaves]
+
+    def init_fn(theta):
+        state = init(theta)
+        strong = jax.tree.map(lambda x: x.astype(x.dtype) if _weak(x) else x, theta)
+        if any(_weak(x) for x in jax.tree.leaves(state)):
+            if pack:
+                step = lambda s, t: update_buffers(tx, s, s.layout.pack(t), s.layout.pack(t))
+            else:
+                step = lambda s, t: tx.update(t, s, t)
+            after = jax.eval_shape(step, state, strong)[1]
+            state = jax.tree.map(lambda x, a: x.astype(x.dtype) if _weak(x) and not a.weak_type
+                                 else x, state, after)
+        return state, [x for x, w in zip(jax.tree.leaves(strong), weak, strict=True) if w]
+
+    state, made_strong = jax.jit(init_fn, compiler_options=quick_compile_options())(theta)
+    made_strong = iter(made_strong)
+    leaves = [next(made_strong) if w else x for x, w in zip(leaves, weak, strict=True)]
+    return state, jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def _weak(x: Any) -> bool:
+    return bool(getattr(x, "weak_type", False))
 
 
 def init_carry(spec: LoopSpec, theta: Any, opt_state: Any) -> Carry:
@@ -185,36 +262,66 @@ def init_carry(spec: LoopSpec, theta: Any, opt_state: Any) -> Carry:
                  *jax.device_put(carry))
 
 
-def run(spec: LoopSpec, carry: Carry, stop_epoch: Any, frozen: Any, data: Any, val_data: Any,
-        key: jax.Array) -> tuple[Carry, TrainOutput]:
-    """Epochs from ``carry`` until ``stop_epoch`` (traced), early stopping or a non-finite loss."""
+def run(spec: LoopSpec, carry: Carry, position: Position, order: jax.Array, stop_step: Any,
+        frozen: Any, data: Any, val_data: Any, key: jax.Array
+        ) -> tuple[Carry, Position, jax.Array]:
+    """Steps from ``carry`` and ``position`` until the global step reaches ``stop_step``
+    (traced), early stopping or a non-finite loss.
 
-    def keep_going(carry: Carry) -> jax.Array:
-        go = (carry.epoch < stop_epoch) & (carry.bad_step < 0)
+    ``order`` is the current epoch's order of the examples when ``position`` is inside an
+    epoch (the loop draws it at an epoch's start; carried, a call that starts inside an
+    epoch does not draw it again); fit donates it.
+    """
+
+    def keep_going(state: tuple[Carry, Position, jax.Array]) -> jax.Array:
+        carry, position, _ = state
+        done = carry.epoch * spec.steps_per_epoch + position.step
+        go = (done < stop_step) & (carry.bad_step < 0)
         if spec.patience is not None:
             go &= carry.since_best < spec.patience
         return go
 
-    epoch = functools.partial(run_epoch, spec, frozen, data, val_data, key)
-    final = jax.lax.while_loop(keep_going, epoch, carry)
-    return final, output(final, spec.layout, frozen, spec.patience)
+    epoch = functools.partial(run_epoch, spec, stop_step, frozen, data, val_data, key)
+    return jax.lax.while_loop(keep_going, epoch, (carry, position, order))
 
 
-def run_epoch(spec: LoopSpec, frozen: Any, data: Any, val_data: Any, key: jax.Array,
-              carry: Carry) -> Carry:
-    """One epoch: every minibatch of a fresh permutation, then validation and best tracking."""
-    order = jax.random.permutation(jax.random.fold_in(key, carry.epoch), spec.size)
+def run_epoch(spec: LoopSpec, stop_step: Any, frozen: Any, data: Any, val_data: Any,
+              key: jax.Array, state: tuple[Carry, Position, jax.Array]
+              ) -> tuple[Carry, Position, jax.Array]:
+    """The minibatches of ``carry.epoch`` from ``position`` up to ``stop_step``; at the epoch's
+    end (or a non-finite loss), validation and best tracking (:func:`_end_epoch`)."""
+    carry, position, order = state
+    order = jax.lax.cond(
+        position.step == 0,
+        lambda: jax.random.permutation(jax.random.fold_in(key, carry.epoch), spec.size),
+        lambda: order)
     # With ``pack``, the epoch's loop carries the trainable params as the optimizer
     # state's buffers too: a handful of arrays, unpacked only where the loss reads them.
     packing = carry.opt_state.layout if spec.pack else None
     step = functools.partial(train_step, spec, packing, frozen, data, order, carry.epoch)
+    end = jnp.minimum(spec.steps_per_epoch, stop_step - carry.epoch * spec.steps_per_epoch)
     weights = packing.pack(carry.theta) if spec.pack else carry.theta
-    weights, opt_state, _, loss_sum, bad_step = jax.lax.while_loop(
-        lambda inner: (inner[2] < spec.steps_per_epoch) & (inner[4] < 0),
+    weights, opt_state, i, loss_sum, bad_step, loss = jax.lax.while_loop(
+        lambda inner: (inner[2] < end) & (inner[4] < 0),
         step,
-        (weights, carry.opt_state, jnp.int32(0), jnp.float32(0), carry.bad_step),
+        (weights, carry.opt_state, position.step, position.loss_sum, carry.bad_step,
+         position.loss),
     )
     theta = packing.unpack(weights) if spec.pack else weights
+    carry = carry._replace(theta=theta, opt_state=opt_state, bad_step=bad_step)
+    ended = (i >= spec.steps_per_epoch) | (bad_step >= 0)
+    return jax.lax.cond(
+        ended,
+        lambda: (_end_epoch(spec, frozen, val_data, carry, loss_sum),
+                 Position(jnp.int32(0), jnp.float32(0), loss), order),
+        lambda: (carry, Position(i, loss_sum, loss), order),
+    )
+
+
+def _end_epoch(spec: LoopSpec, frozen: Any, val_data: Any, carry: Carry,
+               loss_sum: jax.Array) -> Carry:
+    """The carry after its epoch's last step: mean loss, validation, best params, counters."""
+    theta, bad_step = carry.theta, carry.bad_step
     train_loss = loss_sum / spec.steps_per_epoch
     val_loss = jnp.float32(jnp.nan)
     monitored = train_loss
@@ -235,7 +342,7 @@ def run_epoch(spec: LoopSpec, frozen: Any, data: Any, val_data: Any, key: jax.Ar
                                   theta, best_theta)
     return Carry(
         theta=theta,
-        opt_state=opt_state,
+        opt_state=carry.opt_state,
         best_theta=best_theta,
         epoch=carry.epoch + 1,
         train_hist=carry.train_hist.at[carry.epoch].set(train_loss),
@@ -251,7 +358,7 @@ def run_epoch(spec: LoopSpec, frozen: Any, data: Any, val_data: Any, key: jax.Ar
 def train_step(spec: LoopSpec, packing: PackedLayout | None, frozen: Any, data: Any,
                order: jax.Array, epoch: jax.Array, inner: tuple) -> tuple:
     """One minibatch: the loss and gradient, the optimizer's update, a non-finite check."""
-    weights, opt_state, i, loss_sum, bad_step = inner
+    weights, opt_state, i, loss_sum, bad_step, _ = inner
     index = jax.lax.dynamic_slice_in_dim(order, i * spec.batch_size, spec.batch_size)
     # Indices are in bounds: "clip" gathers without the masking of "fill".
     batch = jax.tree.map(lambda x: jnp.take(x, index, axis=0, mode="clip"), data)
@@ -267,7 +374,8 @@ def train_step(spec: LoopSpec, packing: PackedLayout | None, frozen: Any, data: 
         report = lambda: jax.debug.callback(spec.on_step, global_step, epoch, loss)
         jax.lax.cond((global_step + 1) % spec.log_every == 0, report, lambda: None)
     bad_step = jnp.where(jnp.isfinite(loss), bad_step, global_step)
-    return weights, opt_state, i + 1, loss_sum + loss.astype(jnp.float32), bad_step
+    loss = loss.astype(jnp.float32)
+    return weights, opt_state, i + 1, loss_sum + loss, bad_step, loss
 
 
 def output(carry: Carry, layout: PackedLayout, frozen: Any, patience: int | None) -> TrainOutput:

@@ -6,15 +6,17 @@ compile that grow with the model. :func:`fit` traces the step once, runs
 every epoch (shuffling by key, validation, early stopping with best-params
 restore) in one ``lax.while_loop`` (:mod:`jaxlean.train._loop`) and carries the
 parameters and the optimizer state packed by :func:`jaxlean.train.packed`, so
-the state is a few arrays. Progress reaches the host every ``log_every`` steps
-through ``jax.debug.callback``.
+the state is a few arrays.
 
-The loop runs from a carry to a traced stop epoch, so with ``checkpoint=``
-:func:`fit` runs it in segments of ``checkpoint_every`` epochs, saves the
-carry after each (:class:`~jaxlean.train.checkpoint.Checkpointer`) and, when
-started again, goes on from the latest one with the same compiled program
-(:mod:`jaxlean.train._drive`, :mod:`jaxlean.train._resume`): a requeued job
-ends with the result of an uninterrupted run.
+The loop runs from a carry to a traced stop step, so one compiled program
+serves every call of it (:mod:`jaxlean.train._drive`): with ``checkpoint=``,
+:func:`fit` runs it in segments of ``checkpoint_every`` epochs, saves the carry
+after each (:class:`~jaxlean.train.checkpoint.Checkpointer`) and, when started
+again, goes on from the latest one (:mod:`jaxlean.train._resume`): a requeued
+job ends with the result of an uninterrupted run. Progress is shown the same
+way: the loop is called in chunks of about a quarter of a second and the host
+reports between calls, so the program has no host callback and JAX's
+persistent compilation cache stores it, progress or not.
 
 :func:`make_train_fn` returns the jitted-to-be training function and its
 arguments, for ahead-of-time compilation and benchmarks; ``pack=False``
@@ -41,7 +43,7 @@ from jaxlean.errors import NonFiniteError
 from jaxlean.train._drive import Run, check_checkpoint_every, checkpointing, describe, train
 from jaxlean.train._groups import Trainable
 from jaxlean.train._layout import PackedLayout
-from jaxlean.train._loop import LossFn, TrainOutput, build, data_size
+from jaxlean.train._loop import LossFn, TrainOutput, build, data_size, output
 from jaxlean.train._progress import ProgressBar
 from jaxlean.train.checkpoint import Checkpointer
 
@@ -119,7 +121,9 @@ def make_train_fn(
         log_every: steps between ``on_step`` calls (default: ~50 calls per run).
         trainable: which leaves train (pytree of bools or predicate on key path).
         pack: ``packed(tx)`` (True) or plain ``tx``, the unpacked reference (False).
-        on_step: host callback ``(step, epoch, loss)``; on_epoch: ``(epoch, train, val)``.
+        on_step: host callback ``(step, epoch, loss)``; on_epoch: ``(epoch, train, val)``
+            (``jax.debug.callback``: JAX's persistent cache does not store a program with
+            one; :func:`fit` shows progress without them).
 
     Returns:
         ``(fn, args)``; ``fn(*args)`` returns a :class:`TrainOutput`.
@@ -134,7 +138,9 @@ def make_train_fn(
 
     def train(theta, frozen, opt_state, data, val_data, key) -> TrainOutput:
         carry = program.init(theta, opt_state)
-        return program.run(carry, epochs, frozen, data, val_data, key)[1]
+        final, _, _ = program.run(carry, *program.start(), epochs * program.steps_per_epoch,
+                                  frozen, data, val_data, key)
+        return output(final, program.layout, frozen, patience)
 
     return train, (program.theta, program.frozen, program.opt_state, data, val_data, key)
 
@@ -167,17 +173,14 @@ def fit(
     improvement of the validation loss (the train loss without ``val_data``) and the
     best epoch's params are returned.
 
-    With ``checkpoint``, the loop's whole state (params, optimizer state, best params,
-    epoch, histories, early-stopping counters) is saved every ``checkpoint_every``
+    With ``checkpoint``, the loop's whole state is saved every ``checkpoint_every``
     epochs and at the end; the same call again (a requeue) continues from the latest
     checkpoint to the params and :class:`History` of an uninterrupted run, bit for
     bit, and a larger ``epochs`` to those of a run started with it. A call that
-    differs from the checkpointed run in ``tx`` (settings and schedules), ``data``,
-    ``val_data`` (shape, dtype, content hash), ``batch_size``, ``key``,
-    ``patience``, ``pack``, ``quick_compile`` or the params' structure and trained
-    and frozen leaves raises, naming it and both values (``loss_fn`` is not
-    compared). A run that hits a non-finite loss is not saved past its last good
-    checkpoint. Every run with the same ``quick_compile`` runs the same compiled loop.
+    differs from the checkpointed run in ``tx`` (settings, schedules), ``data``,
+    ``val_data``, ``batch_size``, ``key``, ``patience``, ``pack``, ``quick_compile``
+    or the params' structure and trained leaves raises, naming it and both values
+    (``loss_fn`` is not compared). A run is not saved past a non-finite loss.
 
     Args:
         loss_fn: ``loss_fn(params, batch) -> scalar`` loss.
@@ -188,10 +191,12 @@ def fit(
         key: PRNG key for shuffling.
         val_data: optional pytree; ``loss_fn(params, val_data)`` after each epoch.
         patience: epochs without improvement before stopping, or None.
-        log_every: steps between progress updates (default: ~50 per run).
+        log_every: progress is updated at multiples of this many steps (default: ~50
+            per run), about every quarter of a second, or less often if a step is slow.
         progress: report steps and loss, "compiling" until the loop runs, and where a
             run resumed: a rich bar on a terminal, plain lines on stderr every
             ``$JAXLEAN_PROGRESS_INTERVAL`` seconds (default 10) otherwise; False: silent.
+            Either way the same compiled loop runs, with the same result.
         trainable: pytree of bools or predicate on the key path; frozen leaves do not change.
         pack: optimizer state and, inside each epoch, the trained params in a few
             buffers (``packed(tx)``, default); ``False``: plain optax on the pytree.
@@ -222,17 +227,17 @@ def fit(
                       if isinstance(batch_size, int) and batch_size > 0 else 0)
     program = build(loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size,
                     val_data=val_data, patience=patience, log_every=log_every,
-                    trainable=trainable, pack=pack, on_step=bar.on_step if progress else None,
-                    on_epoch=bar.on_epoch if progress else None)
+                    trainable=trainable, pack=pack, on_step=None, on_epoch=None)
     quick_compile = resolve_quick_compile(quick_compile, epochs * program.steps_per_epoch,
                                           checkpoint is not None, jax.default_backend())
-    loop = Run(program, jax.jit(program.run, compiler_options=quick_compile_options()
-                                if quick_compile else None),
+    loop = Run(program, jax.jit(program.run, donate_argnums=2, compiler_options=
+                                quick_compile_options() if quick_compile else None),
                epochs, patience, data, val_data, key)
     with checkpointing(checkpoint) as checkpointer, bar:
         run_info = None if checkpointer is None else describe(loop, params, tx, batch_size,
                                                               pack, quick_compile)
-        out, resumed_epoch = train(loop, bar, checkpointer, checkpoint_every, run_info)
+        out, resumed_epoch = train(loop, bar, checkpointer, checkpoint_every, run_info,
+                                   report=bool(progress))
     history = _history(out, epochs, program.steps_per_epoch, val_data is not None,
                        resumed_epoch)
     return PackedLayout.plan(params).restore_static(out.params), history
