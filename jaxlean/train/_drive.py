@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxlean.errors import ConfigError
 from jaxlean.train._loop import Carry, Position, Program, TrainOutput, finished
@@ -60,16 +61,25 @@ class Run:
                ) -> tuple[Carry, Position, jax.Array]:
         """The loop's state placed as the loop returns it, so that every call has the
         first one's signature (one compile): ``jit`` commits its outputs to the device of
-        its committed arguments, so with any argument committed to one device, the state
-        is committed there too. Over several devices the placements are left as they are."""
+        its committed arguments, and over a mesh returns them on the mesh; so with an
+        argument committed to one device, the state is committed there too, and with
+        arguments on one mesh, the state's other leaves go there replicated."""
         arguments = (carry, position, order, self.program.frozen, self.data, self.val_data,
                      self.key)
-        devices = {device for leaf in jax.tree.leaves(arguments)
-                   if isinstance(leaf, jax.Array) and leaf.committed
-                   for device in leaf.devices()}
-        if len(devices) != 1:
+        committed = [leaf for leaf in jax.tree.leaves(arguments)
+                     if isinstance(leaf, jax.Array) and leaf.committed]
+        devices = {device for leaf in committed for device in leaf.devices()}
+        meshes = {leaf.sharding.mesh for leaf in committed
+                  if isinstance(leaf.sharding, NamedSharding)}
+        if len(devices) == 1:
+            return jax.device_put((carry, position, order), devices.pop())
+        if len(meshes) != 1:
             return carry, position, order
-        return jax.device_put((carry, position, order), devices.pop())
+        replicated = NamedSharding(meshes.pop(), PartitionSpec())
+        on_mesh = lambda leaf: (isinstance(leaf.sharding, NamedSharding)
+                                and leaf.sharding.mesh == replicated.mesh)
+        return jax.tree.map(lambda leaf: leaf if on_mesh(leaf) else
+                            jax.device_put(leaf, replicated), (carry, position, order))
 
 
 def check_checkpoint_every(checkpoint_every: Any) -> None:

@@ -111,3 +111,37 @@ def test_call_sizes_follow_the_measured_speed():
     assert chunks.count == 32 and chunks.stop(100) == 420
     chunks.ran(320, 100 * _progress.REPORT_SECONDS)  # slower now: one multiple per call
     assert chunks.count == 1
+
+
+MESH_SCRIPT = """
+import jax, jax.numpy as jnp, numpy as np, optax
+from jax.sharding import NamedSharding, PartitionSpec as P
+from jaxlean.compile.cache import cache_stats
+from jaxlean.train import _progress
+from jaxlean.train.fit import fit
+
+cache_stats()
+_progress.REPORT_SECONDS = 0.0  # every call: log_every steps
+mesh = jax.make_mesh((4,), ("d",), axis_types=(jax.sharding.AxisType.Auto,))
+x = jax.random.normal(jax.random.key(0), (64, 8))
+params = {"w": jax.device_put(jnp.full((8, 16), 0.1), NamedSharding(mesh, P(None, "d"))),
+          "v": jnp.full(16, 0.1)}
+loss = lambda p, b: jnp.mean((jnp.tanh(b[0] @ p["w"]) @ p["v"] - b[1]) ** 2)
+out = {}
+for shown in (True, False):
+    before = cache_stats().functions.get("jit(run)")
+    out[shown], _ = fit(loss, params, (x, jnp.sin(x).sum(1)), optax.adam(1e-2), epochs=3,
+                        batch_size=8, key=jax.random.key(1), progress=shown, log_every=3)
+    after = cache_stats().functions["jit(run)"]
+    print(shown, after.compiles - (before.compiles if before else 0))
+assert all(np.array_equal(out[True][k], out[False][k]) for k in params)
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_calls_over_a_mesh_compile_once(run_on_devices):
+    """Params sharded over a mesh: the state the loop returns is on the mesh, and the first
+    call's is put there too, so the calls of a chunked run share one compile."""
+    stdout = run_on_devices(MESH_SCRIPT, devices=4, timeout=300)
+    assert "True 1" in stdout and "False 1" in stdout
