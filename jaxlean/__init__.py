@@ -29,7 +29,8 @@ Subpackages (``help()`` on each says more):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from jaxlean._lazy import lazy_exports
 
@@ -90,7 +91,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.train.muon import MatrixTransformation as MatrixTransformation
     from jaxlean.train.muon import matrix_transform as matrix_transform
     from jaxlean.train.muon import muon as muon
-    from jaxlean.train.packed import Layout as Layout
+    from jaxlean.train.packed import PackedLayout as PackedLayout
     from jaxlean.train.packed import packed as packed
     from jaxlean.train.step import StepMetrics as StepMetrics
     from jaxlean.train.step import TrainStep as TrainStep
@@ -151,22 +152,24 @@ _EXPORTS: dict[str, str] = {
     "MatrixTransformation": "jaxlean.train.muon",
     "matrix_transform": "jaxlean.train.muon",
     "muon": "jaxlean.train.muon",
-    "Layout": "jaxlean.train.packed",
+    "PackedLayout": "jaxlean.train.packed",
     "packed": "jaxlean.train.packed",
     "StepMetrics": "jaxlean.train.step",
     "TrainStep": "jaxlean.train.step",
     "make_train_step": "jaxlean.train.step",
 }
 
-__all__ = ["CacheError", "CacheStats", "CheckpointError", "Checkpointer", "CompileReport",
-           "ConfigError", "DataError", "FnNode", "FunctionCacheStats", "Graph", "GraphError",
-           "History", "JaxleanError", "Layout", "MatrixState", "MatrixTransformation",
-           "MorphologyError", "NonFiniteError", "PolicyLoss", "Sequential", "StepMetrics",
-           "StructureError", "TokenStats", "TrainOutput", "TrainStep", "Tree", "TreeError",
-           "VocabParallel", "cache_stats", "chain_edges", "compile_report", "cross_entropy",
-           "distill_loss", "enable_compilation_cache", "fit", "kl_estimate", "make_train_fn",
-           "make_train_step", "matrix_transform", "muon", "packed", "policy_gradient_loss",
-           "resolve_policy", "scan_layers", "stack", "token_logprobs", "token_stats", "tree_solve",
-           "tree_solve_in_layout", "tridiagonal_solve", "unstack"]
+# Former public names, kept one release: the defining module warns on use.
+_DEPRECATED: dict[str, str] = {
+    "Layout": "jaxlean.train.packed",  # now PackedLayout
+}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)
+__all__ = sorted(_EXPORTS)
+
+_lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        return getattr(importlib.import_module(_DEPRECATED[name]), name)
+    return _lazy_getattr(name)

@@ -7,7 +7,7 @@ the same parameters: ``scanned`` (layers stacked ``[L, m, n]``, as
 ``scan_layers`` trains them) and ``per-layer`` (the layers as L separate
 modules, as an unrolled model holds them). For each layout and depth it
 records compile time and step time of (a) ``optax.multi_transform`` per leaf
-and (b) the same transformations inside ``packed(labels=...)``, after checking
+and (b) the same transformations inside ``packed(param_labels=...)``, after checking
 both give the same parameters.
 
 The AdamW part measures where users compile: the jitted train step (grad +
@@ -80,7 +80,7 @@ def _optimizers() -> dict[str, Any]:
     from jaxlean.train.packed import packed
 
     return {"per-leaf": optax.multi_transform(_groups(), _labels),
-            "packed": packed(_groups(), labels=_labels)}
+            "packed": packed(_groups(), param_labels=_labels)}
 
 
 def _step(tx: Any):

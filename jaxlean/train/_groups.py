@@ -1,7 +1,7 @@
 """Per-leaf settings from a prefix pytree or a function: which leaves train, which group each is in.
 
-``trainable`` and ``labels`` follow optax's conventions for masks and
-``multi_transform`` labels: a pytree with the structure of the params (or a
+``trainable`` and ``param_labels`` follow optax's conventions for masks and
+``multi_transform``'s ``param_labels``: a pytree with the structure of the params (or a
 prefix of it, one entry covering a whole subtree), or a function. Errors name
 the pytree path of the entry that does not fit.
 """
@@ -74,9 +74,10 @@ def describe_trainable(trainable: Trainable) -> str:
     return "the trainable mask"
 
 
-def leaf_labels(paths: list[tuple], params: Any, labels: Labels) -> list[str | None]:
+def leaf_labels(paths: list[tuple], params: Any, param_labels: Labels) -> list[str | None]:
     """One group name per leaf path from a label pytree or a function of the params."""
-    if labels is None:
+    if param_labels is None:
         return [None] * len(paths)
-    tree = labels(params) if _is_function(labels) else labels
-    return _from_prefix(paths, tree, "labels", lambda v: isinstance(v, str), "a group name (str)")
+    tree = param_labels(params) if _is_function(param_labels) else param_labels
+    return _from_prefix(paths, tree, "param_labels", lambda v: isinstance(v, str),
+                        "a group name (str)")

@@ -391,5 +391,5 @@ def unprobeable(tx: Any, error: Exception, where: str) -> ConfigError:
         f"{where}: optax transformation {name(tx)} could not be checked on packed "
         f"buffers: a probe step raised {type(error).__name__}: {error}. If it holds a "
         "mask or labels over the params tree, give packed a dict of transformations and "
-        "labels= instead (optax.masked / multi_transform / adamw(mask=...) "
+        "param_labels= instead (optax.masked / multi_transform / adamw(mask=...) "
         "cannot select leaves of a packed buffer)")

@@ -1,4 +1,4 @@
-"""What a :func:`jaxlean.fit` checkpoint records about its run, and the check on resume.
+"""What a :func:`jaxlean.fit` checkpoint records about its run, the check on resume, the restore.
 
 A checkpoint of ``fit`` holds the loop's whole carry, so a resumed run
 continues exactly, but only if it is the same run. :func:`describe_run`
@@ -13,12 +13,16 @@ records the run's identity as small JSON values stored with every checkpoint:
 
 :func:`check_same_run` compares the stored record with this call's and raises
 naming the first field that differs. The loss function is not compared.
+:func:`restore` reads the latest checkpoint's carry after that check, while
+the loop compiles for the carry's shapes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
+from concurrent import futures
 from typing import Any
 
 import jax
@@ -27,7 +31,11 @@ import optax
 
 from jaxlean.errors import CheckpointError
 from jaxlean.train._describe import array_text, describe, setting_name
-from jaxlean.train.packed import Layout
+from jaxlean.train._layout import PackedLayout
+from jaxlean.train._loop import Carry
+from jaxlean.train.checkpoint import Checkpointer
+
+__all__ = ["check_same_run", "describe_run", "resize_history", "restore", "resumable_epochs"]
 
 _ENTRY = "fit"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -41,7 +49,7 @@ def _structure_hash(params: Any) -> str:
 
 def describe_run(*, params: Any, data: Any, val_data: Any, tx: optax.GradientTransformation,
                  epochs: int, batch_size: int, patience: int | None, key: jax.Array,
-                 pack: bool, layout: Layout, quick_compile: bool = False) -> dict:
+                 pack: bool, layout: PackedLayout, quick_compile: bool = False) -> dict:
     """The checkpoint metadata of one ``fit`` call: every option a resume must match.
 
     ``quick_compile`` is recorded only when on, so checkpoints written without it still match.
@@ -144,3 +152,45 @@ def resize_history(history: jax.Array, epochs: int) -> np.ndarray:
     kept = min(epochs, history.shape[0])
     out[:kept] = np.asarray(history)[:kept]
     return out
+
+
+def _as_restored(leaf: Any) -> Any:
+    """The shape and placement a restored carry array has (restored arrays are committed);
+    other leaves come back as they are."""
+    if not isinstance(leaf, jax.Array):
+        return leaf
+    return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=leaf.sharding)
+
+
+def restore(checkpointer: Checkpointer, carry: Carry, run_info: dict, epochs: int,
+            while_reading: Callable[[Carry], Any]) -> Carry:
+    """The latest checkpoint's carry, histories resized to ``epochs``, or ``carry`` if none.
+
+    The arrays are read in the background while ``while_reading`` runs on the
+    carry's shapes and placements (``fit`` compiles its loop for them meanwhile),
+    unless the checkpoint is at the last epoch, where no loop is left to run.
+
+    Raises:
+        CheckpointError: the checkpoint belongs to another run (see :func:`check_same_run`),
+            is past ``epochs``, or its leaves do not fit ``carry`` (names the pytree path).
+    """
+    step = checkpointer.latest_step()
+    if step is None:
+        return carry
+    where, directory = f"{checkpointer.directory} step {step}", str(checkpointer.directory)
+    saved = checkpointer.metadata(step)
+    check_same_run(saved, run_info, where, directory)
+    saved_epochs = resumable_epochs(saved, epochs, step, where, directory)
+    nan_hist = np.full((saved_epochs,), np.nan, np.float32)
+    pending = checkpointer.restore_in_background(
+        carry._replace(train_hist=nan_hist, val_hist=nan_hist), step)
+    try:
+        if step < epochs:  # steps are epochs: a checkpoint at the last one has no loop left
+            while_reading(jax.tree.map(_as_restored, carry))
+    finally:
+        futures.wait([pending])  # never leave a read running into the checkpointer's close
+    restored = pending.result()
+    sharding = carry.train_hist.sharding  # as the restored arrays: committed
+    placed = lambda history: jax.device_put(resize_history(history, epochs), sharding)
+    return restored._replace(train_hist=placed(restored.train_hist),
+                             val_hist=placed(restored.val_hist))

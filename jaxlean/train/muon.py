@@ -208,7 +208,7 @@ def muon(
         weight_decay: decoupled weight decay of the matrices, times the learning rate.
         weight_decay_mask: bools (a prefix of the params) or a function of the
             params giving them: which matrices decay. Inside :func:`jaxlean.packed`
-            the transformation sees buffers, so use groups (``labels=``) there.
+            the transformation sees buffers, so use groups (``param_labels=``) there.
         mu_dtype: dtype of the momenta (Muon's and Adam's).
         nesterov: Nesterov momentum (Muon's and Adam's).
         adaptive: scale each orthogonalised matrix by ``<momentum, O>``.
@@ -218,7 +218,7 @@ def muon(
             the fallback AdamW's (learning rate: ``learning_rate`` when None).
         consistent_rms: see above; None for width scaling.
         muon_weight_dimension_numbers: must be None: here the matrix of a leaf
-            is always its last two axes; route leaves with ``packed``'s ``labels=``.
+            is always its last two axes; route leaves with ``packed``'s ``param_labels=``.
         fallback: a transformation for the leaves with fewer than two axes,
             instead of the AdamW above (then the ``adam_*`` arguments must stay unset).
 
@@ -232,7 +232,7 @@ def muon(
             "muon: muon_weight_dimension_numbers is not supported; jaxlean's muon treats the "
             "last two axes of every leaf with two or more axes as the matrix (leading axes: a "
             "batch of matrices). Reshape such leaves, or give them another group with "
-            "packed(..., labels=...)")
+            "packed(..., param_labels=...)")
     if preconditioning not in PRECONDITIONINGS:
         raise ConfigError(f"muon: preconditioning={preconditioning!r} is not one of "
                           f"{list(PRECONDITIONINGS)}")

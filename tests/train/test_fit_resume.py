@@ -115,8 +115,8 @@ def test_early_stopping_resumes_before_and_after_the_stop(tmp_path):
 def test_groups_frozen_leaves_and_unpacked_loop_resume(tmp_path):
     params, data = _params(), _data()
     tx = packed({"matrices": optax.adam(1e-2), "vectors": optax.sgd(1e-2)},
-                labels=lambda p: jax.tree.map(lambda x: "matrices" if x.ndim == 2 else "vectors",
-                                              p))
+                param_labels=lambda p: jax.tree.map(
+                    lambda x: "matrices" if x.ndim == 2 else "vectors", p))
     frozen = lambda path: jax.tree_util.keystr(path) != "['l1']['b']"
     run = lambda **kw: fit(_loss, params, data, tx, epochs=4, batch_size=16,
                            key=jax.random.key(4), trainable=frozen, pack=False, progress=False,

@@ -54,7 +54,7 @@ def test_groups_match_multi_transform_step_by_step(frozen):
     reference = optax.multi_transform(transforms, labels)
     expected, _ = run_steps(reference, params, grads_seq)
     got, state = run_steps(packed({name: make() for name, make in GROUPS.items()},
-                                  FROZEN if frozen else None, labels=labels),
+                                  FROZEN if frozen else None, param_labels=labels),
                            params, grads_seq)
     for e, g in zip(expected, got, strict=True):
         assert_trees_close(g, e, f32_tol=1e-4)  # clip's bf16 norm sums round per buffer
@@ -71,7 +71,7 @@ def test_state_is_o_groups_times_dtypes():
         params = {f"l{i}": jnp.ones((i + 1,), jnp.bfloat16 if i % 2 else jnp.float32)
                   for i in range(n_leaves)}
         labels = {name: "a" if i % 3 else "b" for i, name in enumerate(params)}
-        tx = packed({"a": optax.adam(1e-3), "b": optax.adamw(1e-3)}, labels=labels)
+        tx = packed({"a": optax.adam(1e-3), "b": optax.adamw(1e-3)}, param_labels=labels)
         return len(jax.tree.leaves(tx.init(params)))
 
     assert count(6) == count(60) == 2 * (1 + 2 * 2)  # per group: count, mu and nu per dtype
@@ -80,7 +80,7 @@ def test_state_is_o_groups_times_dtypes():
 def test_label_function_and_muon_with_adam_in_one_call():
     params = {"w": jnp.ones((3, 4, 4)), "norm": jnp.ones(4), "emb": jnp.ones((10, 4))}
     label = lambda p: {"w": "muon", "norm": "adam", "emb": "adam"}
-    tx = packed({"muon": muon(0.02), "adam": optax.adam(1e-3)}, labels=label)
+    tx = packed({"muon": muon(0.02), "adam": optax.adam(1e-3)}, param_labels=label)
     state = tx.init(params)
     shapes = sorted(x.shape for x in jax.tree.leaves(state) if x.ndim)
     assert (3, 4, 4) in shapes and (44,) in shapes  # muon momentum; adam mu/nu of 4 + 40
@@ -101,22 +101,31 @@ def test_extra_args_reach_the_inner_transformation():
 
 def test_errors_name_the_path_and_say_what_to_do():
     params = {"a": jnp.ones(2), "b": {"c": jnp.ones((3, 3))}}
-    with pytest.raises(StructureError, match=r"labels\['a'\] is 'nope', which names no group"):
-        packed({"x": optax.adam(1e-3)}, labels={"a": "nope", "b": "x"}).init(params)
+    with pytest.raises(StructureError,
+                       match=r"param_labels\['a'\] is 'nope', which names no group"):
+        packed({"x": optax.adam(1e-3)}, param_labels={"a": "nope", "b": "x"}).init(params)
     with pytest.raises(StructureError, match=r"params\['a'\] has shape \(2,\).*fallback"):
         packed(matrix_transform(optax.sgd(0.1))).init(params)
-    with pytest.raises(StructureError, match=r"params\['b'\]\['c'\] has no entry in `labels`"):
-        packed({"x": optax.adam(1e-3)}, labels={"a": "x", "b": {"d": "x"}}).init(params)
-    with pytest.raises(ConfigError, match="no labels="):
+    with pytest.raises(StructureError,
+                       match=r"params\['b'\]\['c'\] has no entry in `param_labels`"):
+        packed({"x": optax.adam(1e-3)}, param_labels={"a": "x", "b": {"d": "x"}}).init(params)
+    with pytest.raises(ConfigError, match="no param_labels="):
         packed({"x": optax.adam(1e-3)})
     with pytest.raises(ConfigError, match="needs tx to be a dict"):
-        packed(optax.adam(1e-3), labels={"a": "x", "b": "x"})
+        packed(optax.adam(1e-3), param_labels={"a": "x", "b": "x"})
     masked = optax.adamw(1e-3, mask={"a": False, "b": True})
-    with pytest.raises(ConfigError, match="labels= instead"):
+    with pytest.raises(ConfigError, match="param_labels= instead"):
         packed(masked).init(params)
-    with pytest.raises(ConfigError, match="labels= instead"):
+    with pytest.raises(ConfigError, match="param_labels= instead"):
         packed(optax.masked(optax.adam(1e-3), lambda p: {"a": True, "b": {"c": False}})
                ).init(params)
+
+
+def test_the_former_labels_keyword_raises_naming_param_labels():
+    with pytest.raises(ConfigError, match="'labels' is now called 'param_labels'"):
+        packed({"x": optax.adam(1e-3)}, labels={"a": "x"})
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        packed(optax.adam(1e-3), label={"a": "x"})
 
 
 SHARDED_SCRIPT = textwrap.dedent("""
@@ -141,7 +150,7 @@ SHARDED_SCRIPT = textwrap.dedent("""
     groups = lambda: {"decay": optax.adamw(0.1, weight_decay=0.5), "plain": optax.adam(0.05)}
     reference = optax.multi_transform({**groups(), "frozen": optax.set_to_zero()}, labels)
     ours = packed(groups(), {"a": True, "b": True, "c": True, "d": True, "e": False},
-                  labels=labels)
+                  param_labels=labels)
 
     def make_step(tx):
         def step(params, state):

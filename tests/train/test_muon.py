@@ -145,7 +145,7 @@ def test_batched_muon_in_packed_matches_optax_muon_matrix_by_matrix():
 def test_weight_decay_mask_inside_packed_is_refused(mask):
     """Inside packed the mask would see buffers, not the params: refused, groups advised."""
     params = {"w": jnp.ones((2, 4, 4)), "b": jnp.ones(4)}
-    with pytest.raises(ConfigError, match="labels="):
+    with pytest.raises(ConfigError, match="param_labels="):
         packed(muon(LR, weight_decay=WD, weight_decay_mask=mask)).init(params)
 
 
@@ -210,7 +210,7 @@ SHARDED_SCRIPT = textwrap.dedent('''
         return jax.jit(step)
 
     results = {}
-    for name, tx in [("packed", packed(groups(), labels=labels)),
+    for name, tx in [("packed", packed(groups(), param_labels=labels)),
                      ("per-leaf", optax.multi_transform(groups(), labels))]:
         state = tx.init(params)
         compiled = make_step(tx).lower(params, state).compile()

@@ -11,7 +11,7 @@ import pytest
 
 from jaxlean._random import normal
 from jaxlean.errors import StructureError
-from jaxlean.train.packed import Layout, packed
+from jaxlean.train.packed import PackedLayout, packed
 
 SCHEDULE = optax.linear_schedule(1e-2, 1e-3, transition_steps=3)
 TRANSFORMS = {
@@ -161,7 +161,7 @@ def test_prefix_mask_and_integer_leaves_are_frozen():
 
 def test_clipping_sees_the_same_global_norm():
     params = random_params(jax.random.key(3), dtypes=(jnp.float32,))
-    buffers = Layout.plan(params).pack(params)
+    buffers = PackedLayout.plan(params).pack(params)
     np.testing.assert_allclose(optax.tree.norm(buffers), optax.tree.norm(params), rtol=1e-6)
     outer = optax.chain(optax.clip_by_global_norm(0.1), packed(optax.adam(1e-2)))
     inner = packed(optax.chain(optax.clip_by_global_norm(0.1), optax.adam(1e-2)))
@@ -174,7 +174,8 @@ def test_clipping_sees_the_same_global_norm():
 def test_pack_unpack_round_trip_keeps_static_and_frozen_leaves():
     params = {"fn": jnp.tanh, "w": jnp.arange(6.0).reshape(2, 3), "n": 3,
               "h": jnp.ones(2, jnp.bfloat16), "ids": jnp.arange(3)}
-    layout = Layout.plan(params, {"fn": False, "w": True, "n": False, "h": True, "ids": False})
+    layout = PackedLayout.plan(params,
+                               {"fn": False, "w": True, "n": False, "h": True, "ids": False})
     buffers, frozen = layout.pack(params), layout.frozen(params)
     assert {b.dtype for b in buffers} == {jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)}
     assert len(frozen) == 1  # ids; fn and n are static
@@ -292,3 +293,16 @@ def test_a_trainable_selection_of_nothing_is_refused_naming_it():
         packed(optax.adam(1e-3), is_lora_path).init(params)
     with pytest.raises(StructureError, match="no parameter trains: trainable=None"):
         packed(optax.adam(1e-3)).init({"ids": jnp.arange(3)})
+
+
+def test_the_former_name_layout_warns_and_is_packed_layout():
+    import jaxlean
+    import jaxlean.train.packed as module
+
+    with pytest.warns(DeprecationWarning, match="now called PackedLayout"):
+        assert module.Layout is PackedLayout
+    assert jaxlean.PackedLayout is PackedLayout and "Layout" not in jaxlean.__all__
+    with pytest.warns(DeprecationWarning, match="now called PackedLayout"):
+        assert jaxlean.__getattr__("Layout") is PackedLayout
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018

@@ -169,7 +169,7 @@ def test_per_leaf_transformations_are_refused_by_name_at_init(name):
     make, culprit = REFUSED[name]
     with pytest.raises(ConfigError, match=culprit) as info:
         packed(make()).init(tree((jnp.float32, jnp.bfloat16)))
-    phrase = "labels= instead" if name == "masked_by_tree" else "not exact on packed buffers"
+    phrase = "param_labels= instead" if name == "masked_by_tree" else "not exact on packed buffers"
     assert phrase in str(info.value)
 
 
