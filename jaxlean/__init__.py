@@ -164,7 +164,17 @@ _DEPRECATED: dict[str, str] = {
     "Layout": "jaxlean.train.packed",  # now PackedLayout
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CacheError", "CacheStats", "CheckpointError", "Checkpointer", "CompileReport", "ConfigError",
+    "DataError", "FnNode", "FunctionCacheStats", "Graph", "GraphError", "History", "JaxleanError",
+    "MatrixState", "MatrixTransformation", "MorphologyError", "NonFiniteError", "PackedLayout",
+    "PolicyLoss", "Sequential", "StepMetrics", "StructureError", "TokenStats", "TrainOutput",
+    "TrainStep", "Tree", "TreeError", "VocabParallel", "cache_stats", "chain_edges",
+    "compile_report", "cross_entropy", "distill_loss", "enable_compilation_cache", "fit",
+    "kl_estimate", "make_train_fn", "make_train_step", "matrix_transform", "muon", "packed",
+    "policy_gradient_loss", "resolve_policy", "scan_layers", "stack", "token_logprobs",
+    "token_stats", "tree_solve", "tree_solve_in_layout", "tridiagonal_solve", "unstack",
+]
 
 _lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)
 

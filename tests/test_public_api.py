@@ -32,7 +32,7 @@ TODO = {
     "jaxlean.bench.rollout", "jaxlean.bench.scale", "jaxlean.bench.solver",
     "jaxlean.models.neuron", "jaxlean.models.neuron.clamp", "jaxlean.models.neuron.params",
     "jaxlean.models.neuron.spikes", "jaxlean.models.neuron.synapses",
-    "jaxlean.train", "jaxlean.train.checkpoint", "jaxlean.train.fit", "jaxlean.train.packed",
+    "jaxlean.train", "jaxlean.train.checkpoint", "jaxlean.train.packed",
 }
 
 

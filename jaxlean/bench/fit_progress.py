@@ -24,6 +24,8 @@ from jaxlean.bench._child import finish, progress, run_child
 from jaxlean.bench._measure import Timing
 from jaxlean.bench._registry import BenchContext, BenchResult, register
 
+__all__ = ["measure_in_this_process", "run"]
+
 SIZES = {False: {"examples": 4096, "width": 64, "batch": 32, "epochs": 300, "rounds": 5},
          True: {"examples": 1024, "width": 32, "batch": 32, "epochs": 10, "rounds": 2}}
 """Per ``--quick``: an MLP regression, its data and batch, ``E`` and the rounds (at quick

@@ -16,7 +16,7 @@ from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
 from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.names import Naming
 
-__all__ = ["Plan", "build"]
+__all__ = ["Plan", "build", "check_initial"]
 
 
 @dataclasses.dataclass(frozen=True)
