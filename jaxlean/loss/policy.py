@@ -62,7 +62,8 @@ IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 
 
 class PolicyLoss(NamedTuple):
-    """The objective and per-batch diagnostics (all masked means over tokens).
+    """The objective and per-batch diagnostics (masked means over tokens, normalised as
+    the loss is: for ``"dr_grpo"`` and ``"dapo"`` a masked sum over their constant).
 
     Only ``loss`` carries a gradient (computed in its forward pass where the chunks
     span the vocabulary, see :mod:`jaxlean.loss.onepass`); the rest are diagnostics.
