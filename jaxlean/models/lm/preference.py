@@ -1,0 +1,100 @@
+"""DPO on the transformer: preference pairs scored by the policy and a frozen reference.
+
+The policy's log-probs come from the chunked head (no ``[tokens, vocab]`` logits);
+the reference's are computed the same way under ``stop_gradient``, or passed in
+precomputed (TRL's ``precompute_ref_log_probs``). For a LoRA policy the usual
+reference is the base model it adapts (TRL disables the adapters for it):
+``reference="base"`` runs the policy with its adapters removed, on the same arrays,
+so no second copy of the weights exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from jaxlean.errors import ConfigError
+from jaxlean.loss.chunked import token_logprobs
+from jaxlean.loss.preference import DPOLoss
+from jaxlean.loss.preference import dpo_loss as _dpo_loss
+from jaxlean.models.lm.lora import Linear
+from jaxlean.models.lm.transformer import Transformer
+
+__all__ = ["dpo_loss", "reference_logprobs", "without_adapters"]
+
+#: Options of :func:`jaxlean.loss.preference.dpo_loss` that the reference's pass shares.
+_SHARED = ("chunk_size", "vocab_parallel", "ignore_index")
+
+
+def without_adapters(model: Transformer) -> Transformer:
+    """``model`` with every LoRA adapter removed: its base model, sharing the arrays."""
+    def strip(node: Any) -> Any:
+        if isinstance(node, Linear) and node.lora is not None:
+            return dataclasses.replace(node, lora=None)
+        return node
+
+    return jax.tree.map(strip, model, is_leaf=lambda node: isinstance(node, Linear))
+
+
+def reference_logprobs(reference: Transformer, tokens: Array, targets: Array, *,
+                       attention_mask: Array | None = None, adapter_ids: Array | None = None,
+                       **options: Any) -> Array:
+    """Per-token ``log ref(targets)`` ``[B, T]``, a constant (no gradient), computed in
+    chunks; ``options``: ``chunk_size``, ``vocab_parallel``, ``ignore_index`` of
+    :func:`jaxlean.loss.chunked.token_logprobs`."""
+    hidden = reference.last_hidden_state(tokens, attention_mask=attention_mask,
+                                         adapter_ids=adapter_ids)
+    inputs, head = reference.head(hidden, adapter_ids)
+    return jax.lax.stop_gradient(token_logprobs(inputs, head, targets, **options))
+
+
+def dpo_loss(model: Transformer, tokens: Array, targets: Array, *,
+             reference: Transformer | Literal["base"] | None = None,
+             ref_logprobs: Array | None = None, attention_mask: Array | None = None,
+             adapter_ids: Array | None = None, **options: Any) -> DPOLoss:
+    """The DPO loss (TRL's ``sigmoid``, ``hinge`` or ``ipo``) of a batch of preference pairs.
+
+    Rows ``[0, B)`` of the batch are the chosen completions and rows ``[B, 2B)`` the
+    rejected ones (TRL's concatenated batch), each after its prompt.
+
+    Args:
+        model: the policy.
+        tokens: ``[2B, T]`` input ids (prompt and completion).
+        targets: ``[2B, T]`` the ids predicted at each position (``-100`` on the
+            prompt and padding), or pass ``mask``.
+        reference: the frozen reference model, or ``"base"``: the policy without its
+            LoRA adapters (same arrays). Give it or ``ref_logprobs``, not both.
+        ref_logprobs: the reference's log-probs of ``targets``, precomputed: ``[2B, T]``
+            per token or ``[2B]`` summed per sequence.
+        attention_mask: ``[2B, T]`` False at padding tokens (both models).
+        adapter_ids: ``[2B]`` the policy's LoRA adapter per example (the reference
+            runs without).
+        **options: ``mask``, ``beta``, ``loss_type``, ``chunk_size``, ``vocab_chunk``,
+            ``vocab_parallel``, ``ignore_index`` of :func:`jaxlean.loss.preference.dpo_loss`.
+
+    Returns:
+        A :class:`jaxlean.loss.preference.DPOLoss`.
+    """
+    if (reference is None) == (ref_logprobs is None):
+        raise ConfigError("dpo_loss needs exactly one of reference= (a model, or 'base' for "
+                          "the policy without its adapters) and ref_logprobs=")
+    if isinstance(reference, str):
+        if reference != "base":
+            raise ConfigError(f"reference must be a model or 'base', got {reference!r}")
+        reference = without_adapters(model)
+    if reference is not None:
+        shared = {name: options[name] for name in _SHARED if name in options}
+        ignore = shared.get("ignore_index", -100)
+        ref_targets = targets
+        if options.get("mask") is not None and ignore is not None:  # masked ids may be any
+            ref_targets = jnp.where(jnp.asarray(options["mask"]) != 0, targets, ignore)
+        ref_logprobs = reference_logprobs(reference, tokens, ref_targets,
+                                          attention_mask=attention_mask, **shared)
+    hidden = model.last_hidden_state(tokens, attention_mask=attention_mask,
+                                     adapter_ids=adapter_ids)
+    inputs, head = model.head(hidden, adapter_ids)
+    return _dpo_loss(inputs, head, targets, ref_logprobs, **options)
