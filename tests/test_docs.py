@@ -171,3 +171,12 @@ def test_the_site_builds_strictly(tmp_path):
                            str(tmp_path / "site")], capture_output=True, text=True,
                           timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-5000:]
+
+
+def test_sphinx_roles_become_code_spans_in_the_reference():
+    pytest.importorskip("griffe", reason='the site needs the docs extra: pip install -e ".[docs]"')
+    spec = importlib.util.spec_from_file_location("rst_roles", DOCS / "hooks" / "rst_roles.py")
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+    text = "see :func:`~jaxlean.train.fit.fit` and :class:`jaxlean.nn.graph.Graph`, ``x``"
+    assert roles.without_roles(text) == "see `fit` and `jaxlean.nn.graph.Graph`, ``x``"
