@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-latest lint bench clean
+.PHONY: demo test test-latest lint bench docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,17 @@ test-latest:
 		| sed 's/^/newest on the package index: /'
 	$(LATEST_BIN)/ruff check jaxlean tests examples
 	$(LATEST_BIN)/python $(PYTEST)
+
+# The documentation site (mkdocs.yml, docs/) into site/, with the `docs` extra; --strict: a
+# broken link or reference fails the build. tests/test_docs.py runs the tutorials' code.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
 	$(BIN)/jaxlean bench --out bench-results

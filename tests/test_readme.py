@@ -9,7 +9,6 @@ HTML comment on the line before it, which GitHub does not render:
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import re
 import subprocess
@@ -17,35 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from markdown_blocks import Block
+from markdown_blocks import blocks as _blocks
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-_FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```", re.S | re.M)
-_MARKER = re.compile(r"<!--\s*readme-test:\s*(needs|skip)\s+(.*?)\s*-->")
-
-
-@dataclasses.dataclass(frozen=True)
-class Block:
-    line: int
-    code: str
-    needs: tuple[str, ...] = ()
-    skip: str | None = None
-
-
-def _blocks(text: str) -> list[Block]:
-    blocks, end = [], 0
-    for match in _FENCE.finditer(text):
-        before = text[end:match.start()].strip().splitlines()
-        marker = _MARKER.fullmatch(before[-1].strip()) if before else None
-        line = text.count("\n", 0, match.start()) + 1
-        needs: tuple[str, ...] = ()
-        skip = None
-        if marker and marker.group(1) == "needs":
-            needs = tuple(name.strip() for name in marker.group(2).split(",") if name.strip())
-        elif marker:
-            skip = marker.group(2)
-        blocks.append(Block(line, match.group(1), needs, skip))
-        end = match.end()
-    return blocks
 
 
 BLOCKS = _blocks(README.read_text())
