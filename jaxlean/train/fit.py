@@ -50,6 +50,8 @@ from jaxlean.train.checkpoint import Checkpointer
 __all__ = ["QUICK_COMPILE_MAX_STEPS", "History", "LossFn", "TrainOutput", "fit",
            "make_train_fn", "resolve_quick_compile"]
 
+TrainOutput.__module__ = __name__  # its public home (defined with the loop in _loop)
+
 
 @dataclasses.dataclass(frozen=True)
 class History:

@@ -38,6 +38,8 @@ from jaxlean.train.muon import MatrixTransformation
 
 __all__ = ["Labels", "PackedLayout", "PackedState", "Trainable", "packed", "update_buffers"]
 
+PackedLayout.__module__ = __name__  # its public home (defined in _layout to keep files small)
+
 
 def __getattr__(attribute: str) -> Any:
     """``Layout``: the former name of :class:`PackedLayout`, kept one release with a warning."""
