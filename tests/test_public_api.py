@@ -25,15 +25,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jaxlean"
 # missing a public def/class). TODO(issue 43): this set must shrink to empty; a module
 # that complies fails `test_the_todo_set_only_holds_modules_that_do_not_comply` until it
 # is removed from here.
-TODO = {
-    "jaxlean.bench.cache", "jaxlean.bench.compile", "jaxlean.bench.first_epoch",
-    "jaxlean.bench.grpo", "jaxlean.bench.layers", "jaxlean.bench.memory",
-    "jaxlean.bench.optim", "jaxlean.bench.precision", "jaxlean.bench.restart",
-    "jaxlean.bench.rollout", "jaxlean.bench.scale", "jaxlean.bench.solver",
-    "jaxlean.models.neuron", "jaxlean.models.neuron.clamp", "jaxlean.models.neuron.params",
-    "jaxlean.models.neuron.spikes", "jaxlean.models.neuron.synapses",
-    "jaxlean.train", "jaxlean.train.checkpoint", "jaxlean.train.packed",
-}
+TODO: set[str] = set()
 
 
 def module_name(path: Path) -> str:

@@ -29,6 +29,9 @@ from typing import Any
 
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 
+__all__ = ["chain_workload", "measure_in_this_process", "pmm_fit_workload", "run",
+           "transformer_step_workload"]
+
 
 def chain_workload(ops: int) -> tuple[Callable, tuple]:
     """A plain-JAX function of about ``ops`` elementwise/matmul ops on a ``[32, 32]`` input."""

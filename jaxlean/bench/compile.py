@@ -38,6 +38,8 @@ from jaxlean.models.pmm import complex_adam, pmm_chain
 from jaxlean.nn.graph import Graph, chain_edges
 from jaxlean.train.fit import make_train_fn
 
+__all__ = ["Measured", "mse", "run"]
+
 WIDTH = 5
 EXAMPLES = 256
 BATCH = 32

@@ -45,6 +45,8 @@ from jaxlean.compile.quick import quick_compile_options
 from jaxlean.models.pmm import complex_adam, pmm_chain
 from jaxlean.train.fit import QUICK_COMPILE_MAX_STEPS, make_train_fn
 
+__all__ = ["run"]
+
 SIDES = {"pypmm_branch": "pyPMM seed branch train()", "pypmm_main": "pyPMM main train()",
          "jaxlean": "jaxlean fit()", "jaxlean_optimised": "jaxlean fit(quick_compile=False)",
          "aot_step": "AOT compile of grad + optimizer step",

@@ -31,6 +31,9 @@ from jaxlean.bench._measure import SidesDisagreeError, aot_compile, time_alterna
 from jaxlean.bench._registry import BenchContext, BenchResult, register
 from jaxlean.loss.policy import kl_estimate, policy_gradient_loss
 
+__all__ = ["check_same", "full_logits_loss", "inputs", "jaxlean_loss", "run", "tunix_available",
+           "tunix_loss"]
+
 CLIP, BETA = 0.2, 0.04
 MEMORY_SIZE = (8, 1024, 2560, 151936)  # B, C, H, V
 WALL_SIZE = (4, 512, 512, 32000)

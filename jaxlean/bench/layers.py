@@ -21,6 +21,8 @@ from jaxlean.bench._transformer_steps import UNROLLED, abstract_model, grad_step
 from jaxlean.models.lm.transformer import TransformerConfig
 from jaxlean.nn.layers import auto_nested, scan_layers, stack
 
+__all__ = ["block", "init_block", "loop_loss", "run", "scan_loss", "variants"]
+
 TRANSFORMER = dict(vocab_size=512, hidden_size=128, intermediate_size=352, num_heads=4,
                    num_kv_heads=2)
 TRANSFORMER_TOKENS = (1, 128)

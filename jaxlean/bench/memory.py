@@ -32,6 +32,9 @@ from jaxlean.loss.chunked import cross_entropy
 from jaxlean.loss.distill import distill_loss
 from jaxlean.loss.policy import policy_gradient_loss
 
+__all__ = ["full_logits_grpo", "full_logits_jsd", "full_logits_loss", "jaxlean_grpo",
+           "jaxlean_jsd", "jaxlean_loss", "run", "skyrl_checkpointed_loss", "skyrl_default_loss"]
+
 GIB = 2**30
 MEMORY_SIZE = (8192, 2560, 151936)  # T, H, V: 8k tokens through Qwen3-4B's head
 PLOT_TOKENS = (1024, 2048, 4096, 8192)

@@ -32,6 +32,8 @@ from typing import Any
 from jaxlean.bench._child import finish, progress, run_child
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 
+__all__ = ["measure_sharded", "run"]
+
 DEVICES = 8
 # (model sizes, depths compiled on one device, timing repeats)
 SIZES = {

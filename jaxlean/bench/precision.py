@@ -30,6 +30,8 @@ from jaxlean.bench._registry import BenchContext, BenchResult, register
 from jaxlean.models.lm.lora import add_lora, lora_mask
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
 
+__all__ = ["check_close", "loss_and_grad", "random_weights", "run", "split", "tiny_values"]
+
 MIB = 2**20
 FULL = dict(config=dict(vocab_size=4096, hidden_size=256, intermediate_size=704, num_heads=8,
                         num_kv_heads=4, num_layers=8), tokens=(4, 512))

@@ -42,6 +42,8 @@ import numpy as np
 from jaxlean.bench._measure import Timing
 from jaxlean.bench._registry import BenchContext, BenchResult, register
 
+__all__ = ["pmm_step_workload", "run", "run_child", "transformer_step_workload"]
+
 TIMED = ("cold", "persistent", "overlapped", "restore_only")
 
 

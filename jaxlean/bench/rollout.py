@@ -32,6 +32,8 @@ from jaxlean.compile.stats import snapshot
 from jaxlean.models.lm.generate import bucket, generate
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
+__all__ = ["expected_compiles", "run", "workload"]
+
 PROMPTS, BATCH = 64, 8
 CONFIG = dict(vocab_size=2048, hidden_size=256, intermediate_size=704, num_layers=4,
               num_heads=8, num_kv_heads=2)

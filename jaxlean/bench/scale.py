@@ -24,6 +24,8 @@ from typing import Any
 from jaxlean.bench._child import finish, progress, run_child
 from jaxlean.bench._registry import BenchContext, BenchResult, Plot, register
 
+__all__ = ["device_counts", "measure_in_this_process", "run"]
+
 LAYOUTS = ("data parallel", "FSDP")
 # Per mode (quick or not): (config, global batch, tokens per sequence, device counts, timing
 # repeats, least seconds per timing sample); sizes divisible by the largest count. Quick mode

@@ -28,6 +28,8 @@ from jaxlean.bench._solver_cases import (
 )
 from jaxlean.linalg import Tree, tree_solve
 
+__all__ = ["run"]
+
 BASELINE_GRADIENT_MAX_NODES = 10_000  # O(n^2): ~1 s at 10k here, ~100 s at 100k
 TIME_NOISE = 0.10
 """Stated noise band of a ratio of alternating timings on a shared 2-core VM (widened to the

@@ -38,7 +38,7 @@ from jax.sharding import SingleDeviceSharding
 
 from jaxlean.errors import CheckpointError
 
-__all__ = ["Checkpointer"]
+__all__ = ["Checkpointer", "unplaced_sharding"]
 
 _FORMAT = 1
 _VALUES = (bool, int, float, str)

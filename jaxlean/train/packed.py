@@ -36,7 +36,8 @@ from jaxlean.train._packed_decisions import placed, where
 from jaxlean.train._packed_probe import name
 from jaxlean.train.muon import MatrixTransformation
 
-__all__ = ["Labels", "PackedLayout", "PackedState", "Trainable", "packed", "update_buffers"]
+__all__ = ["Labels", "PackedLayout", "PackedState", "Trainable", "checked_init", "packed",
+           "update_buffers"]
 
 PackedLayout.__module__ = __name__  # its public home (defined in _layout to keep files small)
 

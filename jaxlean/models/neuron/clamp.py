@@ -19,6 +19,8 @@ import numpy as np
 
 from jaxlean.errors import ConfigError
 
+__all__ = ["VoltageClamp", "check", "command", "values"]
+
 
 @dataclasses.dataclass(frozen=True)
 class VoltageClamp:

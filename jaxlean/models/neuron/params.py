@@ -27,8 +27,20 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.mechanisms import Insertion, parameter_table
 
-__all__ = ["CELL", "GEOMETRY", "PRESETS", "Params", "check", "check_names", "defaults",
-           "expand", "inferred_preset", "preset", "table"]
+__all__ = [
+    "CELL",
+    "GEOMETRY",
+    "PRESETS",
+    "Compartments",
+    "Params",
+    "check",
+    "check_names",
+    "defaults",
+    "expand",
+    "inferred_preset",
+    "preset",
+    "table",
+]
 
 Params = dict[str, jax.Array]
 

@@ -22,6 +22,8 @@ import numpy as np
 
 from jaxlean.errors import ConfigError
 
+__all__ = ["arrivals", "detect", "detectors", "spike_array"]
+
 
 def spike_array(name: str, times: object, instances: int) -> jax.Array:
     """``times`` as an array ``(instances, spikes)``, a ragged list padded with ``inf``.

@@ -25,6 +25,8 @@ from jaxlean.models.neuron._section import Section
 __all__ = ["TYPE_NAMES", "Morphology", "Section", "fixture", "read_swc", "section_names",
            "sections"]
 
+Section.__module__ = __name__  # its public home (defined apart to break an import circle)
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Morphology:

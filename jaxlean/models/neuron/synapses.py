@@ -15,6 +15,8 @@ import jax.numpy as jnp
 
 from jaxlean.models.neuron.mechanisms import Mechanism
 
+__all__ = ["exp2syn", "expsyn"]
+
 expsyn = Mechanism(
     "expsyn", point=True,
     parameters={"tau_expsyn": (0.1, "ms"), "e_expsyn": (0.0, "mV"),
