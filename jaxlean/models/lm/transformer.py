@@ -50,6 +50,7 @@ from jaxlean.models.lm.layers import (
     window_mask,
 )
 from jaxlean.models.lm.lora import Linear, LoRA, check_adapter_ids
+from jaxlean.nn.attention_mask import AttentionMask
 from jaxlean.nn.layers import scan_layers, unstack
 from jaxlean.nn.remat import remat_body
 
@@ -291,20 +292,18 @@ class Transformer(eqx.Module):
         check_adapter_ids(self, adapter_ids, tokens.shape[0])
         length = tokens.shape[1]
         h = self.embed_tokens(tokens)
-        slots = jnp.arange(length)
-        causal = (jnp.tril(jnp.ones((length, length), bool))
-                  & window_mask(slots, slots, self.config.sliding_window))[None]
         if segment_ids is not None:  # packed rows: each segment attends to itself only
             segment_ids = jnp.asarray(segment_ids)
-            causal = causal & (segment_ids[:, :, None] == segment_ids[:, None, :])
             positions = (positions_from_segments(segment_ids) if positions is None
                          else positions)
         if mask is None:
-            attn_mask = causal
             positions = jnp.arange(length)[None] if positions is None else positions
         else:
-            attn_mask = causal & mask[:, None, :].astype(bool)
             positions = positions_from_mask(mask) if positions is None else positions
+        # causal, windowed, padded keys hidden; built blockwise or whole per config.attention
+        attn_mask = AttentionMask(None if mask is None else jnp.asarray(mask).astype(bool),
+                                  segment_ids, segment_ids, causal=True,
+                                  window=self.config.sliding_window)
         positions = jnp.broadcast_to(positions, tokens.shape)
 
         def body(layer, h, _):
