@@ -8,6 +8,7 @@ flash and cuDNN only ``[T]`` statistics) and speed.
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import Array
@@ -15,8 +16,8 @@ from jax import Array
 from jaxlean.errors import ConfigError
 from jaxlean.nn.attention_mask import AttentionMask
 
-__all__ = ["ATTENTION_NAMES", "AUTO_FLASH_LENGTH", "choose_attention", "cudnn_attention",
-           "cudnn_refusal"]
+__all__ = ["ATTENTION_NAMES", "AUTO_FLASH_LENGTH", "Blockwise", "choose_attention",
+           "cudnn_attention", "cudnn_refusal", "layer_mask"]
 
 ATTENTION_NAMES = ("auto", "dense", "flash", "cudnn")
 
@@ -73,3 +74,25 @@ def choose_attention(attention: str, q: Array, k: Array, mask: AttentionMask) ->
     if cudnn_refusal(q, k, mask) is None:
         return "cudnn"
     return "flash" if q.shape[1] >= AUTO_FLASH_LENGTH else "dense"
+
+
+class Blockwise(eqx.Module):
+    """A mask the layers compute blockwise: ``kind`` is ``"flash"`` (with square
+    ``tile``) or ``"cudnn"``. The layers run dense attention on a plain array mask."""
+
+    mask: AttentionMask
+    kind: str = eqx.field(static=True)
+    tile: int = eqx.field(static=True)
+
+
+def layer_mask(attention: str, tile: int, mask: AttentionMask, q: jax.ShapeDtypeStruct,
+               k: jax.ShapeDtypeStruct) -> Array | Blockwise:
+    """What the transformer hands its layers: the dense ``[B, T, S]`` mask where
+    ``attention`` (a config's choice) resolves to dense attention, else a :class:`Blockwise`.
+
+    ``q``, ``k`` are the shapes and dtype of the layers' queries and keys.
+    """
+    kind = choose_attention(attention, q, k, mask)
+    if kind == "dense":
+        return mask.dense(q.shape[1], k.shape[1])
+    return Blockwise(mask, kind, tile)
