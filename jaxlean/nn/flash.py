@@ -30,8 +30,9 @@ from jaxlean.nn.attention_mask import AttentionMask
 
 __all__ = ["DEFAULT_TILE", "flash_attention"]
 
-DEFAULT_TILE = 512
-"""Default query and key tile: score blocks of ``512 x 512`` float32 per head (1 MiB)."""
+DEFAULT_TILE = 128
+"""Default query and key tile: score blocks of ``128 x 128`` float32 per head (64 KiB).
+On CPU smaller tiles ran faster than 256 or 512 (the blocks stay in cache)."""
 
 _F32 = jnp.float32
 

@@ -21,7 +21,7 @@ __all__ = ["ATTENTION_NAMES", "AUTO_FLASH_LENGTH", "Blockwise", "choose_attentio
 
 ATTENTION_NAMES = ("auto", "dense", "flash", "cudnn")
 
-AUTO_FLASH_LENGTH = 128
+AUTO_FLASH_LENGTH = 64
 """``"auto"`` runs flash attention for queries at least this long, dense below
 (measured on CPU: loss + gradient of the attention; see BENCHMARKS.md)."""
 
