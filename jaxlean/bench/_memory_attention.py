@@ -75,7 +75,7 @@ def _wall(ctx: BenchContext, result: BenchResult, config: TransformerConfig) -> 
     result.target(f"attention: max|grad(flash) - grad(dense)| / max|grad|, T={WALL_LENGTH}",
                   gap, SAME_RTOL, "<=")
     ctx.step(f"attention T={WALL_LENGTH}: timing dense and flash in alternation")
-    dense, flash = time_alternating(*steps.values(), repeats=3 if ctx.quick else 5,
+    dense, flash = time_alternating(*steps.values(), repeats=2 if ctx.quick else 5,
                                     min_seconds=0.0)
     case = f"4-layer transformer step, T={WALL_LENGTH}"
     result.compare(case, "wall time", "s", dense, flash, variant=FLASH, baseline_name=BASELINE)
