@@ -48,12 +48,14 @@ def cudnn_refusal(q: Array, k: Array, mask: AttentionMask) -> str | None:
     return None
 
 
-def cudnn_attention(q: Array, k: Array, v: Array, mask: AttentionMask) -> Array:
+def cudnn_attention(q: Array, k: Array, v: Array, mask: AttentionMask, *,
+                    implementation: str = "cudnn") -> Array:
     """``jax.nn.dot_product_attention`` with cuDNN's fused kernel (check
-    :func:`cudnn_refusal` first): causal, with ``mask.window`` as its left window."""
+    :func:`cudnn_refusal` first): causal, with ``mask.window`` as its left window.
+    ``implementation="xla"`` runs the same call through XLA (to check it anywhere)."""
     window = None if mask.window is None else (mask.window - 1, 0)
     return jax.nn.dot_product_attention(q, k, v, is_causal=True, local_window_size=window,
-                                        implementation="cudnn")
+                                        implementation=implementation)
 
 
 def choose_attention(attention: str, q: Array, k: Array, mask: AttentionMask) -> str:

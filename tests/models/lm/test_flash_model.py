@@ -11,8 +11,9 @@ import pytest
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.lm import layers
-from jaxlean.models.lm.attention import AUTO_FLASH_LENGTH, choose_attention
+from jaxlean.models.lm.attention import AUTO_FLASH_LENGTH, choose_attention, cudnn_attention
 from jaxlean.models.lm.hf import load_pretrained
+from jaxlean.models.lm.layers import attend
 from jaxlean.models.lm.transformer import (
     STRUCTURE_OPTIONS,
     Transformer,
@@ -115,3 +116,14 @@ def test_cudnn_is_refused_where_it_cannot_run():
     tokens, _, _ = _batch()
     with pytest.raises(ConfigError, match='attention="cudnn" cannot run here'):
         model(tokens)
+
+
+@pytest.mark.parametrize("window", [None, 5])
+def test_the_cudnn_call_computes_the_causal_windowed_mask(window):
+    """The same ``dot_product_attention`` call, through XLA: cuDNN gets the right window."""
+    rng = np.random.default_rng(0)
+    q = jnp.asarray(rng.normal(size=(2, 19, 4, 8)), jnp.float32)
+    k, v = (jnp.asarray(rng.normal(size=(2, 19, 2, 8)), jnp.float32) for _ in range(2))
+    mask = AttentionMask(window=window)
+    got = cudnn_attention(q, k, v, mask, implementation="xla")
+    np.testing.assert_allclose(got, attend(q, k, v, mask.dense(19, 19)), rtol=1e-5, atol=1e-6)
