@@ -358,4 +358,5 @@ def run(ctx: BenchContext) -> BenchResult:
     else:
         result.notes.append("transformer depth part not measured: "
                             f"{_TRANSFORMER_PART} is not available.")
+    importlib.import_module("jaxlean.bench._memory_attention").measure_attention_memory(ctx, result)
     return result

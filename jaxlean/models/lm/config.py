@@ -1,7 +1,7 @@
 """The sizes of a Llama-3 / Qwen3-style decoder and how its layers run.
 
 :class:`TransformerConfig` names its fields as Hugging Face's ``config.json``
-does; the last four fields (:data:`STRUCTURE_OPTIONS`) choose how the layers
+does; the last fields (:data:`STRUCTURE_OPTIONS`) choose how the layers
 run, not what they compute.
 """
 
@@ -14,13 +14,15 @@ from typing import Any
 import jax.numpy as jnp
 
 from jaxlean.errors import ConfigError
+from jaxlean.models.lm.attention import ATTENTION_NAMES
 from jaxlean.models.lm.rope import RopeScaling, inv_frequencies, rope_scaling
+from jaxlean.nn.flash import DEFAULT_TILE
 from jaxlean.nn.layers import Nested
 from jaxlean.nn.remat import REMAT_NAMES, RematOption
 
 __all__ = ["STRUCTURE_OPTIONS", "HFSource", "TransformerConfig"]
 
-STRUCTURE_OPTIONS = ("remat", "nested", "scan", "compute_dtype")
+STRUCTURE_OPTIONS = ("remat", "nested", "scan", "compute_dtype", "attention", "attention_tile")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +57,7 @@ class TransformerConfig:
     RopeScaling` (see :func:`~jaxlean.models.lm.rope.rope_scaling`); ``sliding_window``
     (Mistral) lets each query see only the last ``sliding_window`` keys, itself included.
 
-    The last four fields choose how the layers run, not what they compute:
+    The last six fields choose how the layers run, not what they compute:
     ``remat`` is the per-layer rematerialisation (see :func:`jaxlean.nn.layers.scan_layers`),
     ``nested`` the block size of two-level (sqrt-N) remat, ``scan=False``
     runs the layers as an unrolled Python loop (one trace per layer) instead of
@@ -63,8 +65,15 @@ class TransformerConfig:
     the forward pass and the head run in whatever the weights are stored in:
     float32 weights (full fine-tuning, or float32 adapters) are cast to it where
     used, so they are differentiated and updated in float32 while the products
-    run in bfloat16 (the chunked loss still accumulates in float32). Change
-    them on a built model with :meth:`Transformer.with_options`.
+    run in bfloat16 (the chunked loss still accumulates in float32). ``attention``
+    is how the softmax attention is computed: ``"dense"`` builds the ``[T, S]``
+    scores, ``"flash"`` computes them in ``[attention_tile, attention_tile]``
+    blocks (:func:`jaxlean.nn.flash.flash_attention`: memory linear in the
+    length), ``"cudnn"`` calls cuDNN's fused kernel (GPU, bfloat16/float16,
+    causal or sliding-window mask only) and ``"auto"`` takes cuDNN where it
+    applies, else flash from :data:`~jaxlean.models.lm.attention.AUTO_FLASH_LENGTH`
+    tokens on and dense below. Change them on a built model with
+    :meth:`Transformer.with_options`.
     """
 
     vocab_size: int
@@ -85,6 +94,8 @@ class TransformerConfig:
     nested: Nested = None
     scan: bool = True
     compute_dtype: Any = None
+    attention: str = "auto"
+    attention_tile: int = DEFAULT_TILE
 
     def __post_init__(self) -> None:
         if self.compute_dtype is not None:
@@ -95,6 +106,13 @@ class TransformerConfig:
         if not (self.remat is None or callable(self.remat) or self.remat in REMAT_NAMES):
             raise ConfigError(f"TransformerConfig.remat={self.remat!r} is not one of None, "
                               f"{list(REMAT_NAMES)} or a jax.checkpoint policy")
+        if self.attention not in ATTENTION_NAMES:
+            raise ConfigError(f"TransformerConfig.attention={self.attention!r} is not one of "
+                              f"{list(ATTENTION_NAMES)}")
+        if (not isinstance(self.attention_tile, int) or isinstance(self.attention_tile, bool)
+                or self.attention_tile < 1):
+            raise ConfigError(f"TransformerConfig.attention_tile must be a positive int, got "
+                              f"{self.attention_tile!r}")
         if self.nested is not None and not self.scan:
             raise ConfigError(f"nested={self.nested!r} needs scan=True (nested remat groups "
                               "the scanned layers into blocks)")

@@ -13,11 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from jaxlean.models.lm.attention import Blockwise, cudnn_attention
 from jaxlean.models.lm.config import TransformerConfig
 from jaxlean.models.lm.lora import Linear
 from jaxlean.models.lm.rope import apply_rotary
+from jaxlean.nn.flash import flash_attention
 
-__all__ = ["MLP", "Attention", "DecoderLayer", "RMSNorm", "attend", "init_layers", "window_mask"]
+__all__ = ["MLP", "Attention", "DecoderLayer", "RMSNorm", "attend", "attend_with", "init_layers",
+           "window_mask"]
 
 
 def window_mask(query_slots: Array, key_slots: Array, window: int | None) -> Array:
@@ -64,6 +67,16 @@ def attend(q: Array, k: Array, v: Array, mask: Array) -> Array:
     return out.reshape(batch, length, heads, dim)
 
 
+def attend_with(q: Array, k: Array, v: Array, mask: Array | Blockwise) -> Array:
+    """:func:`attend`, or blockwise attention where the transformer chose it
+    (see :func:`jaxlean.models.lm.attention.layer_mask`)."""
+    if not isinstance(mask, Blockwise):
+        return attend(q, k, v, mask)
+    if mask.kind == "cudnn":
+        return cudnn_attention(q, k, v, mask.mask)
+    return flash_attention(q, k, v, mask.mask, q_tile=mask.tile, k_tile=mask.tile)
+
+
 class Attention(eqx.Module):
     """Rotary grouped-query self-attention with optional q/k RMSNorm (Qwen3)."""
 
@@ -102,7 +115,7 @@ class Attention(eqx.Module):
                                                     cache_index, axis=1)
             v = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype),
                                                     cache_index, axis=1)
-        out = attend(q, k, v, mask).reshape(batch, length, c.num_heads * c.head_dim)
+        out = attend_with(q, k, v, mask).reshape(batch, length, c.num_heads * c.head_dim)
         return self.o_proj(out, adapter_ids), (k, v)
 
 

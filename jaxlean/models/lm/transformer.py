@@ -38,6 +38,7 @@ from jax import Array
 from jaxlean._args import reject_renamed
 from jaxlean._random import normal_blocks
 from jaxlean.errors import ConfigError, DataError
+from jaxlean.models.lm.attention import layer_mask
 from jaxlean.models.lm.causal_loss import logprobs, loss
 from jaxlean.models.lm.config import STRUCTURE_OPTIONS, HFSource, TransformerConfig
 from jaxlean.models.lm.layers import (
@@ -50,6 +51,7 @@ from jaxlean.models.lm.layers import (
     window_mask,
 )
 from jaxlean.models.lm.lora import Linear, LoRA, check_adapter_ids
+from jaxlean.nn.attention_mask import AttentionMask
 from jaxlean.nn.layers import scan_layers, unstack
 from jaxlean.nn.remat import remat_body
 
@@ -277,27 +279,30 @@ class Transformer(eqx.Module):
         check_adapter_ids(self, adapter_ids, tokens.shape[0])
         length = tokens.shape[1]
         h = self.embed_tokens(tokens)
-        slots = jnp.arange(length)
-        causal = (jnp.tril(jnp.ones((length, length), bool))
-                  & window_mask(slots, slots, self.config.sliding_window))[None]
         if segment_ids is not None:  # packed rows: each segment attends to itself only
             segment_ids = jnp.asarray(segment_ids)
-            causal = causal & (segment_ids[:, :, None] == segment_ids[:, None, :])
             positions = (positions_from_segments(segment_ids) if positions is None
                          else positions)
         if mask is None:
-            attn_mask = causal
             positions = jnp.arange(length)[None] if positions is None else positions
         else:
-            attn_mask = causal & mask[:, None, :].astype(bool)
             positions = positions_from_mask(mask) if positions is None else positions
+        # causal, windowed, padded keys hidden; built blockwise or whole per config.attention
+        c = self.config
+        attn_mask = AttentionMask(None if mask is None else jnp.asarray(mask).astype(bool),
+                                  segment_ids, segment_ids, causal=True,
+                                  window=c.sliding_window)
+        batch, dtype = tokens.shape[0], h.dtype
+        attn_mask = layer_mask(
+            c.attention, c.attention_tile, attn_mask,
+            jax.ShapeDtypeStruct((batch, length, c.num_heads, c.head_dim), dtype),
+            jax.ShapeDtypeStruct((batch, length, c.num_kv_heads, c.head_dim), dtype))
         positions = jnp.broadcast_to(positions, tokens.shape)
 
         def body(layer, h, _):
             h, _ = layer(h, positions, attn_mask, adapter_ids)
             return h, (h if collect else None)
 
-        c = self.config
         if c.scan:
             return scan_layers(body, self.layers, h, remat=c.remat, nested=c.nested)
         step = remat_body(lambda h, layer: body(layer, h, None), c.remat)
