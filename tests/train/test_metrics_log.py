@@ -42,12 +42,14 @@ def test_step_metrics_reach_tensorboard_and_jsonl_with_throughput_and_mfu(tmp_pa
     pytest.importorskip("tensorboardX")
     steps = {step: StepMetrics(loss=jnp.float32(2.5 / step), grad_norm=jnp.float32(0.25 * step),
                                learning_rate=jnp.float32(1e-3 * step),
-                               tokens=jnp.int32(1000 * step)) for step in (1, 2, 3)}
+                               tokens=jnp.int32(1000 * step), skipped=jnp.bool_(False))
+             for step in (1, 2, 3)}
     with MetricsLogger(tmp_path, flops_per_token=6e6, peak_flops=1e12, num_devices=2) as log:
         written = {step: log.log(step, metrics, seconds=0.5) for step, metrics in steps.items()}
     expected = {step: {"loss": float(np.float32(2.5 / step)),
                        "grad_norm": float(np.float32(0.25 * step)),
                        "learning_rate": float(np.float32(1e-3 * step)), "tokens": 1000 * step,
+                       "skipped": 0,  # StepMetrics' skipped-update flag, as 0/1
                        "tokens_per_s": 2000.0 * step, "mfu": 2000.0 * step * 6e6 / 2e12}
                 for step in steps}
     assert written == expected
