@@ -19,29 +19,34 @@ __all__ = ["as_int", "as_names", "reject_renamed"]
 
 
 def as_names(value: str | Iterable[str] | None, argument: str, *,
-             allowed: Iterable[str] | None = None) -> tuple[str, ...] | None:
+             allowed: Iterable[str] | None = None,
+             indices: bool = False) -> tuple[str, ...] | None:
     """``value`` as a tuple of names: one string is one name; ``None`` stays ``None``.
 
     Args:
         value: a name or an iterable of names.
         argument: the argument's name, for the error message.
         allowed: if given, every name must be one of these (the message lists them).
+        indices: integers are accepted beside names (a section by name or by index).
 
     Raises:
         ConfigError: an element is not a non-empty string, or not in ``allowed``.
     """
     if value is None:
         return None
-    names = (value,) if isinstance(value, str) else value
+    single = (str, numbers.Integral) if indices else str
+    names = (value,) if isinstance(value, single) and not isinstance(value, bool) else value
     try:
         names = tuple(names)
     except TypeError:
         raise ConfigError(f"{argument} must be a name or a list of names, got "
                           f"{type(value).__name__} {value!r}") from None
     for name in names:
+        if indices and isinstance(name, numbers.Integral) and not isinstance(name, bool):
+            continue
         if not isinstance(name, str) or not name:
-            raise ConfigError(f"{argument} must hold non-empty strings, got {name!r} "
-                              f"in {value!r}")
+            kinds = "non-empty strings or integers" if indices else "non-empty strings"
+            raise ConfigError(f"{argument} must hold {kinds}, got {name!r} in {value!r}")
     if allowed is not None:
         allowed = tuple(allowed)
         unknown = [name for name in names if name not in allowed]

@@ -36,3 +36,12 @@ def test_counts_refuse_floats_and_bools():
             as_int(bad, "ncomp")
     with pytest.raises(ConfigError, match=">= 1"):
         as_int(0, "ncomp", minimum=1)
+
+
+def test_indices_beside_names_where_a_section_may_be_numbered():
+    assert as_names(3, "sections", indices=True) == (3,)
+    assert as_names(["soma[0]", 2], "sections", indices=True) == ("soma[0]", 2)
+    with pytest.raises(ConfigError, match="non-empty strings or integers"):
+        as_names([1.5], "sections", indices=True)
+    with pytest.raises(ConfigError, match="states must be a name or a list of names"):
+        as_names(3, "states")

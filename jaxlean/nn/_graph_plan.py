@@ -15,7 +15,8 @@ import heapq
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jaxlean.errors import GraphError
+from jaxlean._args import as_names
+from jaxlean.errors import ConfigError, GraphError
 from jaxlean.nn._lost_scans import lost_scans
 from jaxlean.nn._runs import Run, block_kind, chain_runs, module_kinds
 
@@ -143,11 +144,14 @@ def parse_edges(edges: Any, names: Sequence[str]) -> tuple[Edge, ...]:
     known = set(names)
     parsed = []
     for source, targets in edges.items():
-        if isinstance(targets, str):
-            targets = [targets]
-        if not isinstance(targets, list | tuple) or not targets:
+        try:
+            targets = as_names(targets, f"edges[{source!r}]") if isinstance(
+                targets, str | list | tuple) else None
+        except ConfigError:
+            targets = None
+        if not targets:
             raise GraphError(f"edges[{source!r}] must be a target name or a non-empty list of "
-                             f"them, got {targets!r}")
+                             f"them, got {edges[source]!r}")
         src, src_path = _split(source, "source")
         for target in targets:
             dst, dst_path = _split(target, "target")

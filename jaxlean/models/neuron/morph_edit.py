@@ -20,6 +20,7 @@ import numbers
 
 import numpy as np
 
+from jaxlean._args import as_names
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import morphology_io
 from jaxlean.models.neuron.distribution import REGIONS
@@ -144,10 +145,10 @@ def scale_diameters(tree: SectionTree, factor: float, *, sections: object = None
         raise ConfigError("scale_diameters: give sections or regions, not both")
     chosen = set(range(len(tree)))
     if sections is not None:
-        listed = [sections] if isinstance(sections, str | int) else list(sections)
+        listed = as_names(sections, "scale_diameters: sections", indices=True)
         chosen = {tree.index(s, "scale_diameters: sections") for s in listed}
     elif regions is not None:
-        listed = [regions] if isinstance(regions, str | int) else list(regions)
+        listed = as_names(regions, "scale_diameters: regions", indices=True)
         chosen = set()
         for region in listed:
             if isinstance(region, str) and region not in REGIONS:
