@@ -56,10 +56,10 @@ QUICK_COMPILE_MAX_STEPS = 32
 """``fit(quick_compile=None)`` compiles with :func:`quick_compile_options` when the run has
 at most this many steps (``epochs`` x minibatches), no checkpoint and runs on XLA:CPU (where
 the rule was measured; elsewhere it stays off unless asked). On the PMM chain at depth 16
-quick compiling saves 1.46 s of compile and costs 13.7 ms per step, so it pays off for runs
-of up to about 100 steps (``jaxlean bench first_epoch``, idle 2-core machine); in general,
-for a run of this many steps, it pays off while a step takes less than about 1/30 of the
-optimised compile."""
+quick compiling saves more compile time than it costs in slower steps over a run of this
+many steps (``jaxlean bench first_epoch``; figures in BENCHMARKS.md); in general, for a run
+of this many steps, it pays off while a step takes less than about 1/30 of the optimised
+compile."""
 
 
 def resolve_quick_compile(quick_compile: bool | None, steps: int, checkpointed: bool,

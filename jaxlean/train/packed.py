@@ -135,9 +135,8 @@ def packed(
     moments, novograd) is refused with a ConfigError naming it. Gradients must have
     the params' tree, shapes and dtype class. Updates leave the buffers through
     slices at runtime offsets (:mod:`jaxlean.train._split`), so same-shaped leaves
-    share one compiled kernel as they do per leaf: a jitted AdamW step over 32 to
-    192 unstacked leaves compiles in 0.62-0.92x the per-leaf time on XLA:CPU
-    (``jaxlean bench optim``).
+    share one compiled kernel as they do per leaf, so a jitted step compiles no slower
+    than per-leaf optax (``jaxlean bench optim``; figures in BENCHMARKS.md).
     A :class:`~jaxlean.train.muon.MatrixTransformation` (``muon``) gets
     ``[B, m, n]`` buffers of all its same-shape matrices, layers and modules
     together, and its fallback the leaves with fewer than two axes. Frozen
