@@ -356,8 +356,9 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         compartment and step. A single length equal to
         the number of recorded blocks, ``(T // every,)``, keeps every step's whole state
         instead (JAX's own gradient of the loop, several times the memory of ``None``:
-        ``jaxlean bench solver``, figures in BENCHMARKS.md). ``"sqrt"`` runs segments of about ``sqrt(T)`` steps and keeps only each
-        segment's first state, recomputing one segment at a time in the backward pass:
+        ``jaxlean bench solver``, figures in BENCHMARKS.md). ``"sqrt"`` runs segments of
+        about ``sqrt(T)`` steps and keeps only each segment's first state, recomputing one
+        segment at a time in the backward pass:
         O(sqrt(T)) states for about one extra forward pass. A sequence of lengths, outermost
         first, nests the segments (``(100, 100, 10)`` for 100,000 steps keeps about 210
         states); their product must reach T (with ``every > 1``: the number of recorded
