@@ -36,6 +36,7 @@ __all__ = [
     "STORE_INTERNALS",
     "CacheInterface",
     "Internal",
+    "cache_refuses_host_callbacks",
     "get",
     "hlo_cost",
     "optimized_hlo",
@@ -60,6 +61,8 @@ class Internal:
             (``jax._src.distributed.global_state.process_id``).
         use: what jaxlean does with it, for the error message.
         params: for a callable, the names of its leading parameters, in order.
+        extra: parameters some JAX versions add after ``params`` (in this order): the
+            callable may take them, required or not.
         methods: for a class or object, the methods it must have.
         optional: the feature that needs it is skipped (with a warning) when it is missing.
     """
@@ -69,6 +72,7 @@ class Internal:
     params: tuple[str, ...] | None = None
     methods: tuple[str, ...] = ()
     optional: bool = False
+    extra: tuple[str, ...] = ()
 
 
 INTERNALS: tuple[Internal, ...] = (
@@ -95,12 +99,12 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("jax._src.compiler._cache_read",
              "see each persistent-cache lookup, its key and how long the load took",
              params=("module_name", "cache_key", "compile_options", "backend",
-                     "executable_devices"), optional=True),
+                     "executable_devices"), extra=("host_callbacks",), optional=True),
     Internal("jax._src.compiler._cache_write",
              "see each program offered to the persistent cache, its exact compile time and "
              "whether the cache refuses it (host callbacks)",
-             params=("cache_key", "compile_time_secs", "module_name", "backend", "executable",
-                     "host_callbacks"), optional=True),
+             params=("cache_key", "compile_time_secs", "module_name", "backend", "executable"),
+             extra=("host_callbacks",), optional=True),
 )
 
 _MISSING = object()
@@ -136,8 +140,11 @@ def _shape_problem(internal: Internal, value: Any) -> str | None:
         required = [name for name, p in inspect.signature(value).parameters.items()
                     if p.default is inspect.Parameter.empty
                     and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if parameters[:len(internal.params)] != list(internal.params) or len(required) > len(
-                internal.params):
+        known = [*internal.params, *internal.extra]
+        allowed = [name for name in parameters if name in known]
+        if (parameters[:len(internal.params)] != list(internal.params)
+                or allowed != known[:len(allowed)]
+                or any(name not in known for name in required)):
             return (f"takes ({', '.join(parameters)}), jaxlean expects "
                     f"({', '.join(internal.params)})")
     if missing := [m for m in internal.methods if not callable(getattr(value, m, None))]:
@@ -262,6 +269,18 @@ def replace_accelerator_hash(make: Callable[[Callable], Callable]) -> bool:
 CACHE_IO_INTERNALS = ("jax._src.compiler._cache_read", "jax._src.compiler._cache_write")
 
 
+def cache_refuses_host_callbacks() -> bool:
+    """Whether this JAX's persistent cache refuses programs that use host callbacks
+    (JAX 0.10 does; JAX 0.12 stores them): read off ``_cache_write``'s parameters."""
+    module = importlib.import_module("jax._src.compiler")
+    write = getattr(module, "_cache_write", None)
+    write = getattr(write, "__wrapped__", write)
+    try:
+        return write is not None and "host_callbacks" in inspect.signature(write).parameters
+    except (TypeError, ValueError):
+        return True
+
+
 def watch_cache_io(on_read: Callable[..., None], on_write: Callable[..., None]) -> bool:
     """Have JAX's persistent-cache lookups and writes reported (once per process).
 
@@ -290,12 +309,18 @@ def watch_cache_io(on_read: Callable[..., None], on_write: Callable[..., None]) 
                 time.monotonic() - start)
         return executable, compile_time
 
+    # JAX 0.10 passes the program's host callbacks and refuses to store a program that has
+    # any; JAX 0.12 no longer takes them (it stores such programs), so none are reported.
+    refuses_callbacks = "host_callbacks" in inspect.signature(write).parameters
+
     @functools.wraps(write)
     def watched_write(cache_key, compile_time_secs, module_name, backend, executable,
-                      host_callbacks, *args, **kwargs):
-        on_write(module_name, cache_key, compile_time_secs, host_callbacks)
+                      *args, **kwargs):
+        callbacks = (args[0] if args else kwargs.get("host_callbacks", ())) if (
+            refuses_callbacks) else ()
+        on_write(module_name, cache_key, compile_time_secs, callbacks)
         return write(cache_key, compile_time_secs, module_name, backend, executable,
-                     host_callbacks, *args, **kwargs)
+                     *args, **kwargs)
 
     watched_read._jaxlean_watched = watched_write._jaxlean_watched = True
     module._cache_read, module._cache_write = watched_read, watched_write

@@ -31,7 +31,9 @@ request, hit and saved events:
   entry was written (jaxlean's store keeps it beside the entry) minus the load time;
 - a program the cache refuses to store (host callbacks: ``jax.debug.print``,
   ``jax.debug.callback``, ``io_callback``, a progress callback) counts as
-  ``uncacheable``, not as a miss, and is warned about once per function.
+  ``uncacheable``, not as a miss, and is warned about once per function. JAX 0.10
+  refuses such programs; JAX 0.12 stores them, and there nothing is uncacheable
+  (:func:`~jaxlean.compile._jax_private.cache_refuses_host_callbacks` tells which).
 """
 
 from __future__ import annotations

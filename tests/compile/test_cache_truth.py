@@ -16,6 +16,7 @@ import optax
 import pytest
 
 from jaxlean.compile import stats
+from jaxlean.compile._jax_private import cache_refuses_host_callbacks
 from jaxlean.compile.cache import cache_stats, enable_compilation_cache
 from jaxlean.compile.directory import METADATA_SUFFIX, clear, list_entries
 from jaxlean.train.fit import fit
@@ -37,6 +38,12 @@ def _uncacheable_warnings(caught) -> list[str]:
     return [str(w.message) for w in caught if "uncacheable" in str(w.message)]
 
 
+REFUSES = cache_refuses_host_callbacks()
+only_where_refused = pytest.mark.skipif(
+    not REFUSES, reason="this JAX's persistent cache stores programs with host callbacks")
+
+
+@only_where_refused
 def test_host_callback_in_a_fit_loss_is_warned_and_counted_uncacheable(
         restore_jax_cache_config, fresh_warnings, tmp_path):
     enable_compilation_cache(tmp_path / "xla", min_compile_secs=0)
@@ -65,6 +72,27 @@ def test_host_callback_in_a_fit_loss_is_warned_and_counted_uncacheable(
     assert "1 uncacheable" in counts.summary()
 
 
+@pytest.mark.skipif(REFUSES, reason="this JAX's persistent cache refuses host callbacks")
+def test_where_jax_stores_host_callback_programs_they_are_written_not_warned(
+        restore_jax_cache_config, fresh_warnings, tmp_path):
+    enable_compilation_cache(tmp_path / "xla", min_compile_secs=0)
+
+    @jax.jit
+    def printed(x):
+        jax.debug.callback(lambda v: None, x)
+        return x + 1
+
+    jax.clear_caches()
+    cache_stats(reset=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        printed(jnp.ones(3))
+    assert _uncacheable_warnings(caught) == []
+    row = cache_stats().functions["jit(printed)"]
+    assert (row.uncacheable, row.writes) == (0, 1)
+
+
+@only_where_refused
 def test_uncacheable_warning_once_per_function(restore_jax_cache_config, fresh_warnings,
                                                tmp_path):
     enable_compilation_cache(tmp_path, min_compile_secs=0)
