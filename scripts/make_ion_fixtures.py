@@ -133,7 +133,8 @@ def run() -> dict[str, np.ndarray]:
     out = {name: np.asarray(vector)[: steps + 1] for name, vector in recordings.items()}
     ghk = [h.ghk(v, ci, co, 2) for v, ci, co in GHK_SAMPLES]
     nernst = [h.nernst(ci, co, 2) for _, ci, co in GHK_SAMPLES]
-    order = [name for name in _mechanism_order(h) if name in ("hh", "pas", "hva", "cad", "sk", "cat")]
+    order = [name for name in _mechanism_order(h)
+             if name in ("hh", "pas", "hva", "cad", "sk", "cat")]
     meta = {"case": CASE, "record": RECORD, "defaults": defaults, "ghk_samples": GHK_SAMPLES,
             "ghk": ghk, "nernst": nernst, "order": order,
             "neuron_version": __import__("neuron").__version__}

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
+from _fixture_cli import command_line, run_cases  # scripts/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "jaxlean" / "models" / "neuron" / "data"
@@ -286,25 +286,16 @@ def write_corpus() -> None:
 
 def main(names: list[str], out: Path = OUT) -> None:
     """Write every case (or those named) to ``out``, one process per case so cells never mix."""
-    import subprocess
-
     out.mkdir(parents=True, exist_ok=True)
     write_corpus()
-    if len(names) == 1 and names[0] in CASES:
-        result = run(names[0], CASES[names[0]])
-        np.savez_compressed(out / f"{names[0]}.npz", **result)
-        print(f"{names[0]}: {result['v'].shape[0]} steps at {len(result['sites'])} sites")
-        return
-    unknown = sorted(set(names) - set(CASES))
-    if unknown:
-        raise SystemExit(f"unknown case(s) {unknown}; have {sorted(CASES)}")
-    for name in names or CASES:
-        subprocess.run([sys.executable, __file__, "--out", str(out), name], check=True)
+
+    def write_one(name: str, out: Path) -> None:
+        result = run(name, CASES[name])
+        np.savez_compressed(out / f"{name}.npz", **result)
+        print(f"{name}: {result['v'].shape[0]} steps at {len(result['sites'])} sites")
+
+    run_cases(__file__, names, out, CASES, write_one)
 
 
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    destination = OUT
-    if arguments[:1] == ["--out"]:
-        destination, arguments = Path(arguments[1]), arguments[2:]
-    main(arguments, destination)
+    command_line(main, OUT)

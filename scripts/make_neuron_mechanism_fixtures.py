@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from _fixture_cli import command_line, run_cases  # scripts/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "models" / "neuron" / "fixtures"
@@ -217,22 +218,14 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
 
 def main(names: list[str], out: Path = OUT) -> None:
     """Write every case (or those named) to ``out``, one process per case so cells never mix."""
-    out.mkdir(parents=True, exist_ok=True)
-    if len(names) == 1 and names[0] in CASES:
-        result = run(names[0], CASES[names[0]])
-        np.savez_compressed(out / f"mechanism_{names[0]}.npz", **result)
-        print(f"{names[0]}: {sorted(k for k in result if k not in ('case', 'neuron_version'))}")
-        return
-    unknown = sorted(set(names) - set(CASES))
-    if unknown:
-        raise SystemExit(f"unknown case(s) {unknown}; have {sorted(CASES)}")
-    for name in names or CASES:
-        subprocess.run([sys.executable, __file__, "--out", str(out), name], check=True)
+
+    def write_one(name: str, out: Path) -> None:
+        result = run(name, CASES[name])
+        np.savez_compressed(out / f"mechanism_{name}.npz", **result)
+        print(f"{name}: {sorted(k for k in result if k not in ('case', 'neuron_version'))}")
+
+    run_cases(__file__, names, out, CASES, write_one)
 
 
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    destination = OUT
-    if arguments[:1] == ["--out"]:
-        destination, arguments = Path(arguments[1]), arguments[2:]
-    main(arguments, destination)
+    command_line(main, OUT)

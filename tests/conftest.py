@@ -1,7 +1,9 @@
 """Shared test setup: the environment of child processes, and running a check script on
 several forced CPU devices."""
 
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +44,10 @@ def run_on_devices(tmp_path):
         return done.stdout
 
     return run
+
+
+# The live NEURON parity tests run the fixture scripts, which compile .mod files.
+needs_nrnivmodl = pytest.mark.skipif(
+    importlib.util.find_spec("neuron") is None
+    or not (shutil.which("nrnivmodl") or (Path(sys.executable).parent / "nrnivmodl").exists()),
+    reason="neuron (with nrnivmodl) not installed")

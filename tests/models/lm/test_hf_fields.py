@@ -25,19 +25,12 @@ SAMPLING = {"bos_token_id": 1, "eos_token_id": [2, 3], "pad_token_id": 0, "do_sa
             "transformers_version": "5.23.0"}
 
 
-def source(tmp_path: Path, family: str = "llama", layout: str = "5.x",
-           eps: float | None = None) -> Path:
-    """A copy of the fixture ``family`` with a ``generation_config.json`` of sampling defaults.
-
-    ``eps``: another ``rms_norm_eps`` (a source whose architecture no other test loads).
-    """
+def source(tmp_path: Path, family: str = "llama", layout: str = "5.x") -> Path:
+    """A copy of the fixture ``family`` with a ``generation_config.json`` of sampling defaults."""
     folder = tmp_path / f"{family}-{layout}"
     shutil.copytree(FIXTURES / family, folder)
     if layout == "4.x":
         shutil.copy(folder / "config_4x.json", folder / "config.json")
-    if eps is not None:
-        hf = fields(folder, "config.json")
-        (folder / "config.json").write_text(json.dumps({**hf, "rms_norm_eps": eps}, indent=2))
     (folder / "generation_config.json").write_text(json.dumps(SAMPLING, indent=2))
     return folder
 
@@ -70,7 +63,7 @@ def test_a_loaded_checkpoint_saves_every_field_it_was_read_with(tmp_path, family
 
 
 def test_fields_survive_options_adapters_and_merging_and_changes_are_written(tmp_path):
-    folder = source(tmp_path, eps=2e-6)
+    folder = source(tmp_path)
     model, config, generation = load_pretrained(folder, dtype=jnp.bfloat16, progress=False)
     model = add_lora(model.with_options(remat="full"), rank=2, key=jax.random.key(1))
     save_pretrained(model, tmp_path / "out", merge_adapter=0,

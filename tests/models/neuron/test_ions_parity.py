@@ -10,9 +10,7 @@ is simulated in float64. Live against NEURON when it is installed.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +24,7 @@ from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.ions import FARADAY, GAS_CONSTANT, SPECIES, UseIon, ghk, nernst
 from jaxlean.models.neuron.mechanisms import Mechanism
+from tests.conftest import needs_nrnivmodl
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ions_shell.npz"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_ion_fixtures.py"
@@ -177,9 +176,7 @@ def test_matches_committed_neuron_recordings(x64):
     assert errors["soma_v"] < 1e-9 and np.ptp(fixture["soma_cai"]) > 1e-3
 
 
-@pytest.mark.skipif(importlib.util.find_spec("neuron") is None or not (
-    shutil.which("nrnivmodl") or (Path(sys.executable).parent / "nrnivmodl").exists()),
-    reason="neuron (with nrnivmodl) not installed")
+@needs_nrnivmodl
 def test_matches_neuron_live(x64, tmp_path):
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], check=True,
                    capture_output=True)

@@ -13,9 +13,7 @@ start at ``t = 0`` with the initial state, as ``Vector.record`` does.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +27,7 @@ from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, 
 from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.mechanisms import Mechanism
 from jaxlean.models.neuron.synapses import exp2syn, expsyn
+from tests.conftest import needs_nrnivmodl
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_neuron_mechanism_fixtures.py"
@@ -138,9 +137,7 @@ def test_matches_committed_neuron_recordings(name):
         assert sum(fixture[k].size for k in fixture if k.startswith("spikes_")) > 0
 
 
-@pytest.mark.skipif(importlib.util.find_spec("neuron") is None or not (
-    shutil.which("nrnivmodl") or (Path(sys.executable).parent / "nrnivmodl").exists()),
-    reason="neuron (with nrnivmodl) not installed")
+@needs_nrnivmodl
 @pytest.mark.parametrize("name", CASES)
 def test_matches_neuron_live(name, tmp_path):
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,

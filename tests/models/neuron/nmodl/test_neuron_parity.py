@@ -10,9 +10,7 @@ one mechanism is read by those after it). Float64. Live against NEURON when it i
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +24,7 @@ from jaxlean.models.neuron.mechanisms import ion_parameters
 from jaxlean.models.neuron.nmodl import load_mod_dir
 from jaxlean.models.neuron.nmodl.parser import parse
 from jaxlean.models.neuron.nmodl.units import canonical_unit
+from tests.conftest import needs_nrnivmodl
 
 HERE = Path(__file__).parent
 MODS, FIXTURES = HERE / "mods", HERE / "fixtures"
@@ -120,9 +119,7 @@ def test_load_mod_dir_returns_neurons_mechanism_order():
     assert [name for name in neuron_order if name in ours] == ours
 
 
-@pytest.mark.skipif(importlib.util.find_spec("neuron") is None or not (
-    shutil.which("nrnivmodl") or (Path(sys.executable).parent / "nrnivmodl").exists()),
-    reason="neuron (with nrnivmodl) not installed")
+@needs_nrnivmodl
 @pytest.mark.parametrize("name", CASES)
 def test_matches_neuron_live(name, tmp_path):
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,
