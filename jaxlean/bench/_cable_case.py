@@ -73,8 +73,9 @@ def _stimulus(steps: int) -> list[Stimulus]:
     return [Stimulus(0, step_current(amplitude, start, duration, DT, t_max))]
 
 
-def _jaxley_cell(branches: np.ndarray, steps: int):
-    """jaxley's cell with jaxlean's geometry, defaults and stimulus; soma recorded."""
+def jaxley_hh_cell(branches: np.ndarray):
+    """jaxley's cell with jaxlean's geometry (10 um compartments of radius 1 um, 100 ohm cm)
+    and HH everywhere, not yet stimulated."""
     import jaxley as jx
     from jaxley.channels import HH
 
@@ -84,7 +85,12 @@ def _jaxley_cell(branches: np.ndarray, steps: int):
     cell.set("radius", 1.0)
     cell.set("axial_resistivity", 100.0)
     cell.insert(HH())
-    return stimulated_jaxley_cell(cell, steps)
+    return cell
+
+
+def _jaxley_cell(branches: np.ndarray, steps: int):
+    """jaxley's cell with jaxlean's geometry, defaults and stimulus; soma recorded."""
+    return stimulated_jaxley_cell(jaxley_hh_cell(branches), steps)
 
 
 def stimulated_jaxley_cell(cell, steps: int):

@@ -35,6 +35,7 @@ from jaxlean.bench._cable_case import (
     _jaxlean_cell,
     _stimulus,
     branch_parents,
+    jaxley_hh_cell,
     stimulated_jaxley_cell,
 )
 from jaxlean.bench._measure import SidesDisagreeError, aot_compile, time_alternating
@@ -169,16 +170,8 @@ def _jaxley_channels():
 
 def _jaxley_cell(branches: np.ndarray, sites: np.ndarray, times: np.ndarray, steps: int):
     """jaxley's cell with the same geometry, channels, synapses, stimulus; soma recorded."""
-    import jaxley as jx
-    from jaxley.channels import HH
-
     ka, syn = _jaxley_channels()
-    cell = jx.Cell(jx.Branch(jx.Compartment(), ncomp=COMPARTMENTS_PER_BRANCH),
-                   parents=branches.tolist())
-    cell.set("length", 10.0)
-    cell.set("radius", 1.0)
-    cell.set("axial_resistivity", 100.0)
-    cell.insert(HH())
+    cell = jaxley_hh_cell(branches)
     cell.insert(ka())
     cell.select(nodes=sites.tolist()).insert(syn())
     synapses = cell.select(nodes=sites.tolist())

@@ -13,6 +13,7 @@ from jaxlean.errors import ConfigError, StructureError
 from jaxlean.train.muon import matrix_transform, muon
 from jaxlean.train.packed import packed
 
+from .sharded_steps import PRELUDE
 from .test_packed import assert_trees_close, random_params
 
 GROUPS = {
@@ -128,15 +129,8 @@ def test_the_former_labels_keyword_raises_naming_param_labels():
         packed(optax.adam(1e-3), label={"a": "x"})
 
 
-SHARDED_SCRIPT = textwrap.dedent("""
-    import re
-    import jax, jax.numpy as jnp, numpy as np, optax
-    from jaxlean._random import normal
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    from jaxlean.train.packed import packed
-
-    mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
-    put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
+SHARDED_SCRIPT = PRELUDE + textwrap.dedent("""
+    put = mesh_put((2, 2), ("x", "y"))
     keys = jax.random.split(jax.random.key(0), 5)
     params = {
         "a": put(normal(keys[0], (8, 4)), P("x", None)),
@@ -152,23 +146,8 @@ SHARDED_SCRIPT = textwrap.dedent("""
     ours = packed(groups(), {"a": True, "b": True, "c": True, "d": True, "e": False},
                   param_labels=labels)
 
-    def make_step(tx):
-        def step(params, state):
-            updates, state = tx.update(jax.grad(loss)(params), state, params)
-            return optax.apply_updates(params, updates), state
-        return jax.jit(step)
-
-    results = {}
-    for name, tx in [("packed", ours), ("plain", reference)]:
-        state = tx.init(params)
-        compiled = make_step(tx).lower(params, state).compile()
-        found = sorted(set(re.findall(r"all-gather|all-to-all|collective-permute",
-                                      compiled.as_text())))
-        print(name, "collectives:", found)
-        p, s = params, state
-        for _ in range(3):
-            p, s = compiled(p, s)
-        results[name] = p
+    results = run_both([("packed", ours), ("plain", reference)], params, loss,
+                       r"all-gather|all-to-all|collective-permute")
     for name in params:
         got, want = results["packed"][name], results["plain"][name]
         assert got.sharding.spec == want.sharding.spec, name

@@ -13,6 +13,7 @@ from jaxlean.errors import ConfigError, StructureError
 from jaxlean.train.muon import matrix_transform, muon
 from jaxlean.train.packed import packed
 
+from .sharded_steps import PRELUDE
 from .test_packed_optax import AS_WRITTEN
 
 LR, WD, ADAM_LR, ADAM_WD = 0.02, 0.1, 1e-3, 0.01
@@ -181,16 +182,8 @@ def test_matrix_transform_without_fallback_names_the_leaf():
     np.testing.assert_array_equal(updates["w"], -0.1 * jnp.ones((2, 2)))
 
 
-SHARDED_SCRIPT = textwrap.dedent('''
-    import re
-    import jax, jax.numpy as jnp, numpy as np, optax
-    from jaxlean._random import normal
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    from jaxlean.train.muon import muon
-    from jaxlean.train.packed import packed
-
-    mesh = Mesh(np.array(jax.devices()).reshape(1, 4), ("data", "fsdp"))
-    put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
+SHARDED_SCRIPT = PRELUDE + textwrap.dedent('''
+    put = mesh_put((1, 4), ("data", "fsdp"))
     keys = jax.random.split(jax.random.key(0), 5)
     params = {  # FSDP: the stacks are split along a matrix axis, as partition rules do
         "wq": put(normal(keys[0], (8, 16, 16)), P(None, "fsdp", None)),
@@ -203,27 +196,14 @@ SHARDED_SCRIPT = textwrap.dedent('''
     loss = lambda p: sum(jnp.sum(jnp.sin(x)) for x in jax.tree.leaves(p))
     groups = lambda: {"muon": muon(0.02, weight_decay=0.1), "adam": optax.adamw(1e-3)}
 
-    def make_step(tx):
-        def step(params, state):
-            updates, state = tx.update(jax.grad(loss)(params), state, params)
-            return optax.apply_updates(params, updates), state
-        return jax.jit(step)
-
-    results = {}
-    for name, tx in [("packed", packed(groups(), param_labels=labels)),
-                     ("per-leaf", optax.multi_transform(groups(), labels))]:
-        state = tx.init(params)
-        compiled = make_step(tx).lower(params, state).compile()
-        found = sorted(set(re.findall(r"all-gather|all-reduce|all-to-all|collective-permute",
-                                      compiled.as_text())))
-        print(name, "collectives:", found)
+    def check(name, state, found):
         if name == "packed":
             momentum = [x for x in jax.tree.leaves(state) if x.ndim == 3]
             assert all(x.sharding.spec[0] in ("fsdp", ("fsdp",)) for x in momentum), momentum
-        p, s = params, state
-        for _ in range(3):
-            p, s = compiled(p, s)
-        results[name] = p
+
+    results = run_both([("packed", packed(groups(), param_labels=labels)),
+                        ("per-leaf", optax.multi_transform(groups(), labels))], params, loss,
+                       r"all-gather|all-reduce|all-to-all|collective-permute", check)
     for name in params:
         got, want = results["packed"][name], results["per-leaf"][name]
         assert got.sharding.is_equivalent_to(params[name].sharding, got.ndim), name

@@ -13,6 +13,8 @@ from jaxlean._random import normal
 from jaxlean.errors import StructureError
 from jaxlean.train.packed import PackedLayout, packed
 
+from .sharded_steps import PRELUDE
+
 SCHEDULE = optax.linear_schedule(1e-2, 1e-3, transition_steps=3)
 TRANSFORMS = {
     "adam": lambda: optax.adam(1e-2),
@@ -200,15 +202,8 @@ def test_structure_errors_name_the_path():
         ptx.update({"a": jnp.ones(2)}, ptx.init(params), params)
 
 
-SHARDED_SCRIPT = textwrap.dedent("""
-    import re
-    import jax, jax.numpy as jnp, numpy as np, optax
-    from jaxlean._random import normal
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    from jaxlean.train.packed import packed
-
-    mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
-    put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
+SHARDED_SCRIPT = PRELUDE + textwrap.dedent("""
+    put = mesh_put((2, 2), ("x", "y"))
     keys = jax.random.split(jax.random.key(0), 5)
     params = {
         "a": put(normal(keys[0], (8, 4)), P("x", None)),
@@ -219,26 +214,13 @@ SHARDED_SCRIPT = textwrap.dedent("""
     }
     loss = lambda p: sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in jax.tree.leaves(p))
 
-    def make_step(tx):
-        def step(params, state):
-            updates, state = tx.update(jax.grad(loss)(params), state, params)
-            return optax.apply_updates(params, updates), state
-        return jax.jit(step)
-
-    results = {}
-    for name, tx in [("packed", packed(optax.adamw(0.1))), ("plain", optax.adamw(0.1))]:
-        state = tx.init(params)
-        compiled = make_step(tx).lower(params, state).compile()
-        hlo = compiled.as_text()
-        found = sorted(set(re.findall(r"all-gather|all-to-all|collective-permute", hlo)))
-        print(name, "collectives:", found)
+    def check(name, state, found):
         if name == "packed":
             assert not found, found
             assert len(state.inner[0][0].mu) == 4, state.layout.buffers
-        p, s = params, state
-        for _ in range(3):
-            p, s = compiled(p, s)
-        results[name] = p
+
+    results = run_both([("packed", packed(optax.adamw(0.1))), ("plain", optax.adamw(0.1))],
+                       params, loss, r"all-gather|all-to-all|collective-permute", check)
     for name in params:
         got, want = results["packed"][name], results["plain"][name]
         assert got.sharding.spec == want.sharding.spec, name

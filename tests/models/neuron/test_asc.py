@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from jaxlean.models.neuron import (
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 from jaxlean.models.neuron.channels import hh
 from jaxlean.models.neuron.swc import fixture
+from tests.models.neuron.neuron_reference import run_fixture_script, spike_times
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ASC = FIXTURES / "pyramid.asc"
@@ -44,15 +44,6 @@ needs_morphio = pytest.mark.skipif(importlib.util.find_spec("morphio") is None,
                                    reason="morphio not installed (jaxlean[morphology])")
 needs_neuron = pytest.mark.skipif(importlib.util.find_spec("neuron") is None,
                                   reason="neuron not installed")
-
-
-def spike_times(v: np.ndarray, dt: float) -> list[np.ndarray]:
-    """Upward crossings of 0 mV in each column, linearly interpolated (ms)."""
-    times = []
-    for column in v.T:
-        k = np.flatnonzero((column[:-1] < 0) & (column[1:] >= 0))
-        times.append((k + 1 + column[k] / (column[k] - column[k + 1])) * dt)
-    return times
 
 
 def tree_of(case: dict) -> morphology_io.SectionTree:
@@ -130,8 +121,7 @@ def test_matches_committed_neuron_fixture(name):
 @needs_neuron
 @pytest.mark.parametrize("name", CASES)
 def test_matches_neuron_live(name, tmp_path):
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,
-                   capture_output=True)
+    run_fixture_script(SCRIPT, tmp_path, name)
     check_against(tmp_path / f"{name}.npz")
 
 

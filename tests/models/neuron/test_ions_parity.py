@@ -11,8 +11,6 @@ is simulated in float64. Live against NEURON when it is installed.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -25,6 +23,7 @@ from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.ions import FARADAY, GAS_CONSTANT, SPECIES, UseIon, ghk, nernst
 from jaxlean.models.neuron.mechanisms import Mechanism
 from tests.conftest import needs_nrnivmodl
+from tests.models.neuron.neuron_reference import run_fixture_script
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ions_shell.npz"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_ion_fixtures.py"
@@ -89,9 +88,11 @@ def _meta(fixture) -> dict:
     return json.loads(str(fixture["meta"]))
 
 
-def cell_and_params(case: dict):
-    """The fixture's cell: soma 0, dendrite 1-5, apical branch 6-8; its values. Mechanisms
-    in NEURON's order (its mechanism types: cad, cat, hva, sk)."""
+def cell_and_params(case: dict, mechanisms: tuple | None = None):
+    """The fixture's cell: soma 0, dendrite 1-5, apical branch 6-8; its values. The ion
+    mechanisms (cad, cat, hva, sk: the hand-written ones unless ``mechanisms`` are given,
+    e.g. loaded from the .mod files) inserted in NEURON's order."""
+    cad, cat, hva, sk = mechanisms or (CAD, CAT, HVA, SK)
     nd, na = case["dend_nseg"], case["apic_nseg"]
     parents = [-1, *range(nd), 0, *range(nd + 1, nd + na)]
     length = [case["soma_L"]] + [case["dend_L"] / nd] * nd + [case["apic_L"] / na] * na
@@ -99,8 +100,8 @@ def cell_and_params(case: dict):
               + [case["apic_diam"] / 2] * na)
     kind = [1] + [3] * nd + [4] * na
     cell = (Cell.from_parents(parents, length, radius, kind=kind)
-            .insert(hh, types=1).insert(pas, types=[3, 4]).insert(CAD, types=1)
-            .insert(CAT, types=1).insert(HVA).insert(SK, types=[1, 3]))
+            .insert(hh, types=1).insert(pas, types=[3, 4]).insert(cad, types=1)
+            .insert(cat, types=1).insert(hva).insert(sk, types=[1, 3]))
     section = np.asarray([{1: "soma", 3: "dend", 4: "apic"}[k] for k in kind])
     params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
               "axial_resistivity": case["Ra"], "capacitance": case["cm"],
@@ -117,8 +118,8 @@ RECORDED = {"v": list(SECTIONS), "cai": list(SECTIONS), "ica": list(SECTIONS),
 """What jaxlean records, in which sections (``hh``'s ``i_k`` on the soma, ``sk`` not on apic)."""
 
 
-def jaxlean_run(case: dict, params=None, t_max=None) -> dict:
-    cell, defaults = cell_and_params(case)
+def jaxlean_run(case: dict, params=None, t_max=None, mechanisms: tuple | None = None) -> dict:
+    cell, defaults = cell_and_params(case, mechanisms)
     clamp = case["iclamp"]
     t_max = t_max or case["t_max"]
     current = step_current(clamp["amp"], clamp["delay"], clamp["dur"], case["dt"], t_max)
@@ -178,8 +179,7 @@ def test_matches_committed_neuron_recordings(x64):
 
 @needs_nrnivmodl
 def test_matches_neuron_live(x64, tmp_path):
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], check=True,
-                   capture_output=True)
+    run_fixture_script(SCRIPT, tmp_path)
     fixture = np.load(tmp_path / "ions_shell.npz")
     assert_matches(fixture, jaxlean_run(_meta(fixture)["case"]))
 

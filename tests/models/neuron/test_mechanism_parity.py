@@ -14,8 +14,6 @@ start at ``t = 0`` with the initial state, as ``Vector.record`` does.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -28,6 +26,7 @@ from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.mechanisms import Mechanism
 from jaxlean.models.neuron.synapses import exp2syn, expsyn
 from tests.conftest import needs_nrnivmodl
+from tests.models.neuron.neuron_reference import run_fixture_script
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_neuron_mechanism_fixtures.py"
@@ -140,8 +139,7 @@ def test_matches_committed_neuron_recordings(name):
 @needs_nrnivmodl
 @pytest.mark.parametrize("name", CASES)
 def test_matches_neuron_live(name, tmp_path):
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,
-                   capture_output=True)
+    run_fixture_script(SCRIPT, tmp_path, name)
     with jax.enable_x64():
         fixture = np.load(tmp_path / f"mechanism_{name}.npz")
         assert_matches(fixture, jaxlean_run(fixture))

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -28,6 +26,7 @@ import pytest
 from jaxlean.models.neuron import discretize, swc
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 from jaxlean.models.neuron.channels import hh, pas
+from tests.models.neuron.neuron_reference import run_fixture_script, spike_times
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_neuron_fixtures.py"
@@ -37,15 +36,6 @@ CASES = ["passive_cable", "y_hh", "y_hh_16c", "pyramidal_hh", "pyramidal_soma_hh
          *(f"corpus_{c}" for c in CORPUS)]
 V_TOL, SPIKE_TOL, AREA_RTOL = 1e-3, 1e-4, 1e-9
 pytestmark = pytest.mark.filterwarnings("ignore:.*section of zero length")  # as NEURON drops it
-
-
-def spike_times(v: np.ndarray, dt: float) -> list[np.ndarray]:
-    """Upward crossings of 0 mV in each column, linearly interpolated (ms)."""
-    times = []
-    for column in v.T:
-        k = np.flatnonzero((column[:-1] < 0) & (column[1:] >= 0))
-        times.append((k + 1 + column[k] / (column[k] - column[k + 1])) * dt)
-    return times
 
 
 def swc_cell(case: dict) -> tuple[Cell, np.ndarray]:
@@ -125,8 +115,7 @@ def test_matches_committed_neuron_traces(name):
 @pytest.mark.skipif(importlib.util.find_spec("neuron") is None, reason="neuron not installed")
 @pytest.mark.parametrize("name", CASES)
 def test_matches_neuron_live(name, tmp_path):
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,
-                   capture_output=True)
+    run_fixture_script(SCRIPT, tmp_path, name)
     with jax.enable_x64():
         fixture = np.load(tmp_path / f"{name}.npz")
         assert_matches(fixture, *jaxlean_trace(fixture))

@@ -14,45 +14,20 @@ import json
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.nmodl import load_mod_dir
-from tests.models.neuron.test_ions_parity import FIXTURE, RECORDED, SECTIONS, assert_matches
+from tests.models.neuron.test_ions_parity import FIXTURE, assert_matches
+from tests.models.neuron.test_ions_parity import jaxlean_run as ions_run
 
 MODS = Path(__file__).parents[1] / "fixtures" / "ions_mods"
-WHERE = {"cad": 1, "cat": 1, "hva": None, "sk": [1, 3]}
-"""The region types of each mechanism in the fixture's cell (``None``: everywhere)."""
 
 
 def jaxlean_run(case: dict) -> dict:
+    """The fixture's cell with the four ion mechanisms loaded from their .mod files."""
     mechanisms = load_mod_dir(MODS)
-    nd, na = case["dend_nseg"], case["apic_nseg"]
-    parents = [-1, *range(nd), 0, *range(nd + 1, nd + na)]
-    length = [case["soma_L"]] + [case["dend_L"] / nd] * nd + [case["apic_L"] / na] * na
-    radius = ([case["soma_diam"] / 2] + [case["dend_diam"] / 2] * nd
-              + [case["apic_diam"] / 2] * na)
-    kind = [1] + [3] * nd + [4] * na
-    cell = Cell.from_parents(parents, length, radius, kind=kind).insert(hh, types=1).insert(
-        pas, types=[3, 4])
-    for name, mechanism in mechanisms.items():  # NEURON's order: cad, cat, hva, sk
-        cell = cell.insert(mechanism, **({} if WHERE[name] is None else {"types": WHERE[name]}))
-    section = np.asarray([{1: "soma", 3: "dend", 4: "apic"}[k] for k in kind])
-    params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
-              "axial_resistivity": case["Ra"], "capacitance": case["cm"],
-              "g_leak": case["pas"]["g"], "e_leak": case["pas"]["e"],
-              "gbar_hva": jnp.asarray([case["hva"][s] for s in section]),
-              "gbar_sk": jnp.asarray([case["sk"].get(s, 0.0) for s in section]),
-              **{f"{k}_cad": v for k, v in case["cad"].items()}}
-    clamp = case["iclamp"]
-    current = step_current(clamp["amp"], clamp["delay"], clamp["dur"], case["dt"],
-                           case["t_max"])
-    return simulate(cell, params, [Stimulus(0, current)], case["dt"], case["t_max"],
-                    states={name: [SECTIONS[s] for s in where]
-                            for name, where in RECORDED.items()}, progress=False)
+    return ions_run(case, mechanisms=tuple(mechanisms[k] for k in ("cad", "cat", "hva", "sk")))
 
 
 def test_translated_ion_files_declare_neurons_ions():
@@ -75,5 +50,5 @@ def test_matches_committed_neuron_recordings():
 @pytest.mark.parametrize("name", ["cad", "sk"])
 def test_mechanism_order_is_neurons(name):
     meta = json.loads(str(np.load(FIXTURE)["meta"]))
-    order = [m for m in meta["order"] if m in WHERE]
+    order = [m for m in meta["order"] if m in ("cad", "cat", "hva", "sk")]
     assert list(load_mod_dir(MODS)) == order and name in order

@@ -11,8 +11,6 @@ one mechanism is read by those after it). Float64. Live against NEURON when it i
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -25,6 +23,7 @@ from jaxlean.models.neuron.nmodl import load_mod_dir
 from jaxlean.models.neuron.nmodl.parser import parse
 from jaxlean.models.neuron.nmodl.units import canonical_unit
 from tests.conftest import needs_nrnivmodl
+from tests.models.neuron.neuron_reference import run_fixture_script
 
 HERE = Path(__file__).parent
 MODS, FIXTURES = HERE / "mods", HERE / "fixtures"
@@ -122,7 +121,6 @@ def test_load_mod_dir_returns_neurons_mechanism_order():
 @needs_nrnivmodl
 @pytest.mark.parametrize("name", CASES)
 def test_matches_neuron_live(name, tmp_path):
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,
-                   capture_output=True)
+    run_fixture_script(SCRIPT, tmp_path, name)
     with jax.enable_x64():
         assert_matches(np.load(tmp_path / f"nmodl_{name}.npz"))
