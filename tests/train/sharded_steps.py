@@ -46,4 +46,17 @@ PRELUDE = textwrap.dedent('''
         return results
 ''')
 
-__all__ = ["PRELUDE"]
+MIXED_2X2 = textwrap.dedent('''
+    put = mesh_put((2, 2), ("x", "y"))
+    keys = jax.random.split(jax.random.key(0), 5)
+    params = {  # every kind of split on a 2x2 mesh, and a bfloat16 leaf
+        "a": put(normal(keys[0], (8, 4)), P("x", None)),
+        "b": put(normal(keys[1], (16,)), P("x")),
+        "c": put(normal(keys[2], (3,)), P()),
+        "d": put(normal(keys[3], (4, 8)), P(None, ("x", "y"))),
+        "e": put(normal(keys[4], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
+    }
+''')
+"""Five leaves on a 2x2 mesh ``("x", "y")``, split every way (after ``PRELUDE``)."""
+
+__all__ = ["MIXED_2X2", "PRELUDE"]

@@ -13,7 +13,7 @@ from jaxlean.errors import ConfigError, StructureError
 from jaxlean.train.muon import matrix_transform, muon
 from jaxlean.train.packed import packed
 
-from .sharded_steps import PRELUDE
+from .sharded_steps import MIXED_2X2, PRELUDE
 from .test_packed import assert_trees_close, random_params
 
 GROUPS = {
@@ -129,16 +129,7 @@ def test_the_former_labels_keyword_raises_naming_param_labels():
         packed(optax.adam(1e-3), label={"a": "x"})
 
 
-SHARDED_SCRIPT = PRELUDE + textwrap.dedent("""
-    put = mesh_put((2, 2), ("x", "y"))
-    keys = jax.random.split(jax.random.key(0), 5)
-    params = {
-        "a": put(normal(keys[0], (8, 4)), P("x", None)),
-        "b": put(normal(keys[1], (16,)), P("x")),
-        "c": put(normal(keys[2], (3,)), P()),
-        "d": put(normal(keys[3], (4, 8)), P(None, ("x", "y"))),
-        "e": put(normal(keys[4], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
-    }
+SHARDED_SCRIPT = PRELUDE + MIXED_2X2 + textwrap.dedent("""
     labels = {"a": "decay", "b": "plain", "c": "plain", "d": "decay", "e": "frozen"}
     loss = lambda p: sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in jax.tree.leaves(p))
     groups = lambda: {"decay": optax.adamw(0.1, weight_decay=0.5), "plain": optax.adam(0.05)}

@@ -13,7 +13,7 @@ from jaxlean._random import normal
 from jaxlean.errors import StructureError
 from jaxlean.train.packed import PackedLayout, packed
 
-from .sharded_steps import PRELUDE
+from .sharded_steps import MIXED_2X2, PRELUDE
 
 SCHEDULE = optax.linear_schedule(1e-2, 1e-3, transition_steps=3)
 TRANSFORMS = {
@@ -202,16 +202,7 @@ def test_structure_errors_name_the_path():
         ptx.update({"a": jnp.ones(2)}, ptx.init(params), params)
 
 
-SHARDED_SCRIPT = PRELUDE + textwrap.dedent("""
-    put = mesh_put((2, 2), ("x", "y"))
-    keys = jax.random.split(jax.random.key(0), 5)
-    params = {
-        "a": put(normal(keys[0], (8, 4)), P("x", None)),
-        "b": put(normal(keys[1], (16,)), P("x")),
-        "c": put(normal(keys[2], (3,)), P()),
-        "d": put(normal(keys[3], (4, 8)), P(None, ("x", "y"))),
-        "e": put(normal(keys[4], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
-    }
+SHARDED_SCRIPT = PRELUDE + MIXED_2X2 + textwrap.dedent("""
     loss = lambda p: sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in jax.tree.leaves(p))
 
     def check(name, state, found):
