@@ -1,0 +1,126 @@
+"""Write the NEURON fixture of a 3-cell network joined by ``NetCon`` s (tests/models/neuron/).
+
+Needs ``neuron`` (``pip install jaxlean[neuron-parity]``; nothing to compile). Three
+ball-and-stick cells (``hh`` soma, ``pas`` dendrite of :data:`CELL`'s segments) in a
+recurrent loop (:data:`CONNECTIONS`): cell 0 excites cell 1's dendrite through an
+``ExpSyn``, cell 1 excites cell 2's soma through another, cell 2 inhibits cell 0's soma
+through an ``Exp2Syn`` (reversal -80 mV); each ``NetCon`` watches its presynaptic soma's
+voltage with its own threshold and delay. An ``IClamp`` step drives cell 0.
+
+Backward Euler (``secondorder = 0``), ``dt = 0.025`` ms, ``hh`` rate tables off, 1 s. Saved:
+the somas' and cell 1's synaptic dendrite segment's voltages every :data:`EVERY` steps
+from ``t = 0``, every spike time each ``NetCon`` saw (``spikes_<k>``, exact, as NEURON
+records them), and the case (JSON), from which the test builds the same network. Run from
+the repository root:
+
+    python scripts/make_netcon_fixtures.py [--out DIR] [CASE ...]
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from _fixture_cli import command_line, run_cases  # scripts/ is on sys.path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "tests" / "models" / "neuron" / "fixtures"
+
+CELL = {"soma_L": 20.0, "soma_diam": 20.0, "dend_L": 200.0, "dend_diam": 2.0, "dend_nseg": 5,
+        "Ra": 100.0, "cm": 1.0}
+HH = {"gnabar": 0.12, "gkbar": 0.036, "gl": 3e-4, "el": -54.3, "ena": 50.0, "ek": -77.0}
+PAS = {"g": 3e-4, "e": -54.3}
+CONNECTIONS = [  # pre cell (soma), post cell, post segment (-1: soma), synapse, NetCon, synapse
+    {"pre": 0, "post": 1, "segment": 2, "kind": "expsyn", "weight": 0.02, "delay": 2.0,
+     "threshold": -20.0, "tau": 2.0, "e": 0.0},
+    {"pre": 1, "post": 2, "segment": -1, "kind": "expsyn", "weight": 0.015, "delay": 3.3,
+     "threshold": 0.0, "tau": 3.0, "e": 0.0},
+    {"pre": 2, "post": 0, "segment": -1, "kind": "exp2syn", "weight": 0.03, "delay": 1.01,
+     "threshold": -10.0, "tau1": 1.0, "tau2": 8.0, "e": -80.0},
+]
+EVERY = 20
+"""Voltages are saved every this many steps (0.5 ms)."""
+CASES = {
+    "loop3": {**CELL, "hh": HH, "pas": PAS, "celsius": 6.3, "v_init": -65.0, "dt": 0.025,
+              "t_max": 1000.0, "every": EVERY, "connections": CONNECTIONS,
+              "iclamp": {"cell": 0, "amp": 0.3, "delay": 5.0, "dur": 990.0}},
+}
+
+
+def _cell(h, case: dict, k: int):
+    soma, dend = h.Section(name=f"soma{k}"), h.Section(name=f"dend{k}")
+    soma.L, soma.diam, soma.nseg = case["soma_L"], case["soma_diam"], 1
+    dend.L, dend.diam, dend.nseg = case["dend_L"], case["dend_diam"], case["dend_nseg"]
+    dend.connect(soma(1), 0)
+    for section in (soma, dend):
+        section.Ra, section.cm = case["Ra"], case["cm"]
+    soma.insert("hh")
+    dend.insert("pas")
+    values = case["hh"]
+    soma(0.5).hh.gnabar, soma(0.5).hh.gkbar = values["gnabar"], values["gkbar"]
+    soma(0.5).hh.gl, soma(0.5).hh.el = values["gl"], values["el"]
+    soma.ena, soma.ek = values["ena"], values["ek"]
+    for segment in dend:
+        segment.pas.g, segment.pas.e = case["pas"]["g"], case["pas"]["e"]
+    return soma, dend
+
+
+def run(case: dict) -> dict[str, np.ndarray]:
+    """Simulate the case in NEURON; return its recordings and its description."""
+    from neuron import h
+
+    h.load_file("stdrun.hoc")
+    h.usetable_hh = 0
+    cells = [_cell(h, case, k) for k in range(3)]
+    n = case["dend_nseg"]
+
+    def segment(cell: int, where: int):
+        soma, dend = cells[cell]
+        return soma(0.5) if where < 0 else dend((where + 0.5) / n)
+
+    keep, spikes = [], []
+    for spec in case["connections"]:
+        make = {"expsyn": h.ExpSyn, "exp2syn": h.Exp2Syn}[spec["kind"]]
+        synapse = make(segment(spec["post"], spec["segment"]))
+        for key in ("tau", "tau1", "tau2", "e"):
+            if key in spec:
+                setattr(synapse, key, spec[key])
+        source = cells[spec["pre"]][0]
+        netcon = h.NetCon(source(0.5)._ref_v, synapse, sec=source)
+        netcon.weight[0], netcon.delay, netcon.threshold = (spec["weight"], spec["delay"],
+                                                            spec["threshold"])
+        times = h.Vector()
+        netcon.record(times)
+        keep += [synapse, netcon]
+        spikes.append(times)
+    spec = case["iclamp"]
+    clamp = h.IClamp(segment(spec["cell"], -1))
+    clamp.delay, clamp.dur, clamp.amp = spec["delay"], spec["dur"], spec["amp"]
+    sites = [segment(k, -1) for k in range(3)] + [segment(1, case["connections"][0]["segment"])]
+    voltages = [h.Vector().record(s._ref_v) for s in sites]
+    h.celsius, h.dt, h.secondorder = case["celsius"], case["dt"], 0
+    h.cvode_active(0)
+    h.finitialize(case["v_init"])
+    h.continuerun(case["t_max"])
+    steps = round(case["t_max"] / case["dt"])
+    v = np.stack([np.asarray(r)[: steps + 1] for r in voltages], axis=1)[::case["every"]]
+    out = {"v": v, **{f"spikes_{k}": np.asarray(t) for k, t in enumerate(spikes)}}
+    del keep, clamp
+    return {**out, "case": np.asarray(json.dumps(case)),
+            "neuron_version": np.asarray(__import__("neuron").__version__)}
+
+
+def main(names: list[str], out: Path = OUT) -> None:
+    """Write every case (or those named) to ``out``, one process per case."""
+
+    def write_one(name: str, out: Path) -> None:
+        result = run(CASES[name])
+        np.savez_compressed(out / f"netcon_{name}.npz", **result)
+        print(f"{name}: spikes {[result[f'spikes_{k}'].size for k in range(3)]}")
+
+    run_cases(__file__, names, out, CASES, write_one)
+
+
+if __name__ == "__main__":
+    command_line(main, OUT)
