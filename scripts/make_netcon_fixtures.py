@@ -1,17 +1,23 @@
-"""Write the NEURON fixture of a 3-cell network joined by ``NetCon`` s (tests/models/neuron/).
+"""Write the NEURON fixtures of small networks: NetCons, gap junctions (tests/models/neuron/).
 
-Needs ``neuron`` (``pip install jaxlean[neuron-parity]``; nothing to compile). Three
-ball-and-stick cells (``hh`` soma, ``pas`` dendrite of :data:`CELL`'s segments) in a
-recurrent loop (:data:`CONNECTIONS`): cell 0 excites cell 1's dendrite through an
-``ExpSyn``, cell 1 excites cell 2's soma through another, cell 2 inhibits cell 0's soma
-through an ``Exp2Syn`` (reversal -80 mV); each ``NetCon`` watches its presynaptic soma's
-voltage with its own threshold and delay. An ``IClamp`` step drives cell 0.
+Needs ``neuron`` (``pip install jaxlean[neuron-parity]``; ``gap2`` compiles
+:data:`HALF_GAP_MOD` with ``nrnivmodl``).
 
-Backward Euler (``secondorder = 0``), ``dt = 0.025`` ms, ``hh`` rate tables off, 1 s. Saved:
-the somas' and cell 1's synaptic dendrite segment's voltages every :data:`EVERY` steps
-from ``t = 0``, every spike time each ``NetCon`` saw (``spikes_<k>``, exact, as NEURON
-records them), and the case (JSON), from which the test builds the same network. Run from
-the repository root:
+* ``loop3``: three ball-and-stick cells (``hh`` soma, ``pas`` dendrite of :data:`CELL`'s
+  segments) in a recurrent loop (:data:`CONNECTIONS`): cell 0 excites cell 1's dendrite
+  through an ``ExpSyn``, cell 1 excites cell 2's soma through another, cell 2 inhibits cell
+  0's soma through an ``Exp2Syn`` (reversal -80 mV); each ``NetCon`` watches its
+  presynaptic soma's voltage with its own threshold and delay. An ``IClamp`` step drives
+  cell 0; 1 s.
+* ``gap2``: two such cells joined by a gap junction (cell 0's dendrite tip to cell 1's soma),
+  written as NEURON's usual pair of half-gaps (:data:`HALF_GAP_MOD`, a point process with a
+  ``POINTER`` to the other side's voltage), cell 0 driven; 100 ms.
+
+Backward Euler (``secondorder = 0``), ``dt = 0.025`` ms, ``hh`` rate tables off. Saved: the
+somas' voltages and a dendrite segment's (``loop3``: cell 1's synaptic one; ``gap2``: cell
+0's junction) every :data:`EVERY` steps from ``t = 0``, every spike time each ``NetCon``
+saw (``spikes_<k>``, exact, as NEURON records them), and the case (JSON), from which the
+test builds the same network. Run from the repository root:
 
     python scripts/make_netcon_fixtures.py [--out DIR] [CASE ...]
 """
@@ -19,6 +25,9 @@ the repository root:
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +48,45 @@ CONNECTIONS = [  # pre cell (soma), post cell, post segment (-1: soma), synapse,
     {"pre": 2, "post": 0, "segment": -1, "kind": "exp2syn", "weight": 0.03, "delay": 1.01,
      "threshold": -10.0, "tau1": 1.0, "tau2": 8.0, "e": -80.0},
 ]
+HALF_GAP_MOD = """
+NEURON {
+    POINT_PROCESS HalfGap
+    NONSPECIFIC_CURRENT i
+    RANGE g, i
+    POINTER vgap
+}
+PARAMETER { g = 0.001 (microsiemens) }
+ASSIGNED { v (millivolt) vgap (millivolt) i (nanoamp) }
+BREAKPOINT { i = g * (v - vgap) }
+"""
+"""One side of a gap junction: ``g (v - v_other)`` out of this side, ``v_other`` read through a
+pointer (at the start of each step, when NEURON computes the currents)."""
 EVERY = 20
 """Voltages are saved every this many steps (0.5 ms)."""
 CASES = {
     "loop3": {**CELL, "hh": HH, "pas": PAS, "celsius": 6.3, "v_init": -65.0, "dt": 0.025,
               "t_max": 1000.0, "every": EVERY, "connections": CONNECTIONS,
               "iclamp": {"cell": 0, "amp": 0.3, "delay": 5.0, "dur": 990.0}},
+    "gap2": {**CELL, "hh": HH, "pas": PAS, "celsius": 6.3, "v_init": -65.0, "dt": 0.025,
+             "t_max": 100.0, "every": EVERY, "cells": 2, "connections": [],
+             "gaps": [{"a": [0, 4], "b": [1, -1], "g": 0.02}],
+             "iclamp": {"cell": 0, "amp": 0.5, "delay": 5.0, "dur": 80.0}},
 }
+
+
+def _compile_half_gap() -> None:
+    """Compile :data:`HALF_GAP_MOD` with ``nrnivmodl`` and load it."""
+    import neuron
+
+    folder = Path(tempfile.mkdtemp(prefix="jaxlean_halfgap_"))
+    (folder / "halfgap.mod").write_text(HALF_GAP_MOD)
+    nrnivmodl = Path(sys.executable).parent / "nrnivmodl"
+    done = subprocess.run([str(nrnivmodl) if nrnivmodl.exists() else "nrnivmodl"], cwd=folder,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"nrnivmodl could not compile halfgap.mod:\n{done.stdout}\n"
+                         f"{done.stderr}")
+    neuron.load_mechanisms(str(folder))
 
 
 def _cell(h, case: dict, k: int):
@@ -66,13 +107,22 @@ def _cell(h, case: dict, k: int):
     return soma, dend
 
 
+def dendrite(case: dict) -> tuple[int, int]:
+    """The dendrite segment recorded besides the somas: ``(cell, segment)``."""
+    if case.get("gaps"):
+        return tuple(case["gaps"][0]["a"])
+    return 1, case["connections"][0]["segment"]
+
+
 def run(case: dict) -> dict[str, np.ndarray]:
     """Simulate the case in NEURON; return its recordings and its description."""
     from neuron import h
 
     h.load_file("stdrun.hoc")
     h.usetable_hh = 0
-    cells = [_cell(h, case, k) for k in range(3)]
+    if case.get("gaps"):
+        _compile_half_gap()
+    cells = [_cell(h, case, k) for k in range(case.get("cells", 3))]
     n = case["dend_nseg"]
 
     def segment(cell: int, where: int):
@@ -94,10 +144,16 @@ def run(case: dict) -> dict[str, np.ndarray]:
         netcon.record(times)
         keep += [synapse, netcon]
         spikes.append(times)
+    for spec in case.get("gaps", []):
+        sides = [h.HalfGap(segment(*spec["a"])), h.HalfGap(segment(*spec["b"]))]
+        for side, other in zip(sides, (spec["b"], spec["a"]), strict=True):
+            side.g = spec["g"]
+            h.setpointer(segment(*other)._ref_v, "vgap", side)
+        keep += sides
     spec = case["iclamp"]
     clamp = h.IClamp(segment(spec["cell"], -1))
     clamp.delay, clamp.dur, clamp.amp = spec["delay"], spec["dur"], spec["amp"]
-    sites = [segment(k, -1) for k in range(3)] + [segment(1, case["connections"][0]["segment"])]
+    sites = [segment(k, -1) for k in range(len(cells))] + [segment(*dendrite(case))]
     voltages = [h.Vector().record(s._ref_v) for s in sites]
     h.celsius, h.dt, h.secondorder = case["celsius"], case["dt"], 0
     h.cvode_active(0)
@@ -117,7 +173,7 @@ def main(names: list[str], out: Path = OUT) -> None:
     def write_one(name: str, out: Path) -> None:
         result = run(CASES[name])
         np.savez_compressed(out / f"netcon_{name}.npz", **result)
-        print(f"{name}: spikes {[result[f'spikes_{k}'].size for k in range(3)]}")
+        print(f"{name}: spikes {[result[k].size for k in result if k.startswith('spikes_')]}")
 
     run_cases(__file__, names, out, CASES, write_one)
 

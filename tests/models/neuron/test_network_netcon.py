@@ -1,10 +1,12 @@
-"""Spike-triggered connections (NEURON's NetCon into ExpSyn/Exp2Syn) against NEURON.
+"""Spike-triggered connections (NEURON's NetCon into ExpSyn/Exp2Syn) and gap junctions
+against NEURON.
 
-The fixture was written by ``scripts/make_netcon_fixtures.py`` (NEURON 9): three
-ball-and-stick cells in a recurrent loop, two excitatory ``ExpSyn`` connections and one
-inhibitory ``Exp2Syn``, each ``NetCon`` with its own threshold and delay, 1 s at dt 0.025
-ms in float64. Every spike time each ``NetCon`` saw must match within 1e-3 ms and the
-voltages within 1e-3 mV. Live against NEURON when it is installed.
+The fixtures were written by ``scripts/make_netcon_fixtures.py`` (NEURON 9): ``loop3``,
+three ball-and-stick cells in a recurrent loop, two excitatory ``ExpSyn`` connections and
+one inhibitory ``Exp2Syn``, each ``NetCon`` with its own threshold and delay, 1 s at dt
+0.025 ms in float64; ``gap2``, two cells joined by a gap junction (NEURON's half-gap pair),
+100 ms. Every spike time each ``NetCon`` saw must match within 1e-3 ms and the voltages
+within 1e-3 mV. Live against NEURON when it is installed (``gap2`` compiles a ``.mod``).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.network import Network
 from jaxlean.models.neuron.network_sim import simulate_network
 from jaxlean.models.neuron.synapses import exp2syn, expsyn
+from tests.conftest import needs_nrnivmodl
 
-FIXTURE = Path(__file__).parent / "fixtures" / "netcon_loop3.npz"
+FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_netcon_fixtures.py"
 needs_neuron = pytest.mark.skipif(importlib.util.find_spec("neuron") is None,
                                   reason="neuron not installed")
@@ -37,7 +40,7 @@ def build(case: dict, t_max: float):
     cell = Cell.from_parents(np.arange(n + 1) - 1, [case["soma_L"]] + [case["dend_L"] / n] * n,
                              [case["soma_diam"] / 2] + [case["dend_diam"] / 2] * n,
                              kind=[1] + [3] * n).insert(hh, types=1).insert(pas, types=3)
-    net = Network([cell] * 3)
+    net = Network([cell] * case.get("cells", 3))
     for spec in case["connections"]:
         own = {f"{key}_{spec['kind']}": spec[key] for key in ("tau", "tau1", "tau2", "e")
                if key in spec}
@@ -45,6 +48,8 @@ def build(case: dict, t_max: float):
                                   {"expsyn": expsyn, "exp2syn": exp2syn}[spec["kind"]],
                                   weight=spec["weight"], delay=spec["delay"],
                                   threshold=spec["threshold"], **own)
+    for spec in case.get("gaps", []):
+        net = net.connect_gap(*[(c, 1 + k) for c, k in (spec["a"], spec["b"])], g=spec["g"])
     params = net.params()
     for p in params["cells"]:
         p.update(celsius=case["celsius"], v_init=case["v_init"],
@@ -67,12 +72,16 @@ def assert_matches(fixture, t_max: float) -> None:
     case = json.loads(str(fixture["case"]))
     dt, every = case["dt"], case["every"]
     net, params, stimuli = build(case, t_max)
-    sites = [(k, 0) for k in range(3)] + [(1, 1 + case["connections"][0]["segment"])]
+    dendrite = (case["gaps"][0]["a"] if case.get("gaps")
+                else (1, case["connections"][0]["segment"]))
+    sites = [(k, 0) for k in range(len(net.cells))] + [(dendrite[0], 1 + dendrite[1])]
     with jax.enable_x64():
         out = simulate_network(net, params, stimuli, dt, t_max, record=sites, progress=False)
     v = np.asarray(out["v"])
     rows = round(t_max / dt) // every + 1
+    assert v[::every].shape == fixture["v"][:rows].shape
     np.testing.assert_array_less(np.abs(v[::every] - fixture["v"][:rows]).max(), 1e-3)
+    assert v.max() > 0 and v[:, 1].max() > 0   # the cells driven by others spike
     for k, spec in enumerate(case["connections"]):
         theirs = fixture[f"spikes_{k}"]
         theirs = theirs[theirs <= t_max]
@@ -81,12 +90,21 @@ def assert_matches(fixture, t_max: float) -> None:
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-3)
 
 
-def test_matches_committed_neuron_recordings():
-    assert_matches(np.load(FIXTURE), 1000.0)
+@pytest.mark.parametrize("name", ["loop3", "gap2"])
+def test_matches_committed_neuron_recordings(name):
+    fixture = np.load(FIXTURES / f"netcon_{name}.npz")
+    assert_matches(fixture, json.loads(str(fixture["case"]))["t_max"])
 
 
 @needs_neuron
-def test_matches_neuron_live(tmp_path):
+def test_netcon_loop_matches_neuron_live(tmp_path):
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), "loop3"], check=True,
                    capture_output=True)
     assert_matches(np.load(tmp_path / "netcon_loop3.npz"), 1000.0)
+
+
+@needs_nrnivmodl
+def test_gap_junction_matches_neuron_live(tmp_path):
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), "gap2"], check=True,
+                   capture_output=True)
+    assert_matches(np.load(tmp_path / "netcon_gap2.npz"), 100.0)
