@@ -139,7 +139,7 @@ class SpikingSynapse:
         values = np.asarray(delays, dtype=float).reshape(-1)
         for i, d in enumerate(values):
             if not d >= dt * (1.0 - 1e-9):
-                raise ConfigError(f"{describe(i)}: delay {d} ms is shorter than dt ({dt} ms); "
+                raise ConfigError(f"{describe(i)}: delay {d:.6g} ms is shorter than dt ({dt} ms); "
                                   f"a spike-triggered connection needs delay >= dt")
         longest = float(values.max()) if values.size else dt
         return dataclasses.replace(self, slots=int(np.ceil(longest / dt)) + 2)
