@@ -19,8 +19,11 @@ instance of that mechanism at its postsynaptic compartment and three values of N
   ``weight[0]``.
 
 The events in flight live in the scan's carry, no host callback: each connection has a ring
-buffer of ``slots`` steps (set by ``simulate_network`` from ``dt`` and the longest delay
-the network was built with), counting the events due at the start of each coming step.
+buffer of ``slots`` steps, counting the events due at the start of each coming step.
+``simulate_network`` sizes it from ``dt`` and the longest delay of ``params`` (checked:
+every delay at least ``dt``, errors naming the connection); where the delays are traced
+(``simulate_network`` inside ``jax.jit``), from the delays the network was built with, and
+a longer traced delay is cut to the buffer's length.
 
 Gradients flow through ``weight`` and the mechanism's parameters into the conductance after
 each delivery; spike times are comparisons, so ``threshold`` and ``delay`` (and the timing
@@ -38,6 +41,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms import Mechanism
@@ -58,6 +62,17 @@ def arrival_offset(k: jax.Array, delay: jax.Array, dt: float) -> jax.Array:
     m = jnp.where(event <= (m - 1.0) * dt + 0.5 * dt, m - 1.0, m)
     m = jnp.where(event > m * dt + 0.5 * dt, m + 1.0, m)
     return jnp.maximum(m - k, 0.0)
+
+
+def _reads_voltage(m: Mechanism) -> bool:
+    """Whether a step of ``m``'s states from rest (with its defaults) depends on the voltage:
+    a network synapse advances its states without the postsynaptic voltage."""
+    with jax.ensure_compile_time_eval():
+        probe = {k: jnp.asarray(v) for k, (v, _) in m.parameters.items()}
+        rest = m.initial(jnp.zeros(1), probe)
+        at = {v: m.step(rest, jnp.full(1, v), 0.1, 1.0, probe) for v in (-80.0, 0.0, 40.0)}
+        return any(not bool(jnp.allclose(at[v][s], at[0.0][s])) for v in (-80.0, 40.0)
+                   for s in rest)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,11 +107,7 @@ class SpikingSynapse:
             raise ConfigError(f"SpikingSynapse: {m.name!r} has no parameter "
                               f"{self.weight_parameter!r} (its weight); give weight_parameter="
                               f"one of {sorted(m.parameters)}")
-        probe = {k: jnp.asarray(v) for k, (v, _) in m.parameters.items()}
-        rest = m.initial(jnp.zeros(1), probe)
-        if any(not bool(jnp.allclose(m.step(rest, jnp.full(1, v), 0.1, 1.0, probe)[s],
-                                     m.step(rest, jnp.zeros(1), 0.1, 1.0, probe)[s]))
-               for v in (-80.0, 40.0) for s in rest):
+        if self.slots == 0 and _reads_voltage(m):
             raise ConfigError(f"SpikingSynapse: {m.name!r}'s kinetics depend on the voltage; "
                               f"a network synapse advances them without it")
 
@@ -134,8 +145,6 @@ class SpikingSynapse:
     def for_run(self, dt: float, delays, describe) -> SpikingSynapse:
         """This synapse with a ring buffer long enough for ``delays`` (concrete, one per
         connection) at ``dt``; ``describe(i)`` names connection ``i`` in errors."""
-        import numpy as np
-
         values = np.asarray(delays, dtype=float).reshape(-1)
         for i, d in enumerate(values):
             if not d >= dt * (1.0 - 1e-9):

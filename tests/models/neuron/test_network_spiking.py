@@ -149,3 +149,20 @@ def test_gradient_through_weights_matches_finite_differences():
     for name in ("delay", "threshold"):   # spike times are comparisons: no gradient
         assert not np.any(np.asarray(grad["expsyn"][name]))
         assert not np.any(np.asarray(grad["exp2syn"][name]))
+
+
+def test_jit_and_vmap_over_weights():
+    """Inside ``jax.jit`` (delays traced: the buffer sized from the network's) and ``vmap``."""
+    net, stimuli = network(8.0)
+    p = net.params()
+
+    def run(w):
+        q = {**p, "synapses": {**p["synapses"], "expsyn": {**p["synapses"]["expsyn"],
+                                                           "weight": w}}}
+        return simulate_network(net, q, stimuli, DT, 8.0, record=[2], progress=False)["v"][:, 0]
+
+    weights = jnp.array([[0.0], [0.004]])
+    batched = np.asarray(jax.jit(jax.vmap(run))(weights))
+    one = np.asarray(run(weights[1]))
+    np.testing.assert_allclose(batched[1], one, atol=1e-4)
+    assert batched[0].max() < -60.0 < 0.0 < one.max()    # no input, no spike
