@@ -9,6 +9,8 @@ Needs ``neuron`` (``pip install jaxlean[neuron-parity]``; ``gap2`` compiles
   0's soma through an ``Exp2Syn`` (reversal -80 mV); each ``NetCon`` watches its
   presynaptic soma's voltage with its own threshold and delay. An ``IClamp`` step drives
   cell 0; 1 s.
+* ``start_above``: two such cells, a ``NetCon`` whose threshold is below ``v_init``: NEURON
+  counts a spike at ``t = 0`` (its flag starts down), delivered after the delay; 10 ms.
 * ``gap2``: two such cells joined by a gap junction (cell 0's dendrite tip to cell 1's soma),
   written as NEURON's usual pair of half-gaps (:data:`HALF_GAP_MOD`, a point process with a
   ``POINTER`` to the other side's voltage), cell 0 driven; 100 ms.
@@ -71,6 +73,12 @@ CASES = {
              "t_max": 100.0, "every": EVERY, "cells": 2, "connections": [],
              "gaps": [{"a": [0, 4], "b": [1, -1], "g": 0.02}],
              "iclamp": {"cell": 0, "amp": 0.5, "delay": 5.0, "dur": 80.0}},
+    "start_above": {**CELL, "hh": HH, "pas": PAS, "celsius": 6.3, "v_init": -65.0,
+                    "dt": 0.025, "t_max": 10.0, "every": 1, "cells": 2,
+                    "connections": [{"pre": 0, "post": 1, "segment": -1, "kind": "expsyn",
+                                     "weight": 0.05, "delay": 1.0, "threshold": -70.0,
+                                     "tau": 2.0, "e": 0.0}],
+                    "iclamp": {"cell": 0, "amp": 0.0, "delay": 0.0, "dur": 0.0}},
 }
 
 

@@ -8,8 +8,9 @@ instance of that mechanism at its postsynaptic compartment and three values of N
 
 * ``threshold`` (mV): a spike is an upward crossing at the presynaptic compartment: the
   voltage after a step is above ``threshold`` and the voltage NEURON last checked was not
-  (NEURON's ``PreSyn`` flag). Its time is the end of that step, as NEURON's fixed step
-  reports it (no interpolation).
+  (NEURON's ``PreSyn`` flag, which starts down: a voltage that starts above ``threshold``
+  is a spike at ``t = 0``). Its time is the end of that step, as NEURON's fixed step
+  reports it (no interpolation; NEURON's recorded time adds its ``1e-10`` ms margin).
 * ``delay`` (ms, at least ``dt``): the event's time is the spike's plus ``delay``; it is
   delivered at the start of the first step ``[t, t + dt]`` with ``event <= t + dt/2``,
   NEURON's fixed-step rule, comparing times as ``t = k dt`` (NEURON accumulates ``t`` by
@@ -85,13 +86,15 @@ class SpikingSynapse:
       name: the key of its connections' parameters (default: the mechanism's name).
       weight_parameter: the mechanism's parameter that ``on_spike`` adds (default
         ``weight_<mechanism name>``); the connection's ``weight`` sets it.
-      slots: ring-buffer length in steps; ``simulate_network`` sets it.
+      slots, dt: ring-buffer length in steps and the time step (ms); ``simulate_network``
+        sets them (:meth:`for_run`).
     """
 
     mechanism: Mechanism
     name: str = ""
     weight_parameter: str = ""
     slots: int = 0
+    dt: float = 0.0
 
     def __post_init__(self):
         m = self.mechanism
@@ -135,12 +138,24 @@ class SpikingSynapse:
         return {s: states[s] for s in self.mechanism.states}
 
     def rest(self, v_pre: jax.Array, p: dict) -> dict[str, jax.Array]:
-        """No conductance, no event in flight; ``above``: the presynaptic voltage starts
-        above ``threshold`` (no spike then, as NEURON's initial check)."""
+        """No conductance; NEURON's first check, at ``t = 0``: a presynaptic voltage that
+        starts above ``threshold`` is a spike at 0 (NEURON's flag starts down), its event in
+        flight."""
         start = self.mechanism.initial(v_pre, self._own(p))
-        return {**start, "above": (v_pre > p["threshold"]).astype(v_pre.dtype),
-                "queue": jnp.zeros((v_pre.shape[0], self.slots), v_pre.dtype),
-                "k": jnp.zeros((), jnp.int32)}
+        above = v_pre > jax.lax.stop_gradient(p["threshold"])
+        zero = jnp.zeros((), jnp.int32)
+        delay = jnp.broadcast_to(jax.lax.stop_gradient(p["delay"]), v_pre.shape)
+        return {**start, "above": above.astype(v_pre.dtype),
+                "queue": self._sent(jnp.zeros((v_pre.shape[0], self.slots), v_pre.dtype),
+                                    above, zero, delay.astype(v_pre.dtype)),
+                "k": zero}
+
+    def _sent(self, queue: jax.Array, spike: jax.Array, k: jax.Array,
+              delay: jax.Array) -> jax.Array:
+        """``queue`` with the events of spikes at ``k dt`` in their arrival steps' slots."""
+        offset = arrival_offset(k, delay, self.dt)
+        slot = (k + jnp.clip(offset, 0, self.slots - 1).astype(jnp.int32)) % self.slots
+        return queue.at[jnp.arange(queue.shape[0]), slot].add(spike.astype(queue.dtype))
 
     def for_run(self, dt: float, delays, describe) -> SpikingSynapse:
         """This synapse with a ring buffer long enough for ``delays`` (concrete, one per
@@ -151,7 +166,7 @@ class SpikingSynapse:
                 raise ConfigError(f"{describe(i)}: delay {d:.6g} ms is shorter than dt ({dt} ms); "
                                   f"a spike-triggered connection needs delay >= dt")
         longest = float(values.max()) if values.size else dt
-        return dataclasses.replace(self, slots=int(np.ceil(longest / dt)) + 2)
+        return dataclasses.replace(self, slots=int(np.ceil(longest / dt)) + 2, dt=float(dt))
 
     def step(self, states: dict, v_pre: jax.Array, dt: float, p: dict) -> dict[str, jax.Array]:
         """A step's end: the mechanism advances, a crossing sends an event into the ring
@@ -163,10 +178,8 @@ class SpikingSynapse:
         k = states["k"] + 1                         # the step this one ends at
         above = v_pre > threshold
         spike = above & (states["above"] == 0)
-        offset = arrival_offset(k, jnp.broadcast_to(delay, v_pre.shape).astype(v_pre.dtype), dt)
-        slot = ((k + jnp.clip(offset, 0, self.slots - 1).astype(jnp.int32)) % self.slots)
-        rows = jnp.arange(v_pre.shape[0])
-        queue = states["queue"].at[rows, slot].add(spike.astype(v_pre.dtype))
+        queue = self._sent(states["queue"], spike, k,
+                           jnp.broadcast_to(delay, v_pre.shape).astype(v_pre.dtype))
         due = k % self.slots
         arrived = queue[:, due]
         queue = queue.at[:, due].set(0.0)
