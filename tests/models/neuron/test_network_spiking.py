@@ -12,6 +12,7 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.cable import Cell, Stimulus, step_current
 from jaxlean.models.neuron.channels import hh, pas
 from jaxlean.models.neuron.gap_junctions import GapJunction
+from jaxlean.models.neuron.mechanisms import Mechanism
 from jaxlean.models.neuron.network import Network
 from jaxlean.models.neuron.network_events import SpikingSynapse, arrival_offset
 from jaxlean.models.neuron.network_sim import simulate_network
@@ -77,6 +78,13 @@ def test_bad_connections_name_the_connection():
         net.connect((0, 0), (1, 0), expsyn, weight=0.01)
     with pytest.raises(ConfigError, match=r"point Mechanism with on_spike"):
         SpikingSynapse(hh)
+    gated = Mechanism("gated", point=True, parameters={"e_gated": (0.0, "mV"),
+                                                       "weight_gated": (0.0, "uS")},
+                      states=("g_gated",), steady=lambda v, p: {"g_gated": (0.0, 1.0 + v * v)},
+                      currents={"i_gated": (lambda s, p: s["g_gated"], "e_gated")},
+                      on_spike=lambda p: {"g_gated": p["weight_gated"]})
+    with pytest.raises(ConfigError, match=r"'gated''s kinetics depend on the voltage"):
+        SpikingSynapse(gated)
     short = net.connect_spiking((1, 0), (2, 0), expsyn, weight=0.01, delay=0.01)
     with pytest.raises(ConfigError, match=r"connection 1 \(cell 1 compartment 0 -> cell 2 "
                                           r"compartment 0, expsyn\): delay 0.01 ms is shorter "
