@@ -14,7 +14,9 @@
 * :mod:`~jaxlean.models.neuron.cable`: ``simulate``, stimuli, rematerialisation over time, long
   runs.
 * :mod:`~jaxlean.models.neuron.network`, :mod:`~jaxlean.models.neuron.network_sim`: cells joined
-  by :mod:`~jaxlean.models.neuron.graded` synapses, simulated as one forest.
+  by :mod:`~jaxlean.models.neuron.graded` synapses, spike-triggered connections
+  (:mod:`~jaxlean.models.neuron.network_events`, NEURON's ``NetCon``) and
+  :mod:`~jaxlean.models.neuron.gap_junctions`, simulated as one forest.
 * :mod:`~jaxlean.models.neuron.morphology_io`: SWC, Neurolucida ASC and HDF5 files (MorphIO) as
   Import3d builds them; :mod:`~jaxlean.models.neuron.morph_edit`: axon stub, subtree deletion,
   diameter scaling.
@@ -35,12 +37,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.neuron import clamp as clamp
     from jaxlean.models.neuron import discretize as discretize
     from jaxlean.models.neuron import distribution as distribution
+    from jaxlean.models.neuron import gap_junctions as gap_junctions
     from jaxlean.models.neuron import graded as graded
     from jaxlean.models.neuron import ions as ions
     from jaxlean.models.neuron import mechanisms as mechanisms
     from jaxlean.models.neuron import morph_edit as morph_edit
     from jaxlean.models.neuron import morphology_io as morphology_io
     from jaxlean.models.neuron import network as network
+    from jaxlean.models.neuron import network_events as network_events
     from jaxlean.models.neuron import network_sim as network_sim
     from jaxlean.models.neuron import nmodl as nmodl
     from jaxlean.models.neuron import params as params
@@ -79,6 +83,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.neuron.distribution import by_region as by_region
     from jaxlean.models.neuron.distribution import distribute as distribute
     from jaxlean.models.neuron.distribution import path_distance as path_distance
+    from jaxlean.models.neuron.gap_junctions import GapJunction as GapJunction
+    from jaxlean.models.neuron.gap_junctions import gap_junction as gap_junction
     from jaxlean.models.neuron.graded import GradedSynapse as GradedSynapse
     from jaxlean.models.neuron.graded import ionotropic as ionotropic
     from jaxlean.models.neuron.ions import FARADAY as FARADAY
@@ -105,6 +111,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.neuron.network import Connection as Connection
     from jaxlean.models.neuron.network import Network as Network
     from jaxlean.models.neuron.network import check_synapse_params as check_synapse_params
+    from jaxlean.models.neuron.network_events import SpikingSynapse as SpikingSynapse
+    from jaxlean.models.neuron.network_events import spiking as spiking
     from jaxlean.models.neuron.network_sim import simulate_network as simulate_network
     from jaxlean.models.neuron.nmodl.load import load_mod as load_mod
     from jaxlean.models.neuron.nmodl.load import load_mod_dir as load_mod_dir
@@ -137,9 +145,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.neuron.transforms import SoftplusTransform as SoftplusTransform
     from jaxlean.models.neuron.transforms import Transform as Transform
 
-_SUBMODULES = ("cable", "cell", "channels", "clamp", "discretize", "distribution", "graded",
-               "ions", "mechanisms", "morph_edit", "morphology_io", "network", "network_sim",
-               "params", "spikes", "swc", "synapses", "transforms", "nmodl")
+_SUBMODULES = ("cable", "cell", "channels", "clamp", "discretize", "distribution",
+               "gap_junctions", "graded", "ions", "mechanisms", "morph_edit", "morphology_io",
+               "network", "network_events", "network_sim", "params", "spikes", "swc",
+               "synapses", "transforms", "nmodl")
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -174,6 +183,8 @@ _EXPORTS: dict[str, str] = {
     "by_region": "jaxlean.models.neuron.distribution",
     "distribute": "jaxlean.models.neuron.distribution",
     "path_distance": "jaxlean.models.neuron.distribution",
+    "GapJunction": "jaxlean.models.neuron.gap_junctions",
+    "gap_junction": "jaxlean.models.neuron.gap_junctions",
     "GradedSynapse": "jaxlean.models.neuron.graded",
     "ionotropic": "jaxlean.models.neuron.graded",
     "FARADAY": "jaxlean.models.neuron.ions",
@@ -200,6 +211,8 @@ _EXPORTS: dict[str, str] = {
     "Connection": "jaxlean.models.neuron.network",
     "Network": "jaxlean.models.neuron.network",
     "check_synapse_params": "jaxlean.models.neuron.network",
+    "SpikingSynapse": "jaxlean.models.neuron.network_events",
+    "spiking": "jaxlean.models.neuron.network_events",
     "simulate_network": "jaxlean.models.neuron.network_sim",
     "load_mod": "jaxlean.models.neuron.nmodl.load",
     "load_mod_dir": "jaxlean.models.neuron.nmodl.load",
@@ -252,6 +265,7 @@ __all__ = [
     "DLambda",
     "Exponential",
     "Fixed",
+    "GapJunction",
     "GradedSynapse",
     "Insertion",
     "Linear",
@@ -267,6 +281,7 @@ __all__ = [
     "SigmoidTransform",
     "SoftplusTransform",
     "Species",
+    "SpikingSynapse",
     "Stimulus",
     "Transform",
     "UseIon",
@@ -295,6 +310,8 @@ __all__ = [
     "expand",
     "expsyn",
     "fixture",
+    "gap_junction",
+    "gap_junctions",
     "ghk",
     "graded",
     "hh",
@@ -311,6 +328,7 @@ __all__ = [
     "n_steps",
     "nernst",
     "network",
+    "network_events",
     "network_sim",
     "neuron_defaults",
     "nmodl",
@@ -332,6 +350,7 @@ __all__ = [
     "simulate_network",
     "spike_array",
     "spikes",
+    "spiking",
     "steady_state",
     "step_current",
     "stub_diameters",

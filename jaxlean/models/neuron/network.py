@@ -1,13 +1,22 @@
-"""Networks of cells joined by graded synapses, simulated as one program.
+"""Networks of cells joined by synapses and gap junctions, simulated as one program.
 
 A :class:`Network` holds cells (any morphologies and mechanisms) and connections, each
-from a presynaptic compartment to a postsynaptic one through a
-:class:`~jaxlean.models.neuron.graded.GradedSynapse` (jaxley's ``IonotropicSynapse`` by
-default). Build it as cells are built, each call returning a new network::
+from a presynaptic compartment to a postsynaptic one through one of three kinds:
+
+* a :class:`~jaxlean.models.neuron.graded.GradedSynapse` (jaxley's ``IonotropicSynapse`` by
+  default): its conductance follows the presynaptic voltage;
+* a :class:`~jaxlean.models.neuron.network_events.SpikingSynapse` (NEURON's ``NetCon`` into
+  ``ExpSyn``/``Exp2Syn``): threshold crossings at the presynaptic compartment, delivered
+  after ``delay`` with ``weight`` (:meth:`Network.connect_spiking`);
+* a :class:`~jaxlean.models.neuron.gap_junctions.GapJunction`: ohmic coupling of the two
+  compartments (:meth:`Network.connect_gap`).
+
+Build it as cells are built, each call returning a new network::
 
     net = Network([cell_a, cell_b, cell_c])
     net = net.connect((0, ("dend[2]", 1.0)), (1, 0), gS=0.02)
     net = net.connect_random([0, 1], [2], p=0.5, seed=0)
+    net = net.connect_spiking((2, 0), (0, 0), expsyn, weight=0.01, delay=2.0)
 
 A location is a compartment index or ``(section, x)`` (:meth:`Cell.location`).
 :meth:`Network.params` gives one pytree, ``{"cells": [each cell's params], "synapses":
@@ -30,11 +39,16 @@ import numpy as np
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron._forest import offsets
 from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.gap_junctions import GapJunction, gap_junction
 from jaxlean.models.neuron.graded import GradedSynapse, ionotropic
+from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.network_events import SpikingSynapse
 
-__all__ = ["Connection", "Network", "check_synapse_params"]
+__all__ = ["Connection", "Network", "Synapse", "check_synapse_params"]
 
 Location = int | tuple[int | str, float]
+Synapse = GradedSynapse | SpikingSynapse | GapJunction
+"""What a connection goes through: graded, spike-triggered, or a gap junction."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,17 +60,18 @@ class Connection:
     pre: int
     post_cell: int
     post: int
-    synapse: GradedSynapse
+    synapse: Synapse
     values: tuple[tuple[str, float], ...] = ()
 
     def describe(self, index: int) -> str:
-        return (f"connection {index} (cell {self.pre_cell} compartment {self.pre} -> cell "
+        arrow = "<->" if isinstance(self.synapse, GapJunction) else "->"
+        return (f"connection {index} (cell {self.pre_cell} compartment {self.pre} {arrow} cell "
                 f"{self.post_cell} compartment {self.post}, {self.synapse.name})")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Network:
-    """Cells and the graded synapses between them (see the module's docstring)."""
+    """Cells and the connections between them (see the module's docstring)."""
 
     cells: tuple[Cell, ...]
     connections: tuple[Connection, ...] = ()
@@ -100,18 +115,43 @@ class Network:
         return int(where)
 
     def connect(self, pre: tuple[int, Location], post: tuple[int, Location],
-                synapse: GradedSynapse = ionotropic, **values: float) -> Network:
+                synapse: Synapse = ionotropic, **values: float) -> Network:
         """This network with one more connection from ``pre`` to ``post``, each ``(cell,
         location)``; ``values`` set its parameters (``gS=0.02``), the others default.
 
         Raises:
-          ConfigError: a cell or compartment that does not exist, an unknown parameter or
-            a value that is not finite, named with the connection's number and endpoints.
+          ConfigError: a cell or compartment that does not exist, an unknown parameter, a
+            value that is not finite or a delay not above 0 (``simulate_network`` checks
+            delay >= dt), named with the connection's number and endpoints.
         """
         return self.connect_many([pre], [post], synapse, **values)
 
+    def connect_spiking(self, pre: tuple[int, Location], post: tuple[int, Location],
+                        synapse: Mechanism | SpikingSynapse, *, weight: float,
+                        delay: float = 1.0, threshold: float = 10.0,
+                        **values: float) -> Network:
+        """A ``NetCon`` from ``pre``'s threshold crossings into a new instance of the point
+        ``synapse`` (``expsyn``, ``exp2syn``, or a :class:`SpikingSynapse`) at ``post``:
+        ``weight`` (uS) added at each arrival, ``delay`` (ms, >= dt), ``threshold`` (mV);
+        ``values`` set the mechanism's own parameters (``tau_expsyn=2.0``).
+
+        A method of its own (not ``connect``'s keywords) because a ``NetCon`` always
+        takes these three values, and its weight replaces the mechanism's own
+        ``weight_<name>`` parameter: a spiking connection's parameters are
+        ``weight``, ``delay``, ``threshold`` and the mechanism's others.
+        """
+        if isinstance(synapse, Mechanism):
+            synapse = SpikingSynapse(synapse)
+        return self.connect(pre, post, synapse, weight=weight, delay=delay,
+                            threshold=threshold, **values)
+
+    def connect_gap(self, a: tuple[int, Location], b: tuple[int, Location], g: float,
+                    junction: GapJunction = gap_junction) -> Network:
+        """A gap junction of ``g`` uS between compartments ``a`` and ``b``."""
+        return self.connect(a, b, junction, g=g)
+
     def connect_many(self, pre: Sequence[tuple[int, Location]],
-                     post: Sequence[tuple[int, Location]], synapse: GradedSynapse = ionotropic,
+                     post: Sequence[tuple[int, Location]], synapse: Synapse = ionotropic,
                      **values: float | Sequence[float]) -> Network:
         """Connections ``pre[i] -> post[i]``; each of ``values`` a number for all or one per
         connection."""
@@ -119,9 +159,14 @@ class Network:
         if len(pre) != len(post):
             raise ConfigError(f"connect: pre and post must have the same length; got "
                               f"{len(pre)} and {len(post)}")
-        if not isinstance(synapse, GradedSynapse):
+        if isinstance(synapse, Mechanism):
+            raise ConfigError(f"connect: synapse {synapse.name!r} is a mechanism; connect "
+                              f"it with connect_spiking(pre, post, {synapse.name}, weight=...)"
+                              f" or pass SpikingSynapse({synapse.name})")
+        if not isinstance(synapse, GradedSynapse | SpikingSynapse | GapJunction):
             raise ConfigError(f"connect: synapse must be a GradedSynapse (e.g. graded."
-                              f"ionotropic); got {type(synapse).__name__}")
+                              f"ionotropic), a SpikingSynapse or a GapJunction; got "
+                              f"{type(synapse).__name__}")
         for other in self.connections:
             if other.synapse.name == synapse.name and other.synapse != synapse:
                 raise ConfigError(f"connect: a different synapse named {synapse.name!r} is "
@@ -146,7 +191,7 @@ class Network:
                 name: float(column[i]) for name, column in columns.items()}))
         return dataclasses.replace(self, connections=self.connections + tuple(made))
 
-    def _connection(self, index: int, pre: object, post: object, synapse: GradedSynapse,
+    def _connection(self, index: int, pre: object, post: object, synapse: Synapse,
                     values: dict[str, float]) -> Connection:
         ends = []
         for side, end in (("pre", pre), ("post", post)):
@@ -159,10 +204,16 @@ class Network:
         for name, value in values.items():
             if not math.isfinite(value):
                 raise ConfigError(f"{made.describe(index)}: {name} must be finite; got {value}")
+        if isinstance(synapse, SpikingSynapse) and not values.get("delay", 1.0) > 0:
+            raise ConfigError(f"{made.describe(index)}: delay must be > 0 ms (and >= dt); got "
+                              f"{values['delay']}")
+        if isinstance(synapse, GapJunction) and ends[:2] == ends[2:]:
+            raise ConfigError(f"{made.describe(index)}: a gap junction joins two different "
+                              f"compartments")
         return made
 
     def fully_connect(self, pre_cells: Sequence[int], post_cells: Sequence[int],
-                      synapse: GradedSynapse = ionotropic, pre_where: Location = 0,
+                      synapse: Synapse = ionotropic, pre_where: Location = 0,
                       post_where: Location = 0, **values: float) -> Network:
         """Every cell of ``pre_cells`` to every cell of ``post_cells`` (none to itself), from
         ``pre_where`` to ``post_where`` (default: compartment 0, the root)."""
@@ -171,7 +222,7 @@ class Network:
                                    post_where, **values)
 
     def connect_random(self, pre_cells: Sequence[int], post_cells: Sequence[int], p: float,
-                       seed: int, synapse: GradedSynapse = ionotropic, pre_where: Location = 0,
+                       seed: int, synapse: Synapse = ionotropic, pre_where: Location = 0,
                        post_where: Location = 0, **values: float) -> Network:
         """Each pair (none to itself) connected with probability ``p``, drawn from NumPy's
         generator seeded with ``seed`` (the same seed, the same connections)."""
@@ -184,11 +235,14 @@ class Network:
 
     def connect_matrix(self, matrix: object, pre_cells: Sequence[int] | None = None,
                        post_cells: Sequence[int] | None = None,
-                       synapse: GradedSynapse = ionotropic, pre_where: Location = 0,
-                       post_where: Location = 0, **values: float) -> Network:
+                       synapse: Synapse = ionotropic, pre_where: Location = 0,
+                       post_where: Location = 0, weights: str | None = None,
+                       **values: float) -> Network:
         """A connection wherever ``matrix[i, j]`` is true (nonzero), from ``pre_cells[i]`` to
         ``post_cells[j]`` (default: all cells), in row-major order; the diagonal's pairs of a
-        cell with itself are skipped."""
+        cell with itself are skipped. ``weights``: the parameter that the matrix's entries
+        give each connection (``"weight"`` of a spiking synapse, ``"gS"``, ``"g"``); None:
+        the matrix only says which pairs connect."""
         pre_cells = list(range(len(self.cells))) if pre_cells is None else list(pre_cells)
         post_cells = list(range(len(self.cells))) if post_cells is None else list(post_cells)
         matrix = np.asarray(matrix)
@@ -196,12 +250,17 @@ class Network:
             raise ConfigError(f"connect_matrix: matrix must have shape (len(pre_cells), "
                               f"len(post_cells)) = {(len(pre_cells), len(post_cells))}; got "
                               f"{matrix.shape}")
-        pairs = [(a, b) for i, a in enumerate(pre_cells) for j, b in enumerate(post_cells)
-                 if matrix[i, j] and a != b]
-        return self.connect_many([(a, pre_where) for a, _ in pairs],
-                                 [(b, post_where) for _, b in pairs], synapse, **values)
+        pairs = [(a, b, i, j) for i, a in enumerate(pre_cells)
+                 for j, b in enumerate(post_cells) if matrix[i, j] and a != b]
+        if weights is not None:
+            if weights in values:
+                raise ConfigError(f"connect_matrix: {weights!r} is given both by the matrix "
+                                  f"(weights={weights!r}) and as a keyword")
+            values = {**values, weights: [float(matrix[i, j]) for _, _, i, j in pairs]}
+        return self.connect_many([(a, pre_where) for a, *_ in pairs],
+                                 [(b, post_where) for _, b, *_ in pairs], synapse, **values)
 
-    def synapse_groups(self) -> dict[str, tuple[GradedSynapse, np.ndarray]]:
+    def synapse_groups(self) -> dict[str, tuple[Synapse, np.ndarray]]:
         """``{synapse name: (synapse, the numbers of its connections)}``, in order."""
         groups: dict[str, list] = {}
         for index, c in enumerate(self.connections):

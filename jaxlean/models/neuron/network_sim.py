@@ -4,9 +4,13 @@ The cells' compartments form one forest (:mod:`~jaxlean.models.neuron._forest`):
 step solves all cells in one tree sweep, the mechanisms of all cells run per compartment
 as in :func:`~jaxlean.models.neuron.cable.simulate`, and each graded synapse adds its
 conductance at its postsynaptic compartment to that step's implicit system, its state
-advancing after the solve at the new presynaptic voltage. Compiled once per network
-structure and options; parameters, stimuli and initial state are arguments (differentiable,
-``vmap``-able).
+advancing after the solve at the new presynaptic voltage. Spike-triggered connections
+(:mod:`~jaxlean.models.neuron.network_events`) and gap junctions
+(:mod:`~jaxlean.models.neuron.gap_junctions`) enter the same way: a conductance and reversal
+per connection at its postsynaptic compartment, states advanced after the solve (threshold
+crossings, events in flight in a ring buffer of the carry, the other side's voltage).
+Compiled once per network structure and options; parameters, stimuli and initial state
+are arguments (differentiable, ``vmap``-able).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import numpy as np
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import cable
 from jaxlean.models.neuron import params as parameters
+from jaxlean.models.neuron import spikes as spikes_
 from jaxlean.models.neuron._forest import forest, merged_insertions, merged_params
 from jaxlean.models.neuron._program import Plan, initial_state
 from jaxlean.models.neuron._time import Remat, segment_lengths
@@ -76,11 +81,33 @@ def _prepare(net: Network, params: Mapping):
     return whole, {k: cable._strong(v) for k, v in merged.items()}, couplings, synapse_params
 
 
+def _for_run(net: Network, couplings: tuple, synapse_params: dict, dt: float):
+    """Each synapse type as the run uses it: a spiking synapse with its ring buffer sized
+    for its delays at ``dt`` (checked: delay >= dt, named), a gap junction as its two
+    directions; other types as they are."""
+    out, values = [], dict(synapse_params)
+    for syn, pre, post in couplings:
+        p = values[syn.name]
+        if hasattr(syn, "for_run"):
+            ix = net.synapse_groups()[syn.name][1]
+            delays = (np.asarray([dict(net.connections[i].values).get("delay", 1.0)
+                                  for i in ix]) if isinstance(p["delay"], jax.core.Tracer)
+                      else np.broadcast_to(np.asarray(p["delay"]), (ix.size,)))
+            syn = syn.for_run(dt, delays, lambda i, ix=ix: net.connections[ix[i]].describe(
+                int(ix[i])))
+        if hasattr(syn, "directed"):
+            pre, post, p = syn.directed(pre, post, p)
+        out.append((syn, pre, post))
+        values[syn.name] = p
+    return tuple(out), values
+
+
 def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stimulus],
                      dt: float, t_max: float, record: Site | Sequence[Site] = (0,),
                      states: str | Sequence[str] = ("v",), remat: Remat = None,
                      progress: bool = True, *, every: int = 1,
-                     initial: Mapping | None = None) -> dict:
+                     initial: Mapping | None = None, detect: Site | Sequence[Site] = (),
+                     threshold: float = 10.0, max_spikes: int = 100) -> dict:
     """Run ``net`` for ``t_max`` ms in steps of ``dt`` ms.
 
     Args:
@@ -92,6 +119,8 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
       record: where ``states`` are recorded: the forest's numbers or ``(cell, location)``.
       states, remat, progress, every: as in :func:`~jaxlean.models.neuron.cable.simulate`.
       initial: the ``"final"`` of an earlier run of this network: the run continues from it.
+      detect, threshold, max_spikes: compartments (as ``record``) whose upward crossings of
+        ``threshold`` mV are recorded, as in ``simulate`` (``"spikes"``, ``"spike_count"``).
 
     Returns:
       As ``simulate``: ``{name: (T // every + 1, len(record))}``, ``"t"`` and ``"final"``
@@ -104,6 +133,7 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
     """
     steps = cable.n_steps(dt, t_max)
     whole, merged, couplings, synapse_params = _prepare(net, params)
+    couplings, synapse_params = _for_run(net, couplings, synapse_params, float(dt))
     if not isinstance(every, int) or not 1 <= every <= steps:
         raise ConfigError(f"every must be an int in [1, {steps}] (the number of steps); "
                           f"got {every!r}")
@@ -111,9 +141,15 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
     targets, currents = cable._stimuli(whole, stimuli, steps)
     record = np.asarray(_sites(net, record, "record"), dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
+    wanted = not (isinstance(detect, Sequence) and len(detect) == 0)
+    detectors = spikes_.detectors(_sites(net, detect, "detect") if wanted else [],
+                                  net.n, max_spikes)
+    if detectors.size and not math.isfinite(threshold):
+        raise ConfigError(f"threshold must be a finite number of mV; got {threshold}")
     plan = Plan(whole, whole.mechanisms, float(dt), steps, every,
                 cable._sites(whole, whole.mechanisms, record, states, none), targets, none,
-                none, math.inf, 1, remat, bool(progress), couplings)
+                detectors, float(threshold) if detectors.size else math.inf,
+                max_spikes if detectors.size else 1, remat, bool(progress), couplings)
     run = cable._cached_program(plan, initial is not None)
     if initial is not None:
         expected = jax.eval_shape(lambda: {**initial_state(
