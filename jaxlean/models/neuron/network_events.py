@@ -25,7 +25,8 @@ buffer of ``slots`` steps, counting the events due at the start of each coming s
 ``simulate_network`` sizes it from ``dt`` and the longest delay of ``params`` (checked:
 every delay at least ``dt``, errors naming the connection); where the delays are traced
 (``simulate_network`` inside ``jax.jit``), from the delays the network was built with, and
-a longer traced delay is cut to the buffer's length.
+a traced delay shorter than ``dt`` or longer than the buffer holds is a runtime error
+(``equinox.error_if``), never an event delivered at another step.
 
 Gradients flow through ``weight`` and the mechanism's parameters into the conductance after
 each delivery; spike times are comparisons, so ``threshold`` and ``delay`` (and the timing
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -168,6 +170,18 @@ class SpikingSynapse:
                                   f"a spike-triggered connection needs delay >= dt")
         longest = float(values.max()) if values.size else dt
         return dataclasses.replace(self, slots=int(np.ceil(longest / dt)) + 2, dt=float(dt))
+
+    def checked_delays(self, delay: jax.Array) -> jax.Array:
+        """``delay`` (traced, so not checkable when the run is built) with a runtime check:
+        every value at least ``dt`` and at most what the ring buffer holds, else an error
+        (``equinox.error_if``) instead of an event delivered at the wrong step."""
+        longest = (self.slots - 2) * self.dt
+        bad = jnp.any(delay < self.dt * (1.0 - 1e-9)) | jnp.any(delay > longest * (1.0 + 1e-9))
+        return eqx.error_if(delay, bad, (
+            f"spiking synapse {self.name!r}: a delay is shorter than dt ({self.dt} ms) or "
+            f"longer than {longest:.6g} ms, the longest its event buffer holds (sized from "
+            f"the delays the network was built with); build the network with the longest "
+            f"delay the run will use"))
 
     def step(self, states: dict, v_pre: jax.Array, dt: float, p: dict) -> dict[str, jax.Array]:
         """A step's end: the mechanism advances, a crossing sends an event into the ring

@@ -95,6 +95,8 @@ def _for_run(net: Network, couplings: tuple, synapse_params: dict, dt: float):
                       else np.broadcast_to(np.asarray(p["delay"]), (ix.size,)))
             syn = syn.for_run(dt, delays, lambda i, ix=ix: net.connections[ix[i]].describe(
                 int(ix[i])))
+            if isinstance(p["delay"], jax.core.Tracer):
+                p = {**p, "delay": syn.checked_delays(p["delay"])}
         if hasattr(syn, "directed"):
             pre, post, p = syn.directed(pre, post, p)
         out.append((syn, pre, post))

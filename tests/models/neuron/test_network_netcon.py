@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -28,6 +26,7 @@ from jaxlean.models.neuron.network import Network
 from jaxlean.models.neuron.network_sim import simulate_network
 from jaxlean.models.neuron.synapses import exp2syn, expsyn
 from tests.conftest import needs_nrnivmodl
+from tests.models.neuron.neuron_reference import run_fixture_script
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_netcon_fixtures.py"
@@ -106,14 +105,12 @@ def test_matches_committed_neuron_recordings(name):
 @needs_neuron
 @pytest.mark.parametrize("name", ["loop3", "start_above"])
 def test_netcons_match_neuron_live(name, tmp_path):
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), name], check=True,
-                   capture_output=True)
+    run_fixture_script(SCRIPT, tmp_path, name)
     fixture = np.load(tmp_path / f"netcon_{name}.npz")
     assert_matches(fixture, json.loads(str(fixture["case"]))["t_max"])
 
 
 @needs_nrnivmodl
 def test_gap_junction_matches_neuron_live(tmp_path):
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), "gap2"], check=True,
-                   capture_output=True)
+    run_fixture_script(SCRIPT, tmp_path, "gap2")
     assert_matches(np.load(tmp_path / "netcon_gap2.npz"), 100.0)

@@ -174,3 +174,22 @@ def test_jit_and_vmap_over_weights():
     one = np.asarray(run(weights[1]))
     np.testing.assert_allclose(batched[1], one, atol=1e-4)
     assert batched[0].max() < -60.0 < 0.0 < one.max()    # no input, no spike
+
+
+def test_traced_delay_outside_the_event_buffer_is_an_error_not_a_late_event():
+    """Under ``jax.jit`` the delays are traced: the buffer is sized from the network's, and a
+    longer (or shorter than dt) traced delay raises at run time instead of being cut."""
+    net, stimuli = network(8.0)
+    p = net.params()
+    built = np.asarray(p["synapses"]["expsyn"]["delay"])
+
+    def run(delay):
+        q = {**p, "synapses": {**p["synapses"], "expsyn": {**p["synapses"]["expsyn"],
+                                                           "delay": delay}}}
+        return simulate_network(net, q, stimuli, DT, 8.0, record=[2], progress=False)["v"]
+
+    jax.block_until_ready(jax.jit(run)(jnp.asarray(built)))            # the built delays run
+    for wrong in (built + 5.0, np.full_like(built, DT / 2)):
+        # equinox's error, surfaced through XLA's runtime error under jax.jit
+        with pytest.raises(Exception, match=r"longer than 1\.5 ms, the longest its event buffer"):
+            jax.block_until_ready(jax.jit(run)(jnp.asarray(wrong)))
