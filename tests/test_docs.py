@@ -222,6 +222,27 @@ def test_pages_are_in_the_navigation_and_relative_links_resolve():
             assert path.parent.joinpath(target).resolve().exists(), (path.name, target)
 
 
+def test_autorefs_name_objects_that_exist():
+    """Each ``[text][jaxlean.path]`` link of a page names a module, or an object reachable
+    from one by attributes (``mkdocs build --strict`` also checks that it is rendered)."""
+    autoref = re.compile(r"\]\[(jaxlean(?:\.\w+)+)\]")
+    found = 0
+    for path in PAGES:
+        for target in autoref.findall(path.read_text()):
+            found += 1
+            parts = target.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    value = importlib.import_module(".".join(parts[:cut]))
+                except ModuleNotFoundError:
+                    continue
+                for name in parts[cut:]:
+                    assert hasattr(value, name), f"{page_id(path)}: {target} does not exist"
+                    value = getattr(value, name)
+                break
+    assert found >= 40
+
+
 def _own_docstring(value: object) -> str | None:
     """The docstring written for ``value``: not one inherited, nor a dataclass's generated
     signature."""
