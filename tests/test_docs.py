@@ -9,7 +9,8 @@ left out of the script. A block marked ``<!-- docs-test: figure loss.png -->`` d
 ``loss.png`` with matplotlib: where matplotlib is missing it is left out and the rest of
 the page runs; where it is installed the run must write the file. The page shows the
 committed copy, ``figures/loss.png`` beside it, which ``python tests/test_docs.py
---figures`` (``make docs-figures``) draws again from the pages' own code.
+--figures`` (``make docs-figures``) draws again from the pages' own code. A page's code
+must run within ``PAGE_CPU_BUDGET_S`` CPU seconds.
 
 The API reference (``docs/api/*.md``) must name every public module of jaxlean in a
 mkdocstrings ``::: module`` directive, and its index every name ``jaxlean`` exports; every
@@ -24,6 +25,7 @@ import importlib.util
 import inspect
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -42,6 +44,10 @@ PAGES = sorted(path for path in DOCS.rglob("*.md")
                if path.relative_to(DOCS).parts[0] not in EXCLUDED)
 RUNNABLE = [path for path in PAGES if blocks(path.read_text())]
 _DIRECTIVE = re.compile(r"^::: ([\w.]+)\s*$", re.M)
+# A page's code runs in under 30 s on an idle 2-core machine; measured in CPU seconds (the
+# page's process and its threads), so that a loaded machine does not fail it, with room for
+# a slower CPU.
+PAGE_CPU_BUDGET_S = 40.0
 
 
 def page_id(path: Path) -> str:
@@ -129,8 +135,13 @@ def test_page_runs(path, tmp_path):
     for name in needs:
         if importlib.util.find_spec(name) is None:
             pytest.skip(f"{page_id(path)} needs {name}, which is not installed")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done, drawn = run_page(path, tmp_path)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert done.returncode == 0, f"{page_id(path)}:\n{done.stderr[-3000:]}"
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < PAGE_CPU_BUDGET_S, (f"{page_id(path)} took {cpu:.0f} CPU seconds: make its "
+                                     f"sizes smaller (budget {PAGE_CPU_BUDGET_S:.0f})")
     for name in drawn:
         assert (tmp_path / name).is_file(), f"{page_id(path)} did not draw {name}"
 
