@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-latest lint bench docs clean
+.PHONY: demo test test-latest lint bench docs docs-figures clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,8 +53,10 @@ test-latest:
 	$(LATEST_BIN)/ruff check jaxlean tests examples
 	$(LATEST_BIN)/python $(PYTEST)
 
-# The documentation site (mkdocs.yml, docs/) into site/, with the `docs` extra; --strict: a
-# broken link or reference fails the build. tests/test_docs.py runs the tutorials' code.
+# The documentation site (mkdocs.yml, docs/) into site/, with the `docs` extra (mkdocs,
+# mkdocstrings, matplotlib); --strict: a broken link or anchor, a page missing from the nav or
+# a public name without a docstring fails the build. tests/test_docs.py runs every page's
+# code; `make docs-figures` draws the pages' figures again into docs/*/figures/.
 DOCS_STAMP := $(VENV)/.docs-installed
 
 $(DOCS_STAMP): $(STAMP)
@@ -63,6 +65,9 @@ $(DOCS_STAMP): $(STAMP)
 
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-figures: $(DOCS_STAMP)
+	MPLBACKEND=Agg $(BIN)/python tests/test_docs.py --figures
 
 bench: $(STAMP)
 	$(BIN)/jaxlean bench --out bench-results

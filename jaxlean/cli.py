@@ -93,6 +93,7 @@ def _summary(results: list, strict: bool) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``jaxlean`` command line's parser, one subcommand per tool."""
     parser = argparse.ArgumentParser(prog="jaxlean", description=__doc__)
     parser.add_argument("--version", action="version", version=f"jaxlean {jaxlean.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``jaxlean`` command line on ``argv``; return its exit status."""
     args = build_parser().parse_args(argv)
     return args.handler(args)
 

@@ -5,6 +5,8 @@ which Markdown renderers do not show:
 
     <!-- readme-test: needs flax -->            skipped, naming the module, when it is missing
     <!-- readme-test: skip <reason> -->        never run here, with the reason shown
+    <!-- docs-test: figure <name>.png -->       draws <name>.png (into the working directory)
+                                                with matplotlib; left out where it is missing
 
 (``docs-test:`` is the same marker under the documentation's name.)
 """
@@ -15,7 +17,7 @@ import dataclasses
 import re
 
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```", re.S | re.M)
-MARKER = re.compile(r"<!--\s*(?:readme|docs)-test:\s*(needs|skip)\s+(.*?)\s*-->")
+MARKER = re.compile(r"<!--\s*(?:readme|docs)-test:\s*(needs|skip|figure)\s+(.*?)\s*-->")
 
 __all__ = ["FENCE", "MARKER", "Block", "blocks"]
 
@@ -26,6 +28,7 @@ class Block:
     code: str
     needs: tuple[str, ...] = ()
     skip: str | None = None
+    figure: str | None = None
 
 
 def blocks(text: str) -> list[Block]:
@@ -36,11 +39,13 @@ def blocks(text: str) -> list[Block]:
         marker = MARKER.fullmatch(before[-1].strip()) if before else None
         line = text.count("\n", 0, match.start()) + 1
         needs: tuple[str, ...] = ()
-        skip = None
+        skip = figure = None
         if marker and marker.group(1) == "needs":
             needs = tuple(name.strip() for name in marker.group(2).split(",") if name.strip())
+        elif marker and marker.group(1) == "figure":
+            figure = marker.group(2)
         elif marker:
             skip = marker.group(2)
-        found.append(Block(line, match.group(1), needs, skip))
+        found.append(Block(line, match.group(1), needs, skip, figure))
         end = match.end()
     return found

@@ -1,5 +1,9 @@
 """Every ```python block of README.md runs as written, each in a fresh interpreter.
 
+The README keeps the commands, a pitch, one quick-start block and links into the
+documentation site; the sections it used to carry are pages under ``docs/`` (their code
+runs in ``tests/test_docs.py``, and its link check covers the README's links).
+
 No block is left out silently. A block that needs an optional extra says so in an
 HTML comment on the line before it, which GitHub does not render:
 
@@ -28,7 +32,7 @@ BLOCKS = _blocks(README.read_text())
 def test_every_python_fence_is_a_block():
     """Each ```python fence is collected (none dropped by the pattern), markers have reasons."""
     fences = len(re.findall(r"^```python", README.read_text(), re.M))
-    assert fences == len(BLOCKS) >= 12
+    assert fences == len(BLOCKS) >= 1
     for block in BLOCKS:
         assert block.skip is None or len(block.skip) > 10, block.line
         assert block.skip is not None or block.needs or block.code.strip()

@@ -158,6 +158,7 @@ def _workloads_available(quick: bool) -> tuple[list[str], list[str]]:
 
 @register("cache", "persistent compilation cache: cold vs warm process, compile and first result")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the cache benchmark: a cold process against a warm one, per workload."""
     result = BenchResult("cache", "compile once across runs (cold process vs warm process)")
     names, skipped = _workloads_available(ctx.quick)
     cold_compile: list[float] = []

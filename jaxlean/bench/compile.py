@@ -80,6 +80,7 @@ def _data(key: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 def mse(graph: Graph, batch: tuple[jax.Array, jax.Array]) -> jax.Array:
+    """Mean squared error of the graph on one ``(x, y)`` batch."""
     x, y = batch
     return jnp.mean((graph(x) - y) ** 2)
 
@@ -190,6 +191,7 @@ def _compare_sides(result: BenchResult, case: str, base: Measured, ours: Measure
 @register("compile", "fit() of a PMM chain: compile time vs depth, jaxlean vs loop+optax "
           "and vs hand-written scan+packed loops")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the compile benchmark: trace and compile time against depth."""
     depths = (4, 16) if ctx.quick else (4, 16, 64)
     epochs = 1 if ctx.quick else 4
     repeats = 3 if ctx.quick else 2

@@ -148,6 +148,7 @@ def _quick_compile_effect(rounds: int, ctx: BenchContext) -> dict[str, dict[str,
 @register("first_epoch", "the seed's benchmark from fresh processes: pyPMM's own train() vs "
           "fit's first epoch, and fit vs the AOT compile of its bare step")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the first-epoch benchmark: the PMM chain's first epoch from a fresh process."""
     depths = (16,) if ctx.quick else (16, 32, 64)
     rounds = 1 if ctx.quick else 3
     result = BenchResult("first_epoch", "the seed's benchmark (16+ AffineObservablePMM, X/Y "

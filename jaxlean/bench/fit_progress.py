@@ -94,6 +94,7 @@ def measure_in_this_process(quick: bool) -> dict:
 @register("fit_progress", "fit's default progress (the loop called in chunks, the host "
           "reporting between calls) vs progress=False: time per step")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the fit-progress benchmark: time per step with and without the progress bar."""
     measured = run_child("jaxlean.bench.fit_progress", 1, ctx)
     short, long = (str(e) for e in measured["lengths"])
     steps = measured["steps_per_epoch"] * (int(long) - int(short))

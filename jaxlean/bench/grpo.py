@@ -75,11 +75,13 @@ def full_logits_loss(hidden, head, tokens, old, ref, advantages, mask):
 
 
 def jaxlean_loss(hidden, head, tokens, old, ref, advantages, mask):
+    """jaxlean's GRPO loss (clipped ratio, k3 KL) on hidden states and a head."""
     return policy_gradient_loss(hidden, head, tokens, old, advantages, mask=mask, clip_eps=CLIP,
                                 ref_logprobs=ref, kl_coef=BETA, kl_estimator="k3").loss
 
 
 def tunix_available() -> bool:
+    """Whether ``google-tunix`` is installed (the ``peers`` extra)."""
     return importlib.util.find_spec("tunix") is not None
 
 
@@ -144,6 +146,7 @@ def check_same(sides: dict[str, Callable], args: tuple) -> None:
 
 @register("grpo", "GRPO loss+grad: full logits vs jaxlean's chunked head vs Tunix (peers)")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the GRPO benchmark: loss and gradient against full logits and Tunix."""
     sides = _sides()
     result = BenchResult("grpo", "GRPO loss and gradient (clipped ratio, k3 KL to a reference)")
     size = QUICK_WALL_SIZE if ctx.quick else WALL_SIZE

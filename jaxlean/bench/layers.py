@@ -31,6 +31,7 @@ WIDTH, HIDDEN, TOKENS = 128, 512, 256
 
 
 def init_block(key: jax.Array) -> dict:
+    """Parameters of one MLP block (RMS-norm scale, in and out weights)."""
     k1, k2 = jax.random.split(key)
     return {
         "scale": jnp.ones(WIDTH),
@@ -40,11 +41,13 @@ def init_block(key: jax.Array) -> dict:
 
 
 def block(params: dict, h: jax.Array) -> jax.Array:
+    """One residual MLP block applied to ``h``."""
     normed = h * jax.lax.rsqrt(jnp.mean(h**2, axis=-1, keepdims=True) + 1e-6) * params["scale"]
     return h + jax.nn.gelu(normed @ params["w_in"]) @ params["w_out"]
 
 
 def loop_loss(layers: list, x: jax.Array) -> jax.Array:
+    """The stack's loss with a Python loop over the layers (one trace each)."""
     h = x
     for layer in layers:
         h = block(layer, h)
@@ -52,6 +55,7 @@ def loop_loss(layers: list, x: jax.Array) -> jax.Array:
 
 
 def scan_loss(remat, nested):
+    """The stack's loss through ``scan_layers`` with the given remat options."""
     def loss(stacked: dict, x: jax.Array) -> jax.Array:
         h, _ = scan_layers(lambda layer, h, _: (block(layer, h), None), stacked, x,
                            remat=remat, nested=nested)
@@ -72,6 +76,7 @@ def variants(stacked: dict, x: jax.Array) -> list[tuple[str, str, object]]:
 
 @register("layers", "deep MLP-block stack: Python loop vs scan_layers (compile s, temp bytes)")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the layers benchmark: compile time and memory against depth."""
     depths = [4, 16, 64] if ctx.quick else [4, 16, 64, 256]
     result = BenchResult("layers", f"gradient step of an MLP-block stack ({TOKENS}x{WIDTH}, "
                          f"hidden {HIDDEN}) vs depth")

@@ -334,6 +334,7 @@ def measure(size_bytes: int, repeats: int,
 @register("load", "load_pretrained of a ~1 GiB checkpoint: time and peak host memory vs "
                   "reading it whole and vs transformers")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the load benchmark: seconds and peak extra host memory to load a checkpoint."""
     return measure(QUICK_BYTES if ctx.quick else FULL_BYTES, 3 if ctx.quick else 5, ctx.step)
 
 

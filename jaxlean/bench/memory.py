@@ -238,6 +238,7 @@ def full_logits_jsd(hs, ws, ht, wt):
 
 
 def jaxlean_jsd(hs, ws, ht, wt):
+    """jaxlean's chunked Jensen-Shannon distillation loss."""
     return distill_loss(hs, ws, ht, wt, divergence="jsd", beta=JSD_BETA)
 
 
@@ -256,6 +257,7 @@ def full_logits_grpo(h, w, tokens, old, adv, ref):
 
 
 def jaxlean_grpo(h, w, tokens, old, adv, ref):
+    """jaxlean's chunked GRPO loss."""
     return policy_gradient_loss(h, w, tokens, old, adv, ref_logprobs=ref, **GRPO_OPTIONS).loss
 
 
@@ -347,6 +349,7 @@ def _heads_wall_part(ctx: BenchContext, result: BenchResult) -> None:
 
 @register("memory", "loss+grad memory without [tokens, vocab] logits; transformer remat memory")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the memory benchmark: chunked losses and remat'd layers against baselines."""
     result = BenchResult("memory", "memory-lean LM training: chunked loss, remat'd layers")
     memory = _memory_part(ctx, result)
     wall = _wall_part(ctx, result)

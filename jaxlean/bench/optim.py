@@ -343,6 +343,7 @@ def _sharded(ctx: BenchContext, result: BenchResult) -> None:
 @register("optim", "packed vs per-leaf optax: AdamW train step and fit loop compile; AdamW "
                    "groups + Muon compile and step time; batched Muon on 8 devices")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the optimizer benchmark: packed optimizer state against per-leaf state."""
     result = BenchResult("optim", "optimizer groups + Muon: per-leaf multi_transform vs packed")
     config, depths, _ = SIZES[ctx.quick]
     _adamw_step(ctx, result)

@@ -142,6 +142,7 @@ def _compiled(config: dict, case: str, side: str, shape: tuple[int, int]):
 @register("precision", "loss+grad memory: float32 vs bf16 base compute with float32 trainable "
           "weights (LoRA and full)")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the precision benchmark: loss and gradient memory, float32 against bf16 compute."""
     setting = QUICK if ctx.quick else FULL
     config, shape = setting["config"], setting["tokens"]
     result = BenchResult("precision", f"loss+grad memory, float32 vs bf16 compute (hidden "

@@ -192,6 +192,7 @@ def _spawn(workload: str, mode: str, directory: Path) -> dict[str, Any]:
 @register("restart", "requeued job: process start to first step, cold / compile cache / "
                      "compile overlapped with the restore, and resumed losses")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the restart benchmark: process start to the first step after a restore."""
     result = BenchResult("restart", "restart in seconds: time from process start to the "
                                     "first step after restoring a checkpoint")
     names = ["pmm_step"] if ctx.quick else list(WORKLOADS)

@@ -96,6 +96,7 @@ def _cold(model, calls, options) -> tuple[float, int, int]:
 @register("rollout", "generate on 64 mixed-length prompts: compiles and tokens/s, exact shapes "
           "vs buckets")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the rollout benchmark: compiles and tokens/s of mixed-length prompts."""
     config = TransformerConfig(**(QUICK_CONFIG if ctx.quick else CONFIG))
     model = eqx.filter_jit(lambda key: Transformer(config, key=key))(jax.random.key(0))
     calls = workload(ctx.quick, config.vocab_size)

@@ -188,6 +188,7 @@ def _report(result: BenchResult, measured: dict[str, Any]) -> None:
 @register("scale", "sharded transformer training: per-device memory and step time on 1, 2, 4, "
                    "8 devices")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the scale benchmark: per-device state bytes on a mesh."""
     result = BenchResult("scale", "sharded training: data parallel vs FSDP + packed optimizer")
     devices = max(device_counts(ctx.quick))
     ctx.step(f"child process with {devices} forced host devices")

@@ -144,6 +144,7 @@ def _plots(result, timings, sizes, dtypes):
 
 @register("solver", "tree/tridiagonal solve gradients vs autodiff loop; cables vs jaxley")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the solver benchmark: the cable simulator against its baselines."""
     result = BenchResult("solver", "implicit-diff tree solves vs autodiff through the loop")
     sizes = [1_000, 10_000] if ctx.quick else [1_000, 10_000, 100_000]
     dtypes = [jnp.float64] if ctx.quick else [jnp.float64, jnp.float32]

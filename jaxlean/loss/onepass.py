@@ -282,6 +282,7 @@ def chunk_tokens(x: jax.Array, plan: Plan, n_lead: int) -> jax.Array:
 
 
 def unchunk(x: jax.Array, plan: Plan, batch: tuple[int, ...]) -> jax.Array:
+    """Undo the plan's chunking: ``[chunks, chunk, ...]`` back to ``[*batch, ...]``."""
     return x.reshape(plan.chunk * plan.n_chunks, *x.shape[2:])[:plan.n_tokens].reshape(
         *batch, *x.shape[2:])
 

@@ -10,18 +10,24 @@ __all__ = ["Assign", "Binary", "Block", "Call", "CallStatement", "Derivative", "
 
 @dataclasses.dataclass(frozen=True)
 class Number:
+    """A numeric literal."""
+
     value: float
     line: int
 
 
 @dataclasses.dataclass(frozen=True)
 class Name:
+    """A variable or parameter name."""
+
     id: str
     line: int
 
 
 @dataclasses.dataclass(frozen=True)
 class Unary:
+    """A unary operation (``-x``, ``!x``)."""
+
     op: str  # "-" or "!"
     operand: Expr
     line: int
@@ -29,6 +35,8 @@ class Unary:
 
 @dataclasses.dataclass(frozen=True)
 class Binary:
+    """A binary operation or comparison."""
+
     op: str  # + - * / ^ < > <= >= == != && ||
     left: Expr
     right: Expr
@@ -37,6 +45,8 @@ class Binary:
 
 @dataclasses.dataclass(frozen=True)
 class Call:
+    """A function call in an expression."""
+
     name: str
     args: tuple[Expr, ...]
     line: int
@@ -47,6 +57,8 @@ Expr = Number | Name | Unary | Binary | Call
 
 @dataclasses.dataclass(frozen=True)
 class Assign:
+    """``target = value``."""
+
     target: str
     value: Expr
     line: int
@@ -63,6 +75,8 @@ class Derivative:
 
 @dataclasses.dataclass(frozen=True)
 class If:
+    """``IF (condition) { then } ELSE { otherwise }``."""
+
     condition: Expr
     then: tuple[Statement, ...]
     otherwise: tuple[Statement, ...]
@@ -71,12 +85,16 @@ class If:
 
 @dataclasses.dataclass(frozen=True)
 class CallStatement:
+    """A procedure or function called as a statement."""
+
     call: Call
     line: int
 
 
 @dataclasses.dataclass(frozen=True)
 class Solve:
+    """``SOLVE block METHOD method``."""
+
     block: str
     method: str
     line: int
