@@ -150,8 +150,9 @@ def search_budget(candidates: Sequence[Candidate[T]], measure: Callable[[T], Ste
         budget: bytes the program may use.
         max_compiles: compiles allowed in the search (one more may run, when nothing
             fits, to find the smallest footprint).
-        slack: a candidate is compiled while its prediction is at most ``budget * (1 +
-            slack)`` (the model's error margin).
+        slack: before the first compile, a candidate is compiled if its prediction is at
+            most ``budget * (1 + slack)`` (the model's error margin); after it, the
+            rescaled prediction must be within the budget.
         describe: an option in words, for progress lines and errors.
         progress: print a line per compile to stderr (True), call this with each
             line, or stay silent (False).
@@ -184,11 +185,11 @@ def search_budget(candidates: Sequence[Candidate[T]], measure: Callable[[T], Ste
 
     def next_to_try(faster_than: float) -> Candidate[T] | None:
         compiled = {id(m.candidate) for m in tried}
+        limit = budget if tried else budget * (1 + slack)  # measured: the model is calibrated
         for candidate in front:
             if candidate.cost >= faster_than:
                 return None
-            if (id(candidate) not in compiled
-                    and candidate.predicted(scale) <= budget * (1 + slack)):
+            if id(candidate) not in compiled and candidate.predicted(scale) <= limit:
                 return candidate
         return None
 
