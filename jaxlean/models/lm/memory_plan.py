@@ -16,7 +16,11 @@ to three compiles decide.
 
 The footprint is the whole compiled loss + gradient: the parameters and the
 batch going in, the gradients coming out and XLA's temporary buffers. An
-optimizer's state lives outside it: leave room for it in the budget.
+optimizer's state lives outside it: leave room for it in the budget. The
+gradient is taken with respect to every floating leaf (full fine-tuning); a
+model with LoRA adapters trains fewer, so its plan errs on the safe side.
+The transformer's layers are one stacked run, so one remat policy (and one
+nesting) covers all of them.
 """
 
 from __future__ import annotations
