@@ -20,7 +20,8 @@ def test_the_planner_case_reports_memory_against_budget_and_time_beside_hand_pic
     monkeypatch.setattr(bench_planner, "FRACTIONS", (0.25, 1.0))
     steps: list[str] = []
     result = bench_planner.run(BenchContext(quick=True, step=steps.append))
-    budget_targets = [t for t in result.targets if "budget" in t.description]
+    budget_targets = [t for t in result.targets if "compiled memory / budget" in t.description
+                      or "refusal" in t.description]
     assert len(budget_targets) == len(bench_planner.FRACTIONS)
     assert all(t.verdict == "met" and t.band == 0 for t in budget_targets)
     memory_rows = [c for c in result.comparisons if c.metric == "compiled memory"]
@@ -30,3 +31,5 @@ def test_the_planner_case_reports_memory_against_budget_and_time_beside_hand_pic
     assert all(c.spread == c.spread for c in walls)  # timed in alternation: a spread
     assert any("hidden 32" in note for note in result.notes)
     assert any(step.startswith("plan_memory: [1/") for step in steps)
+    timed = [t for t in result.targets if "fastest hand-picked step that fits" in t.description]
+    assert len(timed) == len(budget_targets) and all(t.band >= 0.1 for t in timed)
