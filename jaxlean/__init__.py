@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.errors import DataError as DataError
     from jaxlean.errors import GraphError as GraphError
     from jaxlean.errors import JaxleanError as JaxleanError
+    from jaxlean.errors import MemoryBudgetError as MemoryBudgetError
     from jaxlean.errors import MorphologyError as MorphologyError
     from jaxlean.errors import NonFiniteError as NonFiniteError
     from jaxlean.errors import StructureError as StructureError
@@ -118,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "DataError": "jaxlean.errors",
     "GraphError": "jaxlean.errors",
     "JaxleanError": "jaxlean.errors",
+    "MemoryBudgetError": "jaxlean.errors",
     "MorphologyError": "jaxlean.errors",
     "NonFiniteError": "jaxlean.errors",
     "StructureError": "jaxlean.errors",
@@ -167,7 +169,8 @@ _DEPRECATED: dict[str, str] = {
 __all__ = [
     "CacheError", "CacheStats", "CheckpointError", "Checkpointer", "CompileReport", "ConfigError",
     "DataError", "FnNode", "FunctionCacheStats", "Graph", "GraphError", "History", "JaxleanError",
-    "MatrixState", "MatrixTransformation", "MorphologyError", "NonFiniteError", "PackedLayout",
+    "MatrixState", "MatrixTransformation", "MemoryBudgetError", "MorphologyError",
+    "NonFiniteError", "PackedLayout",
     "PolicyLoss", "Sequential", "StepMetrics", "StructureError", "TokenStats", "TrainOutput",
     "TrainStep", "Tree", "TreeError", "VocabParallel", "cache_stats", "chain_edges",
     "compile_report", "cross_entropy", "distill_loss", "enable_compilation_cache", "fit",

@@ -9,7 +9,8 @@ node, a file line, a tensor name.
 from __future__ import annotations
 
 __all__ = ["CacheError", "CheckpointError", "ConfigError", "DataError", "GraphError",
-           "JaxleanError", "MorphologyError", "NonFiniteError", "StructureError", "TreeError"]
+           "JaxleanError", "MemoryBudgetError", "MorphologyError", "NonFiniteError",
+           "StructureError", "TreeError"]
 
 
 class JaxleanError(Exception):
@@ -50,3 +51,17 @@ class NonFiniteError(JaxleanError, FloatingPointError):
 
 class CacheError(JaxleanError, ValueError):
     """The compilation cache cannot be used as requested."""
+
+
+class MemoryBudgetError(JaxleanError, ValueError):
+    """No option searched makes a compiled step fit the memory budget.
+
+    Attributes:
+        budget: the budget in bytes.
+        smallest: the smallest footprint, in bytes, that the search compiled.
+        option: the option that gave it (what to use if the budget can grow).
+    """
+
+    def __init__(self, message: str, *, budget: int, smallest: int, option: object):
+        super().__init__(message)
+        self.budget, self.smallest, self.option = budget, smallest, option

@@ -12,6 +12,8 @@
   there: the module has the function's name) and :class:`Rollout`.
 - :mod:`~jaxlean.models.lm.heads`: :func:`token_stats`, :func:`policy_loss` (PPO/GRPO) and
   :func:`distill` on the model's head.
+- :mod:`~jaxlean.models.lm.memory_plan`: :func:`plan_memory`, the remat, nesting, loss
+  chunk and attention tile that fit a training step into a memory budget.
 - :mod:`~jaxlean.models.lm.rules`: :func:`transformer_rules`, the model's partition rules;
   :mod:`~jaxlean.models.lm.hf_hub`: :func:`resolve_model`, a Hub checkpoint's local snapshot.
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.lm import hf_tokenizer as hf_tokenizer
     from jaxlean.models.lm import layers as layers
     from jaxlean.models.lm import lora as lora
+    from jaxlean.models.lm import memory_plan as memory_plan
     from jaxlean.models.lm import peft as peft
     from jaxlean.models.lm import rope as rope
     from jaxlean.models.lm import rules as rules
@@ -58,6 +61,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.lm.hf_hub import resolve_model as resolve_model
     from jaxlean.models.lm.lora import add_lora as add_lora
     from jaxlean.models.lm.lora import is_lora_path as is_lora_path
+    from jaxlean.models.lm.memory_plan import MemoryPlan as MemoryPlan
+    from jaxlean.models.lm.memory_plan import plan_memory as plan_memory
     from jaxlean.models.lm.peft import load_lora as load_lora
     from jaxlean.models.lm.peft import merge_lora as merge_lora
     from jaxlean.models.lm.peft import save_lora as save_lora
@@ -68,8 +73,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.lm.transformer import loss as loss
 
 _SUBMODULES = ("causal_loss", "config", "data", "generate", "heads", "hf", "hf_config", "hf_hub",
-               "hf_names", "hf_tokenizer", "layers", "lora", "peft", "rope", "rules", "sampling",
-               "tokens", "transformer")
+               "hf_names", "hf_tokenizer", "layers", "lora", "memory_plan", "peft", "rope", "rules",
+               "sampling", "tokens", "transformer")
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -87,6 +92,8 @@ _EXPORTS: dict[str, str] = {
     "resolve_model": "jaxlean.models.lm.hf_hub",
     "add_lora": "jaxlean.models.lm.lora",
     "is_lora_path": "jaxlean.models.lm.lora",
+    "MemoryPlan": "jaxlean.models.lm.memory_plan",
+    "plan_memory": "jaxlean.models.lm.memory_plan",
     "load_lora": "jaxlean.models.lm.peft",
     "merge_lora": "jaxlean.models.lm.peft",
     "save_lora": "jaxlean.models.lm.peft",
@@ -97,12 +104,12 @@ _EXPORTS: dict[str, str] = {
     "loss": "jaxlean.models.lm.transformer",
 }
 
-__all__ = ["GenerationSettings", "Rollout", "Transformer", "TransformerConfig", "add_lora",
-           "causal_loss", "config", "config_from_hf", "config_to_hf", "data", "distill",
+__all__ = ["GenerationSettings", "MemoryPlan", "Rollout", "Transformer", "TransformerConfig",
+           "add_lora", "causal_loss", "config", "config_from_hf", "config_to_hf", "data", "distill",
            "generate", "heads", "hf", "hf_config", "hf_hub", "hf_names", "hf_tokenizer",
-           "is_lora_path", "layers", "load_lora", "load_pretrained", "load_safetensors",
-           "logprobs", "lora", "loss", "merge_lora", "peft", "policy_loss", "resolve_model",
-           "rope", "rules", "sampling", "save_lora", "save_pretrained", "save_safetensors",
-           "token_stats", "tokens", "transformer", "transformer_rules"]
+           "is_lora_path", "layers", "load_lora", "load_pretrained", "load_safetensors", "logprobs",
+           "lora", "loss", "memory_plan", "merge_lora", "peft", "plan_memory", "policy_loss",
+           "resolve_model", "rope", "rules", "sampling", "save_lora", "save_pretrained",
+           "save_safetensors", "token_stats", "tokens", "transformer", "transformer_rules"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)
