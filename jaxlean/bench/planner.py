@@ -149,6 +149,7 @@ def _wall(ctx: BenchContext, result: BenchResult, model: Transformer, shape: tup
 
 @register("planner", "memory planner: a 32-layer step fitted to 25/50/100% of its memory")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the planner benchmark: plans at 25/50/100 % of the unplanned step's memory."""
     result = BenchResult("planner", "memory planner: remat, nested, loss chunk and attention "
                                     "tile chosen to fit a budget")
     setting = QUICK if ctx.quick else FULL
