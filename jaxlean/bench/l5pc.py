@@ -9,7 +9,8 @@ Python has ``neuron`` and the checkout has ``scripts/make_l5pc_fixtures.py``) bu
 same cell from the same files and times its forward run (``h.run``, one run); its
 voltages must agree with jaxlean's within ``SAME_TOLERANCE_MV`` before any time is
 compared. NEURON cannot differentiate: a central-difference gradient of 20 parameters
-costs it 40 forward runs, so the goal is a gradient within 10 NEURON forwards.
+costs it 40 forward runs, so the goal is a gradient within 10 NEURON forwards (NEURON's
+time: the median of the script's three runs).
 
 jaxley is not run here: jaxley-mech (the library with jaxley's versions of Hay's
 channels) is not a dependency of this checkout; see the notes of a run.
@@ -140,7 +141,9 @@ def measure(ctx: BenchContext, result: BenchResult, case: dict, neuron: dict | N
                    "NEURON")
     result.target("jaxlean gradient (20 parameters) / NEURON forward (central differences: "
                   "40)", grad.median / seconds, 10.0, noise=TIME_NOISE)
-    result.notes.append("NEURON's forward is one h.run of the fixture script (one sample).")
+    runs = ", ".join(f"{t:.3f}" for t in np.ravel(neuron.get("seconds_all", seconds)))
+    result.notes.append(f"NEURON's forward: the median of the fixture script's h.run calls "
+                        f"({runs} s).")
     result.headline = (f"L5PC: jaxlean's gradient of 20 parameters over {case['t_max']:g} "
                        f"ms takes {grad.median:.2f} s, {grad.median / seconds:.1f}x NEURON's "
                        "forward run "
