@@ -148,6 +148,11 @@ def test_unknown_parameter_and_missing_mechanism_are_refused(tmp_path):
         l5pc.build(fixture("pyramidal"), tmp_path)
 
 
+def test_a_morphology_without_a_region_is_refused_naming_it():
+    with pytest.raises(ConfigError, match=r"no \['apical'\] section"):
+        l5pc.build(fixture("y"), MODS)
+
+
 def test_per_length_rule_is_hays():
     from types import SimpleNamespace
 
