@@ -55,7 +55,8 @@ CASES = {
              "sites": [["soma[0]", 0.5], ["dend[2]", 0.5], ["apic[2]", 0.5]]},
 }
 
-#: Hay et al.'s ``L5PCbiophys3.hoc`` (``biophys()``), its distributions done in Python.
+#: ``biophys()`` in the form of Hay et al.'s ``L5PCbiophys3.hoc`` (somatic, apical, basal
+#: values Hay's; axonal values BluePyOpt's l5pc release parameters), distributions in Python.
 BIOPHYS = """
 forsec all_ { insert pas  cm = 1  Ra = 100  e_pas = -90 }
 forsec axonal_ {

@@ -13,11 +13,11 @@ region (:data:`MECHANISMS`):
 * basal: Ih;
 
 ``ena = 50`` mV, ``ek = -85`` mV, ``eca`` from Nernst where the calcium shell writes
-``cai``; 34 degC. Values (:data:`HAY`) are Hay's, keyed ``"name.region"`` as BluePyOpt
-keys them. Apical Ih rises exponentially with the path distance ``d`` (um) from
-``soma(0.5)``: ``g (-0.8696 + 2.087 exp(0.0031 d))`` (BluePyOpt's form of Hay's rule);
-apical Ca_HVA and Ca_LVAst are ``g`` inside Hay's calcium hot zone (``HOT_ZONE``,
-685-885 um) and ``0.1 g`` / ``0.01 g`` outside it.
+``cai``; 34 degC. Values (:data:`HAY`, see there for their sources) are keyed
+``"name.region"`` as BluePyOpt keys them. Apical Ih rises exponentially with the path
+distance ``d`` (um) from ``soma(0.5)``: ``g (-0.8696 + 2.087 exp(0.0031 d))`` (BluePyOpt's
+form of Hay's rule); apical Ca_HVA and Ca_LVAst are ``g`` inside Hay's calcium hot zone
+(``HOT_ZONE``, 685-885 um) and ``0.1 g`` / ``0.01 g`` outside it.
 
 The channel files are not shipped with jaxlean: pass the folder holding Hay's
 ``.mod`` files (jaxlean's test suite has them in ``tests/models/neuron/nmodl/mods``)::
@@ -53,9 +53,10 @@ MECHANISMS = {"somatic": (*_SOMATIC, "Ih"), "axonal": _SOMATIC,
               "basal": ("Ih",)}
 _TYPES = {"somatic": 1, "axonal": 2, "basal": 3, "apical": 4}
 
-#: Hay et al.'s values (``L5PCbiophys3.hoc``), ``"name.region"``: S/cm2, ms, mV. The
-#: apical ``gIhbar_Ih`` scales the exponential; the apical calcium conductances are
-#: their values inside the hot zone.
+#: The values, ``"name.region"``: S/cm2, ms, mV. Somatic, apical and basal as in Hay et al.'s
+#: ``L5PCbiophys3.hoc``; axonal as BluePyOpt's ``l5pc`` example releases them (the axon
+#: being its stub). The apical ``gIhbar_Ih`` scales the exponential; the apical calcium
+#: conductances are their values inside the hot zone.
 HAY = {
     "gNaTa_tbar_NaTa_t.somatic": 2.04, "gNap_Et2bar_Nap_Et2.somatic": 0.00172,
     "gK_Pstbar_K_Pst.somatic": 0.00223, "gK_Tstbar_K_Tst.somatic": 0.0812,
