@@ -22,6 +22,8 @@
   diameter scaling.
 * :mod:`~jaxlean.models.neuron.distribution`: parameters by region and by distance from the soma;
   :mod:`~jaxlean.models.neuron.transforms`: bounded and positive parameters for fitting.
+* :mod:`~jaxlean.models.neuron.l5pc`: Hay et al.'s (2011) layer 5 pyramidal cell on any
+  morphology, from its published ``.mod`` files.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.neuron import gap_junctions as gap_junctions
     from jaxlean.models.neuron import graded as graded
     from jaxlean.models.neuron import ions as ions
+    from jaxlean.models.neuron import l5pc as l5pc
     from jaxlean.models.neuron import mechanisms as mechanisms
     from jaxlean.models.neuron import morph_edit as morph_edit
     from jaxlean.models.neuron import morphology_io as morphology_io
@@ -73,6 +76,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.neuron.discretize import DLambda as DLambda
     from jaxlean.models.neuron.discretize import Fixed as Fixed
     from jaxlean.models.neuron.discretize import MaxLength as MaxLength
+    from jaxlean.models.neuron.discretize import PerLength as PerLength
     from jaxlean.models.neuron.discretize import compartments as compartments
     from jaxlean.models.neuron.discretize import neuron_defaults as neuron_defaults
     from jaxlean.models.neuron.discretize import section_nseg as section_nseg
@@ -148,7 +152,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
 _SUBMODULES = ("cable", "cell", "channels", "clamp", "discretize", "distribution",
                "gap_junctions", "graded", "ions", "mechanisms", "morph_edit", "morphology_io",
                "network", "network_events", "network_sim", "params", "spikes", "swc",
-               "synapses", "transforms", "nmodl")
+               "synapses", "transforms", "nmodl", "l5pc")
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -172,6 +176,7 @@ _EXPORTS: dict[str, str] = {
     "DLambda": "jaxlean.models.neuron.discretize",
     "Fixed": "jaxlean.models.neuron.discretize",
     "MaxLength": "jaxlean.models.neuron.discretize",
+    "PerLength": "jaxlean.models.neuron.discretize",
     "NEURON_DEFAULTS": "jaxlean.models.neuron.discretize",
     "compartments": "jaxlean.models.neuron.discretize",
     "neuron_defaults": "jaxlean.models.neuron.discretize",
@@ -275,6 +280,7 @@ __all__ = [
     "Network",
     "ParamTransform",
     "Params",
+    "PerLength",
     "Section",
     "SectionTree",
     "Sigmoid",
@@ -319,6 +325,7 @@ __all__ = [
     "ion_parameters",
     "ionotropic",
     "ions",
+    "l5pc",
     "load_mod",
     "load_mod_dir",
     "load_morphology",

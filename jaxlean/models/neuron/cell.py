@@ -181,7 +181,8 @@ class Cell:
     @classmethod
     def from_swc(cls, source: str | Path, ncomp: int | None = None,
                  max_length: float | None = None,
-                 nseg: discretize.Fixed | discretize.MaxLength | discretize.DLambda | None = None,
+                 nseg: discretize.Fixed | discretize.MaxLength | discretize.PerLength
+                 | discretize.DLambda | None = None,
                  ) -> Cell:
         """A cell from an SWC file, cut into sections as NEURON's Import3d does.
 
@@ -189,7 +190,7 @@ class Cell:
         section ``ncomp``), ``max_length`` (um; the soma one, the others
         ``ceil(length / max_length)``) or ``nseg``, a rule of
         :mod:`jaxlean.models.neuron.discretize` applied to every section
-        (``Fixed``, ``MaxLength``, NEURON's ``DLambda``). Compartment areas and
+        (``Fixed``, ``MaxLength``, Hay's ``PerLength``, NEURON's ``DLambda``). Compartment areas and
         half resistances follow the 3-D points, as in NEURON.
         """
         where = "<swc text>" if isinstance(source, str) and "\n" in source else str(source)
@@ -258,8 +259,8 @@ class Cell:
     @classmethod
     def from_morphology(cls, source: object, ncomp: int | None = None,
                         max_length: float | None = None,
-                        nseg: discretize.Fixed | discretize.MaxLength | discretize.DLambda
-                        | None = None) -> Cell:
+                        nseg: discretize.Fixed | discretize.MaxLength | discretize.PerLength
+                        | discretize.DLambda | None = None) -> Cell:
         """A cell from a morphology file (``.swc``, Neurolucida ``.asc``, ``.h5``) or an edited
         :class:`~jaxlean.models.neuron.morphology_io.SectionTree`, with the sections NEURON's
         Import3d builds from the same file (see :mod:`jaxlean.models.neuron.morphology_io`;

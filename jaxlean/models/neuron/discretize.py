@@ -4,6 +4,8 @@ A rule maps a section to its ``nseg``, as a NEURON user sets it with ``forall``:
 
 * :class:`Fixed` ``(n)``: every section ``n`` segments;
 * :class:`MaxLength` ``(um)``: ``ceil(L / um)`` segments, none longer than ``um``;
+* :class:`PerLength` ``(um=40)``: ``1 + 2 int(L / um)`` segments, Hay et al.'s (2011) and
+  BluePyOpt's rule (``nseg_frequency``);
 * :class:`DLambda` ``(axial_resistivity, d_lambda=0.1, frequency=100)``: NEURON's
   standard recipe (``stdlib.hoc``'s ``lambda_f`` and the CellBuilder's d_lambda
   rule), an odd number of segments each at most ``d_lambda`` of the AC length
@@ -26,7 +28,7 @@ from jaxlean._args import as_int
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import _geometry
 
-__all__ = ["NEURON_DEFAULTS", "DLambda", "Fixed", "MaxLength", "compartments",
+__all__ = ["NEURON_DEFAULTS", "DLambda", "Fixed", "MaxLength", "PerLength", "compartments",
            "neuron_defaults", "section_nseg"]
 
 #: NEURON's values of the cable parameters whose jaxlean default differs or that
@@ -79,6 +81,23 @@ class MaxLength:
 
 
 @dataclasses.dataclass(frozen=True)
+class PerLength:
+    """An odd count growing with length: ``1 + 2 int(L / um)`` (Hay et al. 2011's
+    ``geom_nseg``, BluePyOpt's ``nseg_frequency``; ``L`` as NEURON stores it)."""
+
+    um: float = 40.0
+
+    def __post_init__(self):
+        if not (self.um > 0 and math.isfinite(self.um)):
+            raise ConfigError(f"PerLength(um): um must be positive; got {self.um!r}")
+
+    def nseg(self, section) -> int:
+        steps = np.diff(_geometry._as_stored(section.xyz).astype(float), axis=0)
+        length = float(np.sum(np.sqrt(np.sum(steps * steps, 1))))
+        return 1 + 2 * int(length / self.um)
+
+
+@dataclasses.dataclass(frozen=True)
 class DLambda:
     """NEURON's d_lambda rule at ``frequency`` Hz for ``axial_resistivity`` (ohm cm) and
     ``capacitance`` (uF/cm2), the values the cell will be simulated with."""
@@ -108,20 +127,21 @@ class DLambda:
 
 
 def section_nseg(sections: list, ncomp: int | None = None, max_length: float | None = None,
-                 nseg: Fixed | MaxLength | DLambda | None = None) -> np.ndarray:
+                 nseg: Fixed | MaxLength | PerLength | DLambda | None = None) -> np.ndarray:
     """``nseg`` of every section from exactly one of: ``ncomp`` (somatic sections 1, the
     others ``ncomp``), ``max_length`` (somatic 1, the others ``MaxLength``) or a rule
     ``nseg`` applied to every section, the soma included (NEURON's ``forall``)."""
     if sum(option is not None for option in (ncomp, max_length, nseg)) != 1:
         raise ConfigError("give exactly one of ncomp (per section), max_length (um) or nseg "
-                          "(a rule: Fixed, MaxLength, DLambda)")
+                          "(a rule: Fixed, MaxLength, PerLength, DLambda)")
     if ncomp is not None:
         ncomp = as_int(ncomp, "ncomp", minimum=1)
     if max_length is not None and not (isinstance(max_length, numbers.Real)
                                        and 0 < max_length < math.inf):
         raise ConfigError(f"max_length must be a positive number of um; got {max_length!r}")
-    if nseg is not None and not isinstance(nseg, Fixed | MaxLength | DLambda):
-        raise ConfigError(f"nseg must be a Fixed, MaxLength or DLambda rule; got {nseg!r}")
+    if nseg is not None and not isinstance(nseg, Fixed | MaxLength | PerLength | DLambda):
+        raise ConfigError(f"nseg must be a Fixed, MaxLength, PerLength or DLambda rule; got "
+                          f"{nseg!r}")
     for section in sections:
         if not _arc(section)[-1] > 0:
             raise MorphologyError(f"the section ending at SWC id {section.last_id} has zero "

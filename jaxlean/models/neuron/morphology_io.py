@@ -124,7 +124,8 @@ def load_morphology(source: str | Path) -> SectionTree:
 
 def build_cell(source: str | Path | SectionTree, ncomp: int | None = None,
                max_length: float | None = None,
-               nseg: discretize.Fixed | discretize.MaxLength | discretize.DLambda | None = None,
+               nseg: discretize.Fixed | discretize.MaxLength | discretize.PerLength
+               | discretize.DLambda | None = None,
                ) -> Cell:
     """A :class:`Cell` of a file's or a :class:`SectionTree`'s sections: the body of
     :meth:`Cell.from_morphology` (its arguments, its rules)."""

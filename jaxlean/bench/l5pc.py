@@ -1,0 +1,151 @@
+"""Benchmark ``l5pc``: the gradient of Hay et al.'s L5 pyramidal cell against NEURON's forward run.
+
+The model of :mod:`jaxlean.models.neuron.l5pc` on the test suite's ASC cell (axon
+stub, Hay's ``.mod`` files from ``tests/models/neuron/nmodl/mods``, hot zone at
+200-300 um), 500 ms of a step current at dt 0.025 ms, float64. jaxlean's forward run and
+its gradient with respect to the twenty region parameters of ``l5pc.FITTED`` are timed in
+alternation; the gradient's XLA temporary memory is reported. NEURON (when the running
+Python has ``neuron`` and the checkout has ``scripts/make_l5pc_fixtures.py``) builds the
+same cell from the same files and times its forward run (``h.run``, one run); its
+voltages must agree with jaxlean's within ``SAME_TOLERANCE_MV`` before any time is
+compared. NEURON cannot differentiate: a central-difference gradient of 20 parameters
+costs it 40 forward runs, so the goal is a gradient within 10 NEURON forwards (NEURON's
+time: the median of the script's three runs).
+
+jaxley is not run here: jaxley-mech (the library with jaxley's versions of Hay's
+channels) is not a dependency of this checkout; see the notes of a run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlean.bench._measure import aot_compile, time_alternating
+from jaxlean.bench._registry import BenchContext, BenchResult, register
+
+__all__ = ["CASE", "SAME_TOLERANCE_MV", "measure", "run"]
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests" / "models" / "neuron"
+SCRIPT = ROOT / "scripts" / "make_l5pc_fixtures.py"
+SAME_TOLERANCE_MV = 1e-3
+TIME_NOISE = 0.10
+CASE = {"dt": 0.025, "t_max": 500.0, "amp": 0.5, "delay": 20.0, "dur": 400.0,
+        "hot_zone": (200.0, 300.0), "every": 10,
+        "sites": (("soma[0]", 0.5), ("dend[2]", 0.5), ("apic[2]", 0.5))}
+"""The case of ``scripts/make_l5pc_fixtures.py`` (``l5pc``), which NEURON runs."""
+
+
+def _neuron_run(ctx: BenchContext) -> tuple[dict | None, str]:
+    """NEURON's recording and forward time of the case, or None and why not."""
+    if importlib.util.find_spec("neuron") is None:
+        return None, "NEURON unavailable: this Python has no `neuron` (pip install neuron)"
+    if not SCRIPT.exists():
+        return None, f"NEURON unavailable: no {SCRIPT.name} in this checkout"
+    ctx.step("NEURON: nrnivmodl and 500 ms of the same cell")
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run([sys.executable, str(SCRIPT), "--out", folder, "l5pc"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            return None, f"NEURON unavailable: the fixture script failed: {done.stderr[-300:]}"
+        data = dict(np.load(Path(folder) / "l5pc.npz"))
+    if json.loads(str(data["case"]))["t_max"] != CASE["t_max"]:
+        return None, "NEURON unavailable: the fixture script's case is not this benchmark's"
+    return data, ""
+
+
+def _model(case: dict):
+    from jaxlean.models.neuron import l5pc
+    from jaxlean.models.neuron.cable import Stimulus, simulate, step_current
+
+    model = l5pc.build(TESTS / "fixtures" / "pyramid.asc", TESTS / "nmodl" / "mods",
+                       hot_zone=case["hot_zone"])
+    cell = model.cell
+    sites = [cell.location(name, x) for name, x in case["sites"]]
+    current = step_current(case["amp"], case["delay"], case["dur"], case["dt"],
+                           case["t_max"])
+    stimuli = [Stimulus(cell.location(0, 0.5), current)]
+
+    def trace(scale):
+        values = {key: scale[i] * l5pc.HAY[key] for i, key in enumerate(l5pc.FITTED)}
+        return simulate(cell, model.params(values), stimuli, case["dt"], case["t_max"],
+                        record=sites, progress=False)["v"]
+
+    return cell, trace, len(l5pc.FITTED)
+
+
+@register("l5pc", "Hay's L5 pyramidal cell: gradient of 20 parameters vs NEURON's forward")
+def run(ctx: BenchContext) -> BenchResult:
+    result = BenchResult("l5pc", "Hay et al.'s L5PC (NMODL, calcium, ASC): gradient vs NEURON")
+    if importlib.util.find_spec("morphio") is None or not (TESTS / "nmodl" / "mods").exists():
+        result.notes.append("not run: needs morphio (jaxlean[morphology]) and a checkout with "
+                            "tests/models/neuron (Hay's .mod files, the ASC cell)")
+        result.headline = "L5PC: not run (morphio or the test suite's files missing)."
+        return result
+    neuron, why = _neuron_run(ctx)
+    return measure(ctx, result, CASE, neuron, why)
+
+
+def measure(ctx: BenchContext, result: BenchResult, case: dict, neuron: dict | None,
+            why: str = "") -> BenchResult:
+    """Time jaxlean on ``case``; compare with ``neuron`` (the fixture script's output for the
+    same case) only where its voltages agree within :data:`SAME_TOLERANCE_MV`."""
+    with jax.enable_x64(True):
+        ctx.step("jaxlean: build, compile forward and gradient")
+        cell, trace, n_params = _model(case)
+        ones = jnp.ones(n_params)
+        forward = aot_compile(trace, ones)
+        v = np.asarray(forward.executable(ones))
+        recorded = jnp.asarray(v)
+        loss = lambda scale: jnp.mean((trace(scale) - recorded) ** 2)
+        gradient = aot_compile(jax.grad(loss), ones * 1.01)
+        ctx.step(f"jaxlean: timing forward and gradient ({case['t_max']:g} ms, 20 parameters)")
+        times = time_alternating((forward.executable, (ones,)),
+                                 (gradient.executable, (ones * 1.01,)), repeats=5,
+                                 min_seconds=0.2)
+    fwd, grad = times
+    label = f"L5PC {cell.n} compartments, {case['t_max']:g} ms, float64"
+    result.compare(label, "gradient/forward", "x", float("nan"), grad / fwd, "jaxlean")
+    result.compare(label, "gradient temp memory", "MB", float("nan"),
+                   gradient.temp_bytes / 1e6, "jaxlean")
+    result.notes.append("jaxley not run: jaxley-mech (jaxley's versions of Hay's channels) is "
+                        "not installed here, and no same-model check against it exists yet.")
+    if neuron is None:
+        result.notes.append(why)
+        result.compare(label, "forward", "s", float("nan"), fwd, "jaxlean", "NEURON")
+        result.compare(label, "gradient vs NEURON forward", "s", float("nan"), grad, "jaxlean",
+                       "NEURON")
+        result.headline = (f"L5PC: jaxlean's gradient of 20 parameters over "
+                           f"{case['t_max']:g} ms takes {grad.median:.2f} s ({grad / fwd:.1f} "
+                           "forwards); NEURON not run.")
+        return result
+    error = float(np.abs(v[::case["every"]] - neuron["v"]).max())
+    result.compare(label, "max |v - NEURON's|", "mV", 0.0, error, "jaxlean", "NEURON")
+    if not error <= SAME_TOLERANCE_MV:
+        result.notes.append(f"NEURON and jaxlean disagree by {error:.3g} mV (more than "
+                            f"{SAME_TOLERANCE_MV}): no time compared")
+        result.headline = "L5PC: NEURON and jaxlean disagree; no time compared."
+        return result
+    seconds = float(neuron["seconds"])
+    result.compare(label, "forward", "s", seconds, fwd, "jaxlean", "NEURON")
+    result.compare(label, "gradient vs NEURON forward", "s", seconds, grad, "jaxlean",
+                   "NEURON")
+    result.target("jaxlean gradient (20 parameters) / NEURON forward (central differences: "
+                  "40)", grad.median / seconds, 10.0, noise=TIME_NOISE)
+    runs = ", ".join(f"{t:.3f}" for t in np.ravel(neuron.get("seconds_all", seconds)))
+    result.notes.append(f"NEURON's forward: the median of the fixture script's h.run calls "
+                        f"({runs} s).")
+    result.headline = (f"L5PC: jaxlean's gradient of 20 parameters over {case['t_max']:g} "
+                       f"ms takes {grad.median:.2f} s, {grad.median / seconds:.1f}x NEURON's "
+                       "forward run "
+                       f"({seconds:.2f} s); voltages agree within {error:.1g} mV.")
+    return result
