@@ -85,6 +85,7 @@ def _model(case: dict):
 
 @register("l5pc", "Hay's L5 pyramidal cell: gradient of 20 parameters vs NEURON's forward")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the L5PC benchmark: the gradient of 20 region parameters against NEURON's forward."""
     result = BenchResult("l5pc", "Hay et al.'s L5PC (NMODL, calcium, ASC): gradient vs NEURON")
     if importlib.util.find_spec("morphio") is None or not (TESTS / "nmodl" / "mods").exists():
         result.notes.append("not run: needs morphio (jaxlean[morphology]) and a checkout with "
