@@ -12,8 +12,14 @@ compared. NEURON cannot differentiate: a central-difference gradient of 20 param
 costs it 40 forward runs, so the goal is a gradient within 10 NEURON forwards (NEURON's
 time: the median of the script's three runs).
 
-jaxley is not run here: jaxley-mech (the library with jaxley's versions of Hay's
-channels) is not a dependency of this checkout; see the notes of a run.
+jaxley 0.14 (when jaxley and jaxley-mech import: ``pip install "jaxlean[peers]"``) runs
+the same cell on cylinders, the geometry both simulators express (see
+:mod:`jaxlean.bench._l5pc_jaxley`): with jaxley-mech's versions of Hay's channels (two
+constants of its calcium reversal and shell set to NEURON's), after a same-model check of
+the voltages, jaxlean's and jaxley's forward runs and gradients of the same loss in the
+same twenty parameters are timed in alternation (jaxley with its ``checkpoint_lengths``)
+and their gradients' XLA temp memory compared; the goal is a gradient at least twice as
+fast as jaxley's.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlean.bench import _l5pc_jaxley
 from jaxlean.bench._measure import aot_compile, time_alternating
 from jaxlean.bench._registry import BenchContext, BenchResult, register
 
@@ -38,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests" / "models" / "neuron"
 SCRIPT = ROOT / "scripts" / "make_l5pc_fixtures.py"
 SAME_TOLERANCE_MV = 1e-3
+_SWC_TYPES = {"somatic": 1, "axonal": 2, "basal": 3, "apical": 4}
 TIME_NOISE = 0.10
 CASE = {"dt": 0.025, "t_max": 500.0, "amp": 0.5, "delay": 20.0, "dur": 400.0,
         "hot_zone": (200.0, 300.0), "every": 10,
@@ -75,12 +83,17 @@ def _model(case: dict):
                            case["t_max"])
     stimuli = [Stimulus(cell.location(0, 0.5), current)]
 
+    def values(scale):
+        return {key: scale[i] * l5pc.HAY[key] for i, key in enumerate(l5pc.FITTED)}
+
     def trace(scale):
-        values = {key: scale[i] * l5pc.HAY[key] for i, key in enumerate(l5pc.FITTED)}
-        return simulate(cell, model.params(values), stimuli, case["dt"], case["t_max"],
+        return simulate(cell, model.params(values(scale)), stimuli, case["dt"], case["t_max"],
                         record=sites, progress=False)["v"]
 
-    return cell, trace, len(l5pc.FITTED)
+    regions = {name: [_SWC_TYPES[region] for region, names in l5pc.MECHANISMS.items()
+                      if name in names]
+               for name in {n for names in l5pc.MECHANISMS.values() for n in names}}
+    return cell, trace, len(l5pc.FITTED), (model, values, regions, sites)
 
 
 @register("l5pc", "Hay's L5 pyramidal cell: gradient of 20 parameters vs NEURON's forward")
@@ -102,7 +115,7 @@ def measure(ctx: BenchContext, result: BenchResult, case: dict, neuron: dict | N
     same case) only where its voltages agree within :data:`SAME_TOLERANCE_MV`."""
     with jax.enable_x64(True):
         ctx.step("jaxlean: build, compile forward and gradient")
-        cell, trace, n_params = _model(case)
+        cell, trace, n_params, peer_model = _model(case)
         ones = jnp.ones(n_params)
         forward = aot_compile(trace, ones)
         v = np.asarray(forward.executable(ones))
@@ -118,8 +131,12 @@ def measure(ctx: BenchContext, result: BenchResult, case: dict, neuron: dict | N
     result.compare(label, "gradient/forward", "x", float("nan"), grad / fwd, "jaxlean")
     result.compare(label, "gradient temp memory", "MB", float("nan"),
                    gradient.temp_bytes / 1e6, "jaxlean")
-    result.notes.append("jaxley not run: jaxley-mech (jaxley's versions of Hay's channels) is "
-                        "not installed here, and no same-model check against it exists yet.")
+    with jax.enable_x64(True):
+        if _l5pc_jaxley.available():
+            _l5pc_jaxley.compare(ctx, result, case, *peer_model, noise=TIME_NOISE)
+        else:
+            result.notes.append('jaxley not installed: jaxley 0.14 and jaxley-mech are needed '
+                                '(pip install "jaxlean[peers]"); no jaxley comparison.')
     if neuron is None:
         result.notes.append(why)
         result.compare(label, "forward", "s", float("nan"), fwd, "jaxlean", "NEURON")
