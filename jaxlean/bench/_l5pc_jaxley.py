@@ -115,6 +115,7 @@ def _first_cai(classes, params: dict, eca: float, dt: float) -> np.ndarray:
         h_inf = h[0] / (h[0] + h[1]) if name == "CaHVA" else h[0]
         ica = ica + full(key) * m_inf ** 2 * h_inf * (v - eca)
     decay = full("decay_CaDynamics_E2")
+    decay = np.where(decay > 0, decay, 1.0)  # 0 where there is no shell (not used there)
     drive = (-10_000.0 * ica * full("gamma_CaDynamics_E2")
              / (2 * NERNST["F"] * float(params["depth_CaDynamics_E2"])))
     target = decay * drive + float(params["minCai_CaDynamics_E2"])

@@ -39,7 +39,7 @@ from jaxlean.bench import _l5pc_jaxley
 from jaxlean.bench._measure import aot_compile, time_alternating
 from jaxlean.bench._registry import BenchContext, BenchResult, register
 
-__all__ = ["CASE", "SAME_TOLERANCE_MV", "measure", "run"]
+__all__ = ["CASE", "SAME_TOLERANCE_MV", "jaxley_same_model", "measure", "run"]
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests" / "models" / "neuron"
@@ -94,6 +94,22 @@ def _model(case: dict):
                       if name in names]
                for name in {n for names in l5pc.MECHANISMS.values() for n in names}}
     return cell, trace, len(l5pc.FITTED), (model, values, regions, sites)
+
+
+def jaxley_same_model(t_max: float = _l5pc_jaxley.SAME_T_MAX) -> tuple[float, str]:
+    """The benchmark's same-model check alone: :data:`CASE`'s cell on cylinders run by
+    jaxlean and by jaxley 0.14 with jaxley-mech's channels for ``t_max`` ms (float64);
+    returns the largest voltage difference (mV) at the recorded sites and a sentence.
+
+    Raises:
+      ImportError: jaxley or jaxley-mech is not installed (``jaxlean[peers]``).
+    """
+    if not _l5pc_jaxley.available():
+        raise ImportError('jaxley_same_model needs jaxley 0.14 and jaxley-mech: '
+                          'pip install "jaxlean[peers]"')
+    with jax.enable_x64(True):
+        _, _, _, (model, _, regions, sites) = _model(CASE)
+        return _l5pc_jaxley.check_same_model(model, regions, CASE, sites, t_max)
 
 
 @register("l5pc", "Hay's L5 pyramidal cell: gradient of 20 parameters vs NEURON's forward")
