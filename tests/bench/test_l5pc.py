@@ -1,5 +1,6 @@
-"""The ``l5pc`` benchmark: registered, NEURON optional, and no time compared with a NEURON
-run whose voltages differ from jaxlean's."""
+"""The ``l5pc`` benchmark: registered, NEURON and jaxley optional, and no time compared with
+a NEURON or jaxley run whose voltages differ from jaxlean's; jaxley (where installed) runs
+the same cylinder-variant cell within the tolerance."""
 
 import importlib.util
 
@@ -75,3 +76,14 @@ def test_jaxley_runs_the_same_cell():
     with jax.enable_x64(True):
         error, text = _l5pc_jaxley.check_same_model(model, regions, case, sites, t_max=15.0)
     assert error <= _l5pc_jaxley.SAME_TOLERANCE_MV, text
+
+
+def test_a_jaxley_run_that_disagrees_is_not_timed(monkeypatch):
+    monkeypatch.setattr(_l5pc_jaxley, "check_same_model",
+                        lambda *args, **kwargs: (0.5, "same model: 0.5 mV"))
+    case, (model, values, regions, sites) = _tiny_model()
+    result = BenchResult("l5pc", "")
+    _l5pc_jaxley.compare(BenchContext(), result, case, model, values, regions, sites, 0.1)
+    assert not result.comparisons and not result.targets
+    assert result.notes == ["same model: 0.5 mV",
+                            "jaxley and jaxlean disagree: no jaxley time compared."]
