@@ -20,7 +20,8 @@ import numpy as np
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import cable
 from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron._forest import forest, merged_insertions, merged_params
+from jaxlean.models.neuron._cell_types import cell_types, merged_stacked, stack
+from jaxlean.models.neuron._forest import forest, merged_insertions
 from jaxlean.models.neuron._program import Plan, initial_state
 from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.network import Network, check_synapse_params
@@ -51,15 +52,41 @@ def _sites(net: Network, where: object, what: str) -> list[int]:
     return out
 
 
-def _prepare(net: Network, params: Mapping):
-    if not isinstance(params, Mapping) or set(params) != {"cells", "synapses"}:
-        raise ConfigError("params must be {'cells': [...], 'synapses': {...}}: start from "
-                          "net.params()")
+def _cell_values(net: Network, params: Mapping) -> tuple[list, list, list, bool]:
+    """The cell types, their stacked parameters, each cell's insertions, and whether the
+    values were checked (a per-cell list is checked cell by cell, then stacked)."""
+    types = net.__dict__.get("_types")
+    if types is None:
+        types = net.__dict__.setdefault("_types", cell_types(net.cells))
+    if "types" in params:
+        values = list(params["types"])
+        if len(values) != len(types):
+            raise ConfigError(f"params['types'] must have one dict per cell type "
+                              f"({len(types)}: cells given as the same Cell object are one "
+                              f"type, see Network.stacked_params); got {len(values)}")
+        own = [cell.insertions(v) for (cell, _), v in zip(types, values, strict=True)]
+        kind = {int(i): t for t, (_, ix) in enumerate(types) for i in ix}
+        return types, values, [own[kind[i]] for i in range(len(net.cells))], False
     cell_params = list(params["cells"])
     if len(cell_params) != len(net.cells):
         raise ConfigError(f"params['cells'] must have one dict per cell ({len(net.cells)}); "
                           f"got {len(cell_params)}")
     per_cell = [cell.insertions(p) for cell, p in zip(net.cells, cell_params, strict=True)]
+    for k, (cell, p, own) in enumerate(zip(net.cells, cell_params, per_cell, strict=True)):
+        try:
+            parameters.check(cell, p, own)
+        except ConfigError as error:
+            raise ConfigError(f"params['cells'][{k}]: {error}") from None
+    return types, stack(types, cell_params), per_cell, True
+
+
+def _prepare(net: Network, params: Mapping):
+    if not isinstance(params, Mapping) or "synapses" not in params or (
+            ("cells" in params) == ("types" in params)):
+        raise ConfigError("params must be {'cells': [...], 'synapses': {...}} (or 'types' in "
+                          "place of 'cells'): start from net.params() or "
+                          "net.stacked_params()")
+    types, values, per_cell, checked = _cell_values(net, params)
     insertions = merged_insertions(net.cells, per_cell)
     key = tuple((ins.mechanism, None if ins.compartments is None else
                  tuple(ins.compartments.tolist())) for ins in insertions)
@@ -67,7 +94,8 @@ def _prepare(net: Network, params: Mapping):
     if key not in cache:
         cache[key] = forest(net.cells, insertions)
     whole = cache[key]
-    merged = merged_params(net.cells, cell_params, per_cell, whole.mechanisms)
+    merged = merged_stacked(net.cells, types, values, whole.mechanisms, checked,
+                            "types" if "types" in params else "cells")
     check_synapse_params(net, params["synapses"])
     couplings = tuple((syn, *net.endpoints(name))
                       for name, (syn, _) in net.synapse_groups().items())
