@@ -117,3 +117,63 @@ def test_bad_stacked_params_name_the_type_and_cell():
     params["cells"] = net.params()["cells"]
     with pytest.raises(ConfigError, match=r"'types' in place of 'cells'"):
         simulate_network(net, params, [], DT, T_MAX)
+
+
+def _small() -> Network:
+    cell = Cell.from_parents([-1, 0, 1, 1], 10.0, 1.0).insert(hh)
+    return Network([cell] * 6).fully_connect([0, 1], [2, 3, 4, 5], gS=0.02)
+
+
+def test_vmap_over_stimuli_runs_each_stimulus_as_alone():
+    net = _small()
+    base = np.asarray(step_current(1.0, 0.5, 2.0, DT, T_MAX))
+
+    def run(amplitude):
+        stim = [Stimulus(net.index(0, 0), amplitude * base)]
+        return simulate_network(net, params, stim, DT, T_MAX, record=[(0, 0), (3, 0)],
+                                progress=False)["v"]
+
+    with jax.enable_x64():
+        params = net.stacked_params()
+        amplitudes = jnp.asarray([0.0, 0.2, 0.5])
+        batched = np.asarray(jax.jit(jax.vmap(run))(amplitudes))
+        alone = [np.asarray(run(amplitude)) for amplitude in amplitudes]
+    for k in range(3):
+        np.testing.assert_allclose(batched[k], alone[k], rtol=0, atol=1e-9)
+    assert batched[2, :, 0].max() > 0 > batched[0, :, 0].max()   # only the driven one spikes
+
+
+def _temp_bytes(t_max: float, remat) -> int:
+    net = _small()
+    params = net.stacked_params()
+    stim = [Stimulus(net.index(0, 0), step_current(0.3, 0.1, 0.5, DT, t_max))]
+
+    def loss(p):
+        return simulate_network(net, p, stim, DT, t_max, record=[(5, 0)], remat=remat,
+                                progress=False)["v"].mean()
+
+    return jax.jit(jax.grad(loss)).lower(params).compile().memory_analysis().temp_size_in_bytes
+
+
+def test_gradient_memory_grows_as_the_root_of_the_steps_with_sqrt_remat():
+    short, long = _temp_bytes(5.0, "sqrt"), _temp_bytes(20.0, "sqrt")
+    assert long < 2.2 * short                 # 4x the steps: about 2x (sqrt), not 4x
+    assert long < _temp_bytes(20.0, None)     # below the default's one vector per step
+
+
+def test_a_long_network_run_reports_its_progress_once_per_segment(monkeypatch, capsys):
+    monkeypatch.setenv("JAXLEAN_PROGRESS_INTERVAL", "1e-9")  # every segment is "long"
+    net = _small()
+    params = net.stacked_params()
+
+    def loss(amplitude):
+        stim = [Stimulus(net.index(0, 0), amplitude * jnp.ones(40))]
+        return simulate_network(net, params, stim, 0.05, 2.0, record=[(5, 0)],
+                                remat=(4, 10))["v"].mean()
+
+    jax.jit(jax.vmap(jax.grad(loss)))(jnp.asarray([0.1, 0.2, 0.3]))
+    lines = capsys.readouterr().err.splitlines()
+    forward = [line for line in lines if "forward pass," in line]
+    assert [line.split(" (")[0] for line in forward] == [
+        f"simulate: forward pass, {k}/40 steps" for k in (20, 30, 40)]  # not one per stimulus
+    assert lines[-1].startswith("simulate: backward pass done, 40 steps (")
