@@ -11,6 +11,7 @@ structure and options; parameters, stimuli and initial state are arguments (diff
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -22,7 +23,7 @@ from jaxlean.models.neuron import cable
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron._cell_types import cell_types, merged_stacked, stack
 from jaxlean.models.neuron._forest import forest, merged_insertions
-from jaxlean.models.neuron._program import Plan, initial_state
+from jaxlean.models.neuron._program import Plan, _run, initial_state
 from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.network import Network, check_synapse_params
 
@@ -142,7 +143,13 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
     plan = Plan(whole, whole.mechanisms, float(dt), steps, every,
                 cable._sites(whole, whole.mechanisms, record, states, none), targets, none,
                 none, math.inf, 1, remat, bool(progress), couplings)
-    run = cable._cached_program(plan, initial is not None)
+    traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(
+        (merged, currents, synapse_params, initial)))
+    # Inside a caller's transformation the program is traced in place: the caller compiles
+    # it anyway, and JAX 0.10 mis-batches the gradient of the segmented loop (a custom_jvp)
+    # inside a jit inside vmap (grad of vmap of a jitted simulate fails to trace).
+    run = (functools.partial(_run, plan) if traced
+           else cable._cached_program(plan, initial is not None))
     if initial is not None:
         expected = jax.eval_shape(lambda: {**initial_state(
             whole, whole.mechanisms, parameters.expand(whole, merged, whole.mechanisms)),

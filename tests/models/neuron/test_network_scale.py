@@ -177,3 +177,21 @@ def test_a_long_network_run_reports_its_progress_once_per_segment(monkeypatch, c
     assert [line.split(" (")[0] for line in forward] == [
         f"simulate: forward pass, {k}/40 steps" for k in (20, 30, 40)]  # not one per stimulus
     assert lines[-1].startswith("simulate: backward pass done, 40 steps (")
+
+
+def test_the_gradient_of_a_batch_is_the_mean_of_each_stimulus_gradient():
+    net = _small()
+    params = net.stacked_params()
+    g0 = params["synapses"]["ionotropic"]["gS"]
+
+    def run(gS, amplitude):
+        p = {**params, "synapses": {"ionotropic": {**params["synapses"]["ionotropic"],
+                                                   "gS": gS}}}
+        stim = [Stimulus(net.index(0, 0), amplitude * jnp.ones(40))]
+        return simulate_network(net, p, stim, 0.05, 2.0, record=[(2, 0), (5, 3)],
+                                progress=False)["v"].mean()
+
+    amplitudes = jnp.asarray([0.1, 0.3])
+    batch = jax.grad(lambda g: jax.vmap(lambda a: run(g, a))(amplitudes).mean())(g0)
+    each = [jax.grad(run)(g0, a) for a in amplitudes]
+    np.testing.assert_allclose(batch, (each[0] + each[1]) / 2, rtol=1e-4, atol=1e-6)
