@@ -138,8 +138,8 @@ def jaxley_network(arch: Architecture):
     hidden = jx.Cell(jx.Branch(jx.Compartment(), ncomp=1), parents=parents.tolist())
     hidden.set("length", lengths)      # one compartment per branch, in branch order
     hidden.set("radius", radii)
-    cells = ([chain() for _ in range(arch.inputs)] + [hidden] * arch.hidden
-             + [chain() for _ in range(arch.outputs)])
+    source, out = chain(), chain()
+    cells = [source] * arch.inputs + [hidden] * arch.hidden + [out] * arch.outputs
     net = jx.Network(cells)
     net.set("axial_resistivity", 100.0)
     net.insert(HH())
