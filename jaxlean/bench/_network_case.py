@@ -158,7 +158,10 @@ def jaxley_network(arch: Architecture):
 
 def jaxley_side(arch: Architecture, record_all: bool = False):
     """``(loss, params, traces)`` in jaxley: the batch loss of every synapse's ``gS`` (its
-    ``make_trainable`` parameters), their start, and the somatic voltages of every cell."""
+    ``make_trainable`` parameters), their start, and the somatic voltages of every cell
+    (``record_all``: every soma recorded, the loss taking the outputs'; else the outputs'
+    only). Building a network is slow in jaxley (minutes at full size), so the bench builds
+    it once, recording every soma."""
     import jaxley as jx
 
     net = jaxley_network(arch)

@@ -121,7 +121,6 @@ def _sides(ctx: BenchContext, result: BenchResult, arch: Architecture):
         return sides
     ctx.step("network: same-model check (every soma, the whole batch)")
     result.notes.append(_check_same(traces, peer_traces, images, arch))
-    peer_loss, peer_start, _ = jaxley_side(arch)       # the timed one records the outputs
     sides[PEER] = (peer_loss, (peer_start, images))
     return sides
 
