@@ -34,7 +34,7 @@ DT = 0.025
 INPUT_COMPARTMENTS = 4
 G_SYNAPSE = (0.002, 0.02)
 """``gS`` (uS) of input->hidden and hidden->output synapses: inputs drive the hidden cells."""
-PULSE = (1.0, 3.0, 0.5)  # start, duration (ms), largest amplitude (nA) of an input's step
+PULSE = (0.2, 3.0, 0.5)  # start, duration (ms), largest amplitude (nA) of an input's step
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,7 +36,7 @@ from jaxlean.bench._registry import EXACT, BenchContext, BenchResult, register
 __all__ = ["FULL", "QUICK", "run"]
 
 FULL = Architecture(784, 64, 10, 400, 4)
-QUICK = Architecture(16, 4, 2, 40, 4)
+QUICK = Architecture(16, 4, 2, 80, 4)
 JAXLEY_TEMP_LIMIT_BYTES = 12 << 30
 """jaxley's gradient is timed only where its temp memory fits this machine comfortably."""
 SAME_TOLERANCE_MV = 0.1  # float32 round-off through spikes (measured: up to 0.05 mV)
