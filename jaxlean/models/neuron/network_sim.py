@@ -6,7 +6,9 @@ as in :func:`~jaxlean.models.neuron.cable.simulate`, and each graded synapse add
 conductance at its postsynaptic compartment to that step's implicit system, its state
 advancing after the solve at the new presynaptic voltage. Compiled once per network
 structure and options; parameters, stimuli and initial state are arguments (differentiable,
-``vmap``-able).
+``vmap``-able: a batch of inputs is a ``vmap`` over the stimuli's currents). Cells given as
+one :class:`Cell` object are one type, their parameters laid out together
+(:mod:`~jaxlean.models.neuron._cell_types`).
 """
 
 from __future__ import annotations
@@ -115,7 +117,10 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
     Args:
       net: cells and graded synapses (:class:`~jaxlean.models.neuron.network.Network`).
       params: ``net.params()``'s pytree, edited or trained: ``{"cells": [per cell],
-        "synapses": {name: {parameter: per connection}}}``. Cells must share ``celsius``.
+        "synapses": {name: {parameter: per connection}}}``; or ``net.stacked_params()``'s,
+        ``"types"`` in place of ``"cells"`` (one dict per cell type, each value stacked
+        over the type's cells): the same run, in a program that does not grow with the
+        number of cells. Cells must share ``celsius``.
       stimuli: current clamps; their compartments are the forest's numbers
         (:meth:`Network.index`).
       record: where ``states`` are recorded: the forest's numbers or ``(cell, location)``.
