@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxlean.bench._network_case import Architecture, jaxlean_side, pixels
-from jaxlean.bench.network import FULL, QUICK
+from jaxlean.bench.network import FULL, PEER_FULL, QUICK
 
 TINY = Architecture(inputs=4, hidden=2, outputs=2, steps=80, batch=2)
 
@@ -17,6 +17,7 @@ TINY = Architecture(inputs=4, hidden=2, outputs=2, steps=80, batch=2)
 def test_full_size_is_jaxleys_mnist_network():
     assert (FULL.inputs, FULL.hidden, FULL.outputs, FULL.synapses) == (784, 64, 10, 50_816)
     assert (FULL.steps, FULL.batch) == (400, 4) and QUICK.batch == 4
+    assert (PEER_FULL.steps, PEER_FULL.batch, PEER_FULL.outputs) == (400, 4, 10)
 
 
 def test_the_jaxlean_side_differentiates_a_batch():
