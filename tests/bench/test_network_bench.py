@@ -38,11 +38,12 @@ def test_same_network_agrees_with_jaxley_and_another_is_refused():
     from jaxlean.bench._network_case import jaxley_side
     from jaxlean.bench.network import _check_same
 
-    images = jnp.asarray(pixels(TINY))
-    _, _, theirs = jaxley_side(TINY, record_all=True)
-    assert "tolerance" in _check_same(jaxlean_side(TINY)[2], theirs, images, TINY)
-    longer = dataclasses.replace(TINY, inputs=3)       # a cell fewer: not the same network
-    _, _, ours = jaxlean_side(longer)
-    with pytest.raises(SidesDisagreeError, match="no jaxley comparison is reported"):
-        _check_same(lambda x: ours(x[:, :3])[..., :1].repeat(8, axis=-1), theirs, images,
-                    TINY)
+    with jax.enable_x64():                            # the bench checks in float64
+        images = jnp.asarray(pixels(TINY))
+        _, _, theirs = jaxley_side(TINY, record_all=True)
+        assert "tolerance" in _check_same(jaxlean_side(TINY)[2], theirs, images, TINY)
+        fewer = dataclasses.replace(TINY, inputs=3)    # a cell fewer: not the same network
+        _, _, ours = jaxlean_side(fewer)
+        with pytest.raises(SidesDisagreeError, match="no jaxley comparison is reported"):
+            _check_same(lambda x: jnp.concatenate([ours(x[:, :3])[..., :1], ours(x[:, :3])],
+                                                  axis=-1), theirs, images, TINY)
