@@ -10,17 +10,14 @@ the mechanism, the default elsewhere (unused there).
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
 from jaxlean.linalg import Tree
-from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.mechanisms import Insertion
 
-__all__ = ["forest", "merged_insertions", "merged_params", "offsets"]
+__all__ = ["forest", "merged_insertions", "offsets"]
 
 
 def offsets(cells: tuple[Cell, ...]) -> np.ndarray:
@@ -87,35 +84,3 @@ def merged_insertions(cells: tuple[Cell, ...], per_cell: list[tuple[Insertion, .
         whole = everywhere and sum(w.size for w in wheres) == first[-1]
         out.append(Insertion(mechanism, None if whole else np.concatenate(wheres)))
     return tuple(out)
-
-
-def merged_params(cells: tuple[Cell, ...], params: list[dict], per_cell: list[tuple],
-                  insertions: tuple[Insertion, ...]) -> dict[str, jax.Array]:
-    """The cells' parameters (checked, each named with its cell) laid out over the forest."""
-    expanded = []
-    for k, (cell, p, own) in enumerate(zip(cells, params, per_cell, strict=True)):
-        try:
-            parameters.check(cell, p, own)
-        except ConfigError as error:
-            raise ConfigError(f"params['cells'][{k}]: {error}") from None
-        expanded.append(parameters.expand(cell, p, own))
-    celsius = [p["celsius"] for p in params]
-    concrete = [float(c) for c in celsius if not isinstance(c, jax.core.Tracer)]
-    if len(set(concrete)) > 1:
-        raise ConfigError(f"params['cells'][k]['celsius'] must be the same for every cell of a "
-                          f"network; got {concrete}")
-    table = parameters.table(insertions)
-    owners = {name: mechanism for name, (_, _, mechanism) in table.items()}
-    out = {"celsius": jnp.asarray(celsius[0]).reshape(())}
-    for name in (*parameters.GEOMETRY, *parameters.CELL, *table):
-        if name == "celsius":
-            continue
-        owner = owners.get(name)
-        if owner is not None and owner.point:
-            out[name] = jnp.concatenate([e[name] for e in expanded if name in e])
-            continue
-        default = table[name][0] if name in table else None
-        out[name] = jnp.concatenate([
-            e[name] if name in e else jnp.full((cell.n,), default, jnp.result_type(float))
-            for cell, e in zip(cells, expanded, strict=True)])
-    return out

@@ -20,7 +20,8 @@ Build it as cells are built, each call returning a new network::
 
 A location is a compartment index or ``(section, x)`` (:meth:`Cell.location`).
 :meth:`Network.params` gives one pytree, ``{"cells": [each cell's params], "synapses":
-{synapse name: {parameter: one value per connection}}}``, every leaf trainable; simulate it
+{synapse name: {parameter: one value per connection}}}``, every leaf trainable
+(:meth:`Network.stacked_params`: the cells' values stacked per cell type); simulate it
 with :func:`~jaxlean.models.neuron.network_sim.simulate_network`. Connections are numbered
 in the order they were made; errors name a connection by that number and its endpoints.
 """
@@ -37,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
+from jaxlean.models.neuron._cell_types import cell_types, stack
 from jaxlean.models.neuron._forest import offsets
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.gap_junctions import GapJunction, gap_junction
@@ -286,6 +288,16 @@ class Network:
         post = np.asarray([first[self.connections[i].post_cell] + self.connections[i].post
                            for i in ix], dtype=np.int64)
         return pre, post
+
+    def stacked_params(self) -> dict:
+        """:meth:`params` with ``"types"`` in place of ``"cells"``: one dict per cell type
+        (cells given as the same :class:`Cell` object), each leaf stacked over the type's
+        cells (``params["types"][t][name][j]``: the type's ``j``-th cell's value). The same
+        simulation as the per-cell list, in a program whose size and compile time do not
+        grow with the number of cells."""
+        base = self.params()
+        types = cell_types(self.cells)
+        return {"types": stack(types, base.pop("cells")), **base}
 
 
 def check_synapse_params(net: Network, synapses: Mapping) -> None:

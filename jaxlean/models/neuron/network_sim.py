@@ -10,11 +10,14 @@ advancing after the solve at the new presynaptic voltage. Spike-triggered connec
 per connection at its postsynaptic compartment, states advanced after the solve (threshold
 crossings, events in flight in a ring buffer of the carry, the other side's voltage).
 Compiled once per network structure and options; parameters, stimuli and initial state
-are arguments (differentiable, ``vmap``-able).
+are arguments (differentiable, ``vmap``-able: a batch of inputs is a ``vmap`` over the
+stimuli's currents). Cells given as one :class:`Cell` object are one type, their parameters
+laid out together (:mod:`~jaxlean.models.neuron._cell_types`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -25,8 +28,9 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import cable
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron import spikes as spikes_
-from jaxlean.models.neuron._forest import forest, merged_insertions, merged_params
-from jaxlean.models.neuron._program import Plan, initial_state
+from jaxlean.models.neuron._cell_types import cell_types, merged_stacked, stack
+from jaxlean.models.neuron._forest import forest, merged_insertions
+from jaxlean.models.neuron._program import Plan, _run, initial_state
 from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.network import Network, check_synapse_params
 
@@ -56,15 +60,41 @@ def _sites(net: Network, where: object, what: str) -> list[int]:
     return out
 
 
-def _prepare(net: Network, params: Mapping):
-    if not isinstance(params, Mapping) or set(params) != {"cells", "synapses"}:
-        raise ConfigError("params must be {'cells': [...], 'synapses': {...}}: start from "
-                          "net.params()")
+def _cell_values(net: Network, params: Mapping) -> tuple[list, list, list, bool]:
+    """The cell types, their stacked parameters, each cell's insertions, and whether the
+    values were checked (a per-cell list is checked cell by cell, then stacked)."""
+    types = net.__dict__.get("_types")
+    if types is None:
+        types = net.__dict__.setdefault("_types", cell_types(net.cells))
+    if "types" in params:
+        values = list(params["types"])
+        if len(values) != len(types):
+            raise ConfigError(f"params['types'] must have one dict per cell type "
+                              f"({len(types)}: cells given as the same Cell object are one "
+                              f"type, see Network.stacked_params); got {len(values)}")
+        own = [cell.insertions(v) for (cell, _), v in zip(types, values, strict=True)]
+        kind = {int(i): t for t, (_, ix) in enumerate(types) for i in ix}
+        return types, values, [own[kind[i]] for i in range(len(net.cells))], False
     cell_params = list(params["cells"])
     if len(cell_params) != len(net.cells):
         raise ConfigError(f"params['cells'] must have one dict per cell ({len(net.cells)}); "
                           f"got {len(cell_params)}")
     per_cell = [cell.insertions(p) for cell, p in zip(net.cells, cell_params, strict=True)]
+    for k, (cell, p, own) in enumerate(zip(net.cells, cell_params, per_cell, strict=True)):
+        try:
+            parameters.check(cell, p, own)
+        except ConfigError as error:
+            raise ConfigError(f"params['cells'][{k}]: {error}") from None
+    return types, stack(types, cell_params), per_cell, True
+
+
+def _prepare(net: Network, params: Mapping):
+    if not isinstance(params, Mapping) or "synapses" not in params or (
+            ("cells" in params) == ("types" in params)):
+        raise ConfigError("params must be {'cells': [...], 'synapses': {...}} (or 'types' in "
+                          "place of 'cells'): start from net.params() or "
+                          "net.stacked_params()")
+    types, values, per_cell, checked = _cell_values(net, params)
     insertions = merged_insertions(net.cells, per_cell)
     key = tuple((ins.mechanism, None if ins.compartments is None else
                  tuple(ins.compartments.tolist())) for ins in insertions)
@@ -72,7 +102,8 @@ def _prepare(net: Network, params: Mapping):
     if key not in cache:
         cache[key] = forest(net.cells, insertions)
     whole = cache[key]
-    merged = merged_params(net.cells, cell_params, per_cell, whole.mechanisms)
+    merged = merged_stacked(net.cells, types, values, whole.mechanisms, checked,
+                            "types" if "types" in params else "cells")
     check_synapse_params(net, params["synapses"])
     couplings = tuple((syn, *net.endpoints(name))
                       for name, (syn, _) in net.synapse_groups().items())
@@ -115,7 +146,10 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
     Args:
       net: cells and graded synapses (:class:`~jaxlean.models.neuron.network.Network`).
       params: ``net.params()``'s pytree, edited or trained: ``{"cells": [per cell],
-        "synapses": {name: {parameter: per connection}}}``. Cells must share ``celsius``.
+        "synapses": {name: {parameter: per connection}}}``; or ``net.stacked_params()``'s,
+        ``"types"`` in place of ``"cells"`` (one dict per cell type, each value stacked
+        over the type's cells): the same run, in a program that does not grow with the
+        number of cells. Cells must share ``celsius``.
       stimuli: current clamps; their compartments are the forest's numbers
         (:meth:`Network.index`).
       record: where ``states`` are recorded: the forest's numbers or ``(cell, location)``.
@@ -152,7 +186,13 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
                 cable._sites(whole, whole.mechanisms, record, states, none), targets, none,
                 detectors, float(threshold) if detectors.size else math.inf,
                 max_spikes if detectors.size else 1, remat, bool(progress), couplings)
-    run = cable._cached_program(plan, initial is not None)
+    traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(
+        (merged, currents, synapse_params, initial)))
+    # Inside a caller's transformation the program is traced in place: the caller compiles
+    # it anyway, and JAX 0.10 mis-batches the gradient of the segmented loop (a custom_jvp)
+    # inside a jit inside vmap (grad of vmap of a jitted simulate fails to trace).
+    run = (functools.partial(_run, plan) if traced
+           else cable._cached_program(plan, initial is not None))
     if initial is not None:
         expected = jax.eval_shape(lambda: {**initial_state(
             whole, whole.mechanisms, parameters.expand(whole, merged, whole.mechanisms)),
