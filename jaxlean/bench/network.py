@@ -187,6 +187,7 @@ def _report(result: BenchResult, arch: Architecture, compiled: dict, sides: dict
 
 @register("network", "jaxley's MNIST network: forward, gradient, memory, compile vs jaxley")
 def run(ctx: BenchContext) -> BenchResult:
+    """Run the network benchmark: jaxley's MNIST architecture, jaxlean beside jaxley 0.14."""
     result = BenchResult("network", "a network of detailed cells over a batch, vs jaxley")
     arch, peer_arch = (QUICK, QUICK) if ctx.quick else (FULL, PEER_FULL)
     sides = _sides(ctx, result, peer_arch)

@@ -96,8 +96,8 @@ def merged_stacked(cells: Sequence[Cell], types: list[tuple[Cell, np.ndarray]],
                    checked: bool = False, label: str = "types") -> dict[str, jax.Array]:
     """The types' stacked parameters laid out over the forest of ``cells`` (per compartment,
     a point mechanism's per instance): a cell's value where it has the mechanism, the
-    default elsewhere. ``checked``: the values were already checked cell by cell; ``label``: the key of
-    ``params`` that errors name.
+    default elsewhere. ``checked``: the values were already checked cell by cell;
+    ``label``: the key of ``params`` that errors name.
 
     Raises:
       ConfigError: a leaf without the type's cells as leading axis, a value a cell would
