@@ -29,6 +29,19 @@ def run_cases(script: str, names: list[str], out: Path, cases: Iterable[str],
         subprocess.run([sys.executable, script, "--out", str(out), name], check=True)
 
 
+def nrnivmodl_and_load(folder: Path) -> None:
+    """Compile the ``.mod`` files in ``folder`` with ``nrnivmodl`` (this Python's, else the
+    one on PATH) and load them into NEURON; stop with its output when it fails."""
+    import neuron
+
+    nrnivmodl = Path(sys.executable).parent / "nrnivmodl"
+    done = subprocess.run([str(nrnivmodl) if nrnivmodl.exists() else "nrnivmodl"], cwd=folder,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"nrnivmodl failed in {folder}:\n{done.stdout}\n{done.stderr}")
+    neuron.load_mechanisms(str(folder))
+
+
 def command_line(main: Callable[[list[str], Path], None], default_out: Path) -> None:
     """Parse ``[--out DIR] [CASE ...]`` from ``sys.argv`` and call ``main(names, out)``."""
     arguments = sys.argv[1:]

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from _fixture_cli import nrnivmodl_and_load  # scripts/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODS = ROOT / "tests" / "models" / "neuron" / "fixtures" / "ions_mods"
@@ -52,16 +52,9 @@ GHK_SAMPLES = [(-80.0, 1e-4, 2.0), (-1e-3, 5e-5, 2.0), (0.0, 1e-4, 2.0), (30.0, 
 
 def _compile(folder: Path) -> None:
     """Compile the ``.mod`` files with ``nrnivmodl`` in ``folder`` and load them."""
-    import neuron
-
     for mod in sorted(MODS.glob("*.mod")):
         shutil.copy(mod, folder / mod.name)
-    nrnivmodl = Path(sys.executable).parent / "nrnivmodl"
-    done = subprocess.run([str(nrnivmodl) if nrnivmodl.exists() else "nrnivmodl"], cwd=folder,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"nrnivmodl failed:\n{done.stdout}\n{done.stderr}")
-    neuron.load_mechanisms(str(folder))
+    nrnivmodl_and_load(folder)
 
 
 def _mechanism_order(h) -> list[str]:

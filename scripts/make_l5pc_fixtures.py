@@ -32,14 +32,12 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from _fixture_cli import command_line, run_cases  # scripts/ is on sys.path
+from _fixture_cli import command_line, nrnivmodl_and_load, run_cases  # scripts/ is on sys.path
 from make_asc_fixtures import _load, replace_axon
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,16 +94,9 @@ DISTRIBUTED = {"gIhbar_Ih": (0.0002, "exp", (-0.8696, 2.087, 0.0031)),
 
 def compile_mods(folder: Path) -> None:
     """Compile Hay's ``.mod`` files with ``nrnivmodl`` in ``folder`` and load them."""
-    import neuron
-
     for name in HAY_MODS:
         shutil.copy(MODS / f"{name}.mod", folder / f"{name}.mod")
-    nrnivmodl = Path(sys.executable).parent / "nrnivmodl"
-    done = subprocess.run([str(nrnivmodl) if nrnivmodl.exists() else "nrnivmodl"],
-                          cwd=folder, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"nrnivmodl failed:\n{done.stdout}\n{done.stderr}")
-    neuron.load_mechanisms(str(folder))
+    nrnivmodl_and_load(folder)
 
 
 def crossings(v: np.ndarray, dt: float) -> np.ndarray:

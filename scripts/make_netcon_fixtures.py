@@ -27,13 +27,11 @@ test builds the same network. Run from the repository root:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from _fixture_cli import command_line, run_cases  # scripts/ is on sys.path
+from _fixture_cli import command_line, nrnivmodl_and_load, run_cases  # scripts/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "models" / "neuron" / "fixtures"
@@ -84,17 +82,9 @@ CASES = {
 
 def _compile_half_gap() -> None:
     """Compile :data:`HALF_GAP_MOD` with ``nrnivmodl`` and load it."""
-    import neuron
-
     folder = Path(tempfile.mkdtemp(prefix="jaxlean_halfgap_"))
     (folder / "halfgap.mod").write_text(HALF_GAP_MOD)
-    nrnivmodl = Path(sys.executable).parent / "nrnivmodl"
-    done = subprocess.run([str(nrnivmodl) if nrnivmodl.exists() else "nrnivmodl"], cwd=folder,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"nrnivmodl could not compile halfgap.mod:\n{done.stdout}\n"
-                         f"{done.stderr}")
-    neuron.load_mechanisms(str(folder))
+    nrnivmodl_and_load(folder)
 
 
 def _cell(h, case: dict, k: int):

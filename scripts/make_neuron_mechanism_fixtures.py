@@ -27,13 +27,11 @@ reads to build the same cell in jaxlean. Run from the repository root:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from _fixture_cli import command_line, run_cases  # scripts/ is on sys.path
+from _fixture_cli import command_line, nrnivmodl_and_load, run_cases  # scripts/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "models" / "neuron" / "fixtures"
@@ -96,16 +94,9 @@ CASES = {
 
 def _compile_ka(h) -> None:
     """Compile :data:`KA_MOD` with ``nrnivmodl`` and load it."""
-    import neuron
-
     folder = Path(tempfile.mkdtemp(prefix="jaxlean_ka_"))
     (folder / "ka.mod").write_text(KA_MOD)
-    nrnivmodl = Path(sys.executable).parent / "nrnivmodl"
-    done = subprocess.run([str(nrnivmodl) if nrnivmodl.exists() else "nrnivmodl"], cwd=folder,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"nrnivmodl could not compile ka.mod:\n{done.stdout}\n{done.stderr}")
-    neuron.load_mechanisms(str(folder))
+    nrnivmodl_and_load(folder)
     del h
 
 

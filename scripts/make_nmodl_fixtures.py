@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from _fixture_cli import command_line, run_cases  # scripts/ is on sys.path
+from _fixture_cli import command_line, nrnivmodl_and_load, run_cases  # scripts/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODS = ROOT / "tests" / "models" / "neuron" / "nmodl" / "mods"
@@ -74,17 +72,11 @@ BUILT_IN = ("hh",)
 
 def compile_mods(folder: Path) -> None:
     """Compile every ``.mod`` of :data:`MODS` except NEURON's built-in ones, then load them."""
-    import neuron
 
     for path in MODS.glob("*.mod"):
         if path.stem not in BUILT_IN:
             shutil.copy(path, folder / path.name)
-    nrnivmodl = Path(sys.executable).parent / "nrnivmodl"
-    done = subprocess.run([str(nrnivmodl) if nrnivmodl.exists() else "nrnivmodl"],
-                          cwd=folder, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"nrnivmodl failed:\n{done.stdout}\n{done.stderr}")
-    neuron.load_mechanisms(str(folder))
+    nrnivmodl_and_load(folder)
 
 
 def run(case: dict) -> dict[str, np.ndarray]:

@@ -1,21 +1,20 @@
 """The compiled part of ``simulate``: one backward-Euler step and the loop over time.
 
-A :class:`Plan` holds everything static about a run (cell, mechanisms, sites,
-number of steps, options); :func:`program` turns it into a jitted function of
-the numbers (parameters, stimuli, spike times, clamp levels, initial state).
+A :class:`Plan` holds everything static about a run (cell, mechanisms, sites, number of
+steps, options); :func:`program` turns it into a jitted function of the numbers
+(parameters, stimuli, spike times, clamp levels, initial state; :func:`loop` unjitted).
 Per step, in NEURON's fixed-step order: input spikes arrive, every mechanism's
 currents at the present states give the membrane conductance and drive, the
 voltage solves ``(C/dt + G + axial) v_new = C/dt v + G E + stimulus`` with
 :func:`jaxlean.linalg.tree_solve_in_layout`, then the states advance by
 exponential Euler at the new voltage and thresholds are checked.
 
-The loop keeps its vectors in the solver's layout (:class:`Layout`): every node
-of the solver's tree in the solver's order, then its dummy entry, so no step
-permutes, slices or pads around the solve, in the forward or the backward pass
-(each of those cost as much as the solve itself). Junctions and the dummy are
-nodes without membrane: whatever the mechanisms inserted everywhere put on
-their diagonal and right-hand side is replaced by zero, so a junction's row
-stays purely axial and the dummy's the identity. Those mechanisms carry states
+The loop keeps its vectors in the solver's layout (:class:`Layout`): every node of the
+solver's tree in the solver's order, then its dummy entry, so no step permutes, slices or
+pads around the solve, forward or backward (each of those cost as much as the solve).
+Junctions and the dummy are nodes without membrane: whatever the mechanisms inserted
+everywhere put on their diagonal and right-hand side is replaced by zero, so a junction's
+row stays purely axial and the dummy's the identity. Those mechanisms carry states
 there too (starting as their owner's, without effect). Outside the loop, values
 are per compartment in the cell's numbering.
 """
@@ -150,9 +149,9 @@ PAD_FROM = 4096
 
 
 def program(plan: Plan) -> Callable:
-    """``run(params, currents, spike_times, clamp_values, initial[, coupling_params])``,
-    jitted (``coupling_params``: ``{synapse: {parameter: per connection}}``)."""
-    return jax.jit(lambda *args: _run(plan, *args))
+    """:func:`loop` jitted: ``run(params, currents, spike_times, clamp_values, initial[,
+    coupling_params])``, ``coupling_params``: ``{synapse: {parameter: per connection}}``."""
+    return jax.jit(lambda *args: loop(plan, *args))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +194,8 @@ class Layout:
         return x[self.position[:nodes]]
 
 
-def _run(plan: Plan, params, currents, spike_times, clamp_values, initial, coupling_params=None):
+def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupling_params=None):
+    """The time loop of ``plan`` on these arguments, not jitted."""
     cell, dt, steps = plan.cell, plan.dt, plan.steps
     n = cell.n
     layout = Layout.of(cell)

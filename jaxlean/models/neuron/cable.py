@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -35,7 +36,7 @@ from jaxlean.models.neuron import clamp as clamps_
 from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron import spikes as spikes_
 from jaxlean.models.neuron._ion_pool import ion_uses
-from jaxlean.models.neuron._program import Plan, initial_state, program
+from jaxlean.models.neuron._program import Plan, initial_state, loop, program
 from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.cell import Cell
 from jaxlean.models.neuron.clamp import VoltageClamp
@@ -287,6 +288,17 @@ def _cached_program(plan: Plan, with_initial: bool) -> Callable:
     return _cached(key, build)
 
 
+def _program_for(plan: Plan, with_initial: bool, args: tuple) -> Callable:
+    """The cached compiled program, or, when an argument is traced (``simulate`` inside a
+    caller's ``jit``, ``grad`` or ``vmap``), the loop traced in place: the caller compiles it
+    anyway, and JAX 0.10 fails to trace the gradient of the segmented loop (a
+    ``custom_jvp``) through a ``jit`` inside ``vmap`` (the gradient of a ``vmap`` over
+    stimuli)."""
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(args)):
+        return functools.partial(loop, plan)
+    return _cached_program(plan, with_initial)
+
+
 def _own_arrays(cell: Cell, insertions: tuple[Insertion, ...]):
     """Copies of ``cell`` and ``insertions`` with their own NumPy arrays.
 
@@ -409,12 +421,12 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
                 _sites(cell, insertions, record, states, clamped),
                 targets, clamped, detectors, float(threshold), max_spikes, remat,
                 bool(progress))
-    run = _cached_program(plan, initial is not None)
     clamp_values = clamps_.values(clamp_list) if clamp_list else {}
     if initial is not None:
         expected = jax.eval_shape(lambda: initial_state(
             cell, insertions, parameters.expand(cell, params, insertions)))
         _check_initial(initial, expected)
         initial = {key: initial[key] for key in expected}
-    return run(params, currents, spike_times, clamp_values, initial)
+    args = (params, currents, spike_times, clamp_values, initial)
+    return _program_for(plan, initial is not None, args)(*args)
 

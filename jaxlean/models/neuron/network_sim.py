@@ -17,7 +17,6 @@ laid out together (:mod:`~jaxlean.models.neuron._cell_types`).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -30,7 +29,7 @@ from jaxlean.models.neuron import params as parameters
 from jaxlean.models.neuron import spikes as spikes_
 from jaxlean.models.neuron._cell_types import cell_types, merged_stacked, stack
 from jaxlean.models.neuron._forest import forest, merged_insertions
-from jaxlean.models.neuron._program import Plan, _run, initial_state
+from jaxlean.models.neuron._program import Plan, initial_state
 from jaxlean.models.neuron._time import Remat, segment_lengths
 from jaxlean.models.neuron.network import Network, check_synapse_params
 
@@ -186,13 +185,6 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
                 cable._sites(whole, whole.mechanisms, record, states, none), targets, none,
                 detectors, float(threshold) if detectors.size else math.inf,
                 max_spikes if detectors.size else 1, remat, bool(progress), couplings)
-    traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(
-        (merged, currents, synapse_params, initial)))
-    # Inside a caller's transformation the program is traced in place: the caller compiles
-    # it anyway, and JAX 0.10 mis-batches the gradient of the segmented loop (a custom_jvp)
-    # inside a jit inside vmap (grad of vmap of a jitted simulate fails to trace).
-    run = (functools.partial(_run, plan) if traced
-           else cable._cached_program(plan, initial is not None))
     if initial is not None:
         expected = jax.eval_shape(lambda: {**initial_state(
             whole, whole.mechanisms, parameters.expand(whole, merged, whole.mechanisms)),
@@ -200,5 +192,6 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
                              for syn, pre, _ in couplings}} if couplings else {})})
         cable._check_initial(initial, expected)
         initial = {key: initial[key] for key in expected}
-    return run(merged, currents, cable._spike_inputs(whole.mechanisms, None), {}, initial,
-               synapse_params)
+    args = (merged, currents, cable._spike_inputs(whole.mechanisms, None), {}, initial,
+            synapse_params)
+    return cable._program_for(plan, initial is not None, args)(*args)
