@@ -293,9 +293,12 @@ def _program_for(plan: Plan, with_initial: bool, args: tuple) -> Callable:
     caller's ``jit``, ``grad`` or ``vmap``), the loop traced in place: the caller compiles it
     anyway, and JAX 0.10 fails to trace the gradient of the segmented loop (a
     ``custom_jvp``) through a ``jit`` inside ``vmap`` (the gradient of a ``vmap`` over
-    stimuli)."""
+    stimuli). Either way the loop sees its own copy of the cell's arrays
+    (:func:`_own_arrays`)."""
     if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(args)):
-        return functools.partial(loop, plan)
+        cell, insertions = _own_arrays(plan.cell, plan.insertions)
+        return functools.partial(loop, dataclasses.replace(plan, cell=cell,
+                                                           insertions=insertions))
     return _cached_program(plan, with_initial)
 
 

@@ -118,3 +118,25 @@ def test_bad_params_name_the_connection_or_cell():
         simulate_network(net, params, [], DT, T_MAX)
     with pytest.raises(ConfigError, match=r"record.*not a compartment"):
         simulate_network(net, net.params(), [], DT, T_MAX, record=[99])
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_gradient_inside_a_transformation_follows_x64_both_ways(first):
+    """The network's loop traced in place (inside ``jax.grad``) with 64-bit mode on, then off
+    (or the other way round): each runs in its own precision instead of failing on arrays
+    derived under the other."""
+    net = Network(cells()[:2]).connect((0, 0), (1, 0), gS=0.02)
+    stimuli = [Stimulus(net.index(0, 0), 0.3)]
+    for x64 in (first, not first):
+        with jax.enable_x64(x64):
+            params = net.params()
+
+            def loss(gS, params=params):
+                q = {**params, "synapses": {name: {**values, "gS": gS}
+                                            for name, values in params["synapses"].items()}}
+                return simulate_network(net, q, stimuli, DT, 2.0, record=[(1, 0)],
+                                        progress=False)["v"][-1, 0]
+
+            grad = jax.grad(loss)(jax.numpy.asarray([0.02]))
+            assert grad.dtype == (np.float64 if x64 else np.float32)
+            assert np.all(np.isfinite(np.asarray(grad)))
