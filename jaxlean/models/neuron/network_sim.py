@@ -88,11 +88,12 @@ def _cell_values(net: Network, params: Mapping) -> tuple[list, list, list, bool]
 
 
 def _prepare(net: Network, params: Mapping):
-    if not isinstance(params, Mapping) or "synapses" not in params or (
-            ("cells" in params) == ("types" in params)):
-        raise ConfigError("params must be {'cells': [...], 'synapses': {...}} (or 'types' in "
-                          "place of 'cells'): start from net.params() or "
-                          "net.stacked_params()")
+    if not isinstance(params, Mapping) or set(params) not in ({"cells", "synapses"},
+                                                              {"types", "synapses"}):
+        got = sorted(map(str, params)) if isinstance(params, Mapping) else type(params).__name__
+        raise ConfigError(f"params must be {{'cells': [...], 'synapses': {{...}}}} (or 'types' "
+                          f"in place of 'cells'): start from net.params() or "
+                          f"net.stacked_params(); got {got}")
     types, values, per_cell, checked = _cell_values(net, params)
     insertions = merged_insertions(net.cells, per_cell)
     key = tuple((ins.mechanism, None if ins.compartments is None else

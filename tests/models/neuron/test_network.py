@@ -118,6 +118,10 @@ def test_bad_params_name_the_connection_or_cell():
         simulate_network(net, params, [], DT, T_MAX)
     with pytest.raises(ConfigError, match=r"record.*not a compartment"):
         simulate_network(net, net.params(), [], DT, T_MAX, record=[99])
+    for wrong in ({**net.params(), "extra": {}}, {**net.params(), **net.stacked_params()},
+                  {"synapses": net.params()["synapses"]}):
+        with pytest.raises(ConfigError, match=r"params must be .*; got \["):
+            simulate_network(net, wrong, [], DT, T_MAX)
 
 
 @pytest.mark.parametrize("first", [True, False])
