@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 from _fixture_cli import command_line, nrnivmodl_and_load, run_cases  # scripts/ is on sys.path
+from make_neuron_mechanism_fixtures import ball_and_stick
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "models" / "neuron" / "fixtures"
@@ -87,24 +88,6 @@ def _compile_half_gap() -> None:
     nrnivmodl_and_load(folder)
 
 
-def _cell(h, case: dict, k: int):
-    soma, dend = h.Section(name=f"soma{k}"), h.Section(name=f"dend{k}")
-    soma.L, soma.diam, soma.nseg = case["soma_L"], case["soma_diam"], 1
-    dend.L, dend.diam, dend.nseg = case["dend_L"], case["dend_diam"], case["dend_nseg"]
-    dend.connect(soma(1), 0)
-    for section in (soma, dend):
-        section.Ra, section.cm = case["Ra"], case["cm"]
-    soma.insert("hh")
-    dend.insert("pas")
-    values = case["hh"]
-    soma(0.5).hh.gnabar, soma(0.5).hh.gkbar = values["gnabar"], values["gkbar"]
-    soma(0.5).hh.gl, soma(0.5).hh.el = values["gl"], values["el"]
-    soma.ena, soma.ek = values["ena"], values["ek"]
-    for segment in dend:
-        segment.pas.g, segment.pas.e = case["pas"]["g"], case["pas"]["e"]
-    return soma, dend
-
-
 def dendrite(case: dict) -> tuple[int, int]:
     """The dendrite segment recorded besides the somas: ``(cell, segment)``."""
     if case.get("gaps"):
@@ -120,7 +103,7 @@ def run(case: dict) -> dict[str, np.ndarray]:
     h.usetable_hh = 0
     if case.get("gaps"):
         _compile_half_gap()
-    cells = [_cell(h, case, k) for k in range(case.get("cells", 3))]
+    cells = [ball_and_stick(h, case, str(k)) for k in range(case.get("cells", 3))]
     n = case["dend_nseg"]
 
     def segment(cell: int, where: int):

@@ -100,8 +100,11 @@ def _compile_ka(h) -> None:
     del h
 
 
-def _ball_and_stick(h, case: dict):
-    soma, dend = h.Section(name="soma"), h.Section(name="dend")
+def ball_and_stick(h, case: dict, suffix: str = ""):
+    """A one-segment ``hh`` soma with a ``pas`` dendrite of ``case["dend_nseg"]`` segments
+    on its end: the case's geometry, and its ``hh`` and ``pas`` values where it gives them
+    (else NEURON's defaults). ``suffix`` tells the sections of several cells apart."""
+    soma, dend = h.Section(name=f"soma{suffix}"), h.Section(name=f"dend{suffix}")
     soma.L, soma.diam, soma.nseg = case["soma_L"], case["soma_diam"], 1
     dend.L, dend.diam, dend.nseg = case["dend_L"], case["dend_diam"], case["dend_nseg"]
     dend.connect(soma(1), 0)
@@ -109,7 +112,7 @@ def _ball_and_stick(h, case: dict):
         section.Ra, section.cm = case["Ra"], case["cm"]
     soma.insert("hh")
     dend.insert("pas")
-    if "hh" in case:  # else NEURON's defaults
+    if "hh" in case:
         values = case["hh"]
         soma(0.5).hh.gnabar, soma(0.5).hh.gkbar = values["gnabar"], values["gkbar"]
         soma(0.5).hh.gl, soma(0.5).hh.el = values["gl"], values["el"]
@@ -117,6 +120,11 @@ def _ball_and_stick(h, case: dict):
     if "pas" in case:
         for segment in dend:
             segment.pas.g, segment.pas.e = case["pas"]["g"], case["pas"]["e"]
+    return soma, dend
+
+
+def _ball_and_stick(h, case: dict):
+    soma, dend = ball_and_stick(h, case)
     if "gbar_ka" in case:
         dend.insert("ka")
         for segment in dend:

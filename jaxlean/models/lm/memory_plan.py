@@ -95,6 +95,8 @@ class MemoryPlan:
     predicted: int
     memory: StepMemory
     search: BudgetSearch = dataclasses.field(repr=False, compare=False)
+    planned: Any = dataclasses.field(default=None, repr=False, compare=False)
+    """The planned model's config (``apply`` refuses a model with another)."""
 
     @property
     def options(self) -> dict[str, Any]:
@@ -103,7 +105,18 @@ class MemoryPlan:
                     attention_tile=self.attention_tile)
 
     def apply(self, model: Transformer) -> Transformer:
-        """``model`` running as planned (same weights, other structure options)."""
+        """``model`` running as planned (same weights, other structure options).
+
+        Raises:
+          ConfigError: ``model``'s config differs from the planned model's in anything but
+            the options a plan sets (its memory was never measured).
+        """
+        if self.planned is not None:
+            ours, theirs = dataclasses.asdict(self.planned), dataclasses.asdict(model.config)
+            differ = sorted(k for k in ours if k not in self.options and ours[k] != theirs[k])
+            if differ:
+                raise ConfigError(f"MemoryPlan.apply: this plan was made for another model "
+                                  f"(config {differ} differ); plan this one with plan_memory")
         return model.with_options(**self.options)
 
     def loss(self, fn: Callable[..., Any] = loss) -> Callable[..., Any]:
@@ -308,7 +321,7 @@ def plan_memory(model: Transformer, batch_shape: Sequence[int], budget: float | 
     chosen = search.chosen.candidate.option
     plan = MemoryPlan(chosen.remat, chosen.nested, chosen.chunk_size, chosen.attention,
                       chosen.attention_tile, budget, search.chosen.predicted,
-                      search.chosen.memory, search)
+                      search.chosen.memory, search, model.config)
     if progress:
         for line in str(plan).splitlines():
             (progress if callable(progress) else _stderr)(line)

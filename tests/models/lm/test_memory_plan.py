@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -58,6 +60,9 @@ def test_the_applied_plan_computes_the_unplanned_loss_and_gradient(model, unplan
     plan = plan_memory(model, SHAPE, int(0.3 * unplanned), chunk_sizes=(64,),
                        attention_tiles=(16,), progress=False)
     assert (plan.chunk_size, plan.attention_tile, plan.remat) == (64, 16, "full")
+    other = Transformer(dataclasses.replace(CONFIG, num_layers=8), key=jax.random.key(0))
+    with pytest.raises(ConfigError, match=r"made for another model \(config \['num_layers'\]"):
+        plan.apply(other)
     rng = np.random.default_rng(0)
     ids = jnp.asarray(rng.integers(0, CONFIG.vocab_size, SHAPE))
     targets = jnp.roll(ids, -1, axis=1)

@@ -114,3 +114,17 @@ def test_netcons_match_neuron_live(name, tmp_path):
 def test_gap_junction_matches_neuron_live(tmp_path):
     run_fixture_script(SCRIPT, tmp_path, "gap2")
     assert_matches(np.load(tmp_path / "netcon_gap2.npz"), 100.0)
+
+
+def test_the_gap_fixture_tells_a_one_percent_change_of_g():
+    """The gap junction's 1e-3 mV agreement is a check of ``g``: the same run with ``g``
+    1 % larger misses NEURON's trace by far more than that tolerance."""
+    fixture = np.load(FIXTURES / "netcon_gap2.npz")
+    case = json.loads(str(fixture["case"]))
+    net, params, stimuli = build(case, case["t_max"])
+    params["synapses"]["gap"]["g"] = np.asarray(params["synapses"]["gap"]["g"]) * 1.01
+    sites = [(k, 0) for k in range(len(net.cells))]
+    with jax.enable_x64():
+        v = np.asarray(simulate_network(net, params, stimuli, case["dt"], case["t_max"],
+                                        record=sites, progress=False)["v"])
+    assert np.abs(v[::case["every"]] - fixture["v"][:, :len(sites)]).max() > 1e-1
