@@ -9,8 +9,14 @@ import pytest
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import swc
-from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, step_current
-from jaxlean.models.neuron.channels import hh
+from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.simulation.cable import (
+    Cell,
+    Stimulus,
+    VoltageClamp,
+    simulate,
+    step_current,
+)
 
 HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the passive cell these tests were written for."""

@@ -14,7 +14,7 @@ import pytest
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import _geometry, discretize, swc
-from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.cell.cell import Cell
 
 Y_TEXT = """# a tiny Y on a one-point soma
 1 1 0 0 0 5 -1

@@ -32,13 +32,19 @@ from jax import lax
 from jax.extend.core import Primitive
 
 from jaxlean.linalg import Tree, tree_solve_in_layout
-from jaxlean.models.neuron import clamp, spikes
-from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron._ion_pool import concentrations, ion_uses, reversals, view, written
-from jaxlean.models.neuron._time import Remat, scan_in_segments, scan_steps
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.ions import variables
-from jaxlean.models.neuron.mechanisms import Insertion
+from jaxlean.models.neuron.cell import params as parameters
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.mechanisms.ions import variables
+from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
+from jaxlean.models.neuron.simulation import clamp, spikes
+from jaxlean.models.neuron.simulation._ion_pool import (
+    concentrations,
+    ion_uses,
+    reversals,
+    view,
+    written,
+)
+from jaxlean.models.neuron.simulation._time import Remat, scan_in_segments, scan_steps
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
