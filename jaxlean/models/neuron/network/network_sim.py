@@ -30,7 +30,8 @@ from jaxlean.models.neuron.network._forest import forest, merged_insertions
 from jaxlean.models.neuron.network.network import Network, check_synapse_params
 from jaxlean.models.neuron.simulation import cable
 from jaxlean.models.neuron.simulation import spikes as spikes_
-from jaxlean.models.neuron.simulation._program import Plan, initial_state
+from jaxlean.models.neuron.simulation._initial import initial_state
+from jaxlean.models.neuron.simulation._program import Plan
 from jaxlean.models.neuron.simulation._time import Remat, segment_lengths
 
 __all__ = ["simulate_network"]

@@ -5,8 +5,9 @@
 * :mod:`~jaxlean.models.neuron.simulation.clamp`: ``VoltageClamp`` (NEURON's ``SEClamp``).
 * :mod:`~jaxlean.models.neuron.simulation.spikes`: input spike times to per-step arrivals,
   threshold detection.
-* ``_program``: one backward-Euler step and the loop; ``_time``: segments and
-  rematerialisation over time; ``_ion_pool``: ion concentrations and reversals in a run.
+* ``_program``: one backward-Euler step and the loop; ``_initial``: the state a run starts
+  from; ``_time``: segments and rematerialisation over time; ``_ion_pool``: ion
+  concentrations and reversals during a run.
 """
 
 from __future__ import annotations

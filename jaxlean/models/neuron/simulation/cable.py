@@ -38,8 +38,9 @@ from jaxlean.models.neuron.mechanisms.ions import variables
 from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
 from jaxlean.models.neuron.simulation import clamp as clamps_
 from jaxlean.models.neuron.simulation import spikes as spikes_
+from jaxlean.models.neuron.simulation._initial import initial_state
 from jaxlean.models.neuron.simulation._ion_pool import ion_uses
-from jaxlean.models.neuron.simulation._program import Plan, initial_state, loop, program
+from jaxlean.models.neuron.simulation._program import Plan, loop, program
 from jaxlean.models.neuron.simulation._time import Remat, segment_lengths
 from jaxlean.models.neuron.simulation.clamp import VoltageClamp
 
