@@ -373,7 +373,7 @@ def test_bad_stimulus_clamp_and_initial_state_values_are_named():
 def test_padded_loop_vectors_give_the_same_values_and_gradients(monkeypatch):
     """Large cells run with their loop vectors padded (``_program.Layout``); padding a small
     cell the same way changes no recorded value, final state, spike time or gradient."""
-    from jaxlean.models.neuron import _program, cable
+    from jaxlean.models.neuron.simulation import _program, cable
 
     cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
     dt, t_max = 0.05, 3.0

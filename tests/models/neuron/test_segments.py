@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from jax.ad_checkpoint import checkpoint_name
 
-from jaxlean.models.neuron import _program
 from jaxlean.models.neuron.mechanisms.channels import hh, pas
 from jaxlean.models.neuron.mechanisms.synapses import expsyn
+from jaxlean.models.neuron.simulation import _program
 from jaxlean.models.neuron.simulation._time import _even_length, scan_in_segments
 from jaxlean.models.neuron.simulation.cable import (
     Cell,
