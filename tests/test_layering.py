@@ -184,6 +184,23 @@ def test_the_neuron_modules_import_one_another_without_a_cycle():
     assert cycle(graph) == [], " -> ".join(cycle(graph))
 
 
+def subpackage_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with each module replaced by its subpackage of ``models.neuron``: eager
+    subpackage ``__init__``s are safe to import in any order only if this one is acyclic."""
+    def sub(module: str) -> str:
+        return ".".join(module.split(".")[:4])
+    collapsed: dict[str, set[str]] = {}
+    for here, arrows in graph.items():
+        collapsed.setdefault(sub(here), set()).update(sub(a) for a in arrows if sub(a) != sub(here))
+    return collapsed
+
+
+def test_the_neuron_subpackages_import_one_another_without_a_cycle():
+    graph = subpackage_graph(module_graph())
+    assert {"jaxlean.models.neuron.morphology", "jaxlean.models.neuron.cell"} <= set(graph)
+    assert cycle(graph) == [], " -> ".join(cycle(graph))
+
+
 def test_no_neuron_module_is_over_the_size_limit():
     assert long_files() == []
 
@@ -204,6 +221,19 @@ def test_a_planted_neuron_cycle_is_caught(tmp_path, planted, expect):
         (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_text(text)
     assert cycle(module_graph(tmp_path / "jaxlean")) == expect
+
+
+def test_a_planted_subpackage_cycle_is_caught(tmp_path):
+    folder = tmp_path / "jaxlean" / "models" / "neuron"
+    for name, text in {"__init__.py": "", "a/__init__.py": "", "b/__init__.py": "",
+                       "a/x.py": "from jaxlean.models.neuron.b import y\n", "b/y.py": "",
+                       "b/z.py": "def f():\n    from ..a import w\n", "a/w.py": ""}.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    graph = module_graph(tmp_path / "jaxlean")
+    assert cycle(graph) == []  # no module cycle, but a and b import each other
+    assert cycle(subpackage_graph(graph)) == [
+        "jaxlean.models.neuron.a", "jaxlean.models.neuron.b", "jaxlean.models.neuron.a"]
 
 
 def test_a_planted_long_neuron_file_is_caught(tmp_path):
