@@ -26,9 +26,14 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from jaxlean.models.neuron import l5pc
-from jaxlean.models.neuron.cell.transforms import ParamTransform, SigmoidTransform
-from jaxlean.models.neuron.simulation.cable import Stimulus, simulate, step_current
+from jaxlean.models.neuron import (
+    ParamTransform,
+    SigmoidTransform,
+    Stimulus,
+    l5pc,
+    simulate,
+    step_current,
+)
 
 TESTS = Path(__file__).resolve().parents[1] / "tests" / "models" / "neuron"
 ASC, MODS = TESTS / "fixtures" / "pyramid.asc", TESTS / "nmodl" / "mods"
