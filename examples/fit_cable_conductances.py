@@ -17,8 +17,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxlean.models.neuron import swc
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
+from jaxlean.models.neuron import Cell, Stimulus, simulate, step_current, swc
 
 NAMES = ("g_na", "g_k", "gl")
 DT, T_MAX = 0.05, 20.0

@@ -1,12 +1,12 @@
 """Recover 20 region parameters of Hay et al.'s L5 pyramidal cell from its voltage traces.
 
-The model (:mod:`jaxlean.models.neuron.l5pc`: Hay's ``.mod`` files, calcium shells, SK,
+The model (:mod:`jaxlean.models.neuron.published.l5pc`: Hay's ``.mod`` files, calcium shells, SK,
 exponential apical Ih) on the small ASC morphology of the test suite, its axon replaced
 by a stub. A "recorded" trace (soma and two dendrites, a hyperpolarising then a
 depolarising step, 80 ms) is simulated with Hay's values; the 20 values of
 ``l5pc.FITTED`` (conductances per region, the somatic calcium shell's ``gamma`` and
 ``decay``) start 10 % off and are fitted back, each bounded to [1/3, 3] times its
-published value by a ``SigmoidTransform`` (:mod:`jaxlean.models.neuron.transforms`).
+published value by a ``SigmoidTransform`` (:mod:`jaxlean.models.neuron.cell.transforms`).
 
 The optimiser is Levenberg-Marquardt on the exact Jacobian of the traces with respect to
 the 20 free values (``jax.jacfwd`` through ``simulate``: 20 tangents per step). The
@@ -26,9 +26,14 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from jaxlean.models.neuron import l5pc
-from jaxlean.models.neuron.cable import Stimulus, simulate, step_current
-from jaxlean.models.neuron.transforms import ParamTransform, SigmoidTransform
+from jaxlean.models.neuron import (
+    ParamTransform,
+    SigmoidTransform,
+    Stimulus,
+    l5pc,
+    simulate,
+    step_current,
+)
 
 TESTS = Path(__file__).resolve().parents[1] / "tests" / "models" / "neuron"
 ASC, MODS = TESTS / "fixtures" / "pyramid.asc", TESTS / "nmodl" / "mods"

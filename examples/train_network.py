@@ -28,10 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, step_current
-from jaxlean.models.neuron.channels import hh
-from jaxlean.models.neuron.network import Network
-from jaxlean.models.neuron.network_sim import simulate_network
+from jaxlean.models.neuron import Cell, Network, Stimulus, hh, simulate_network, step_current
 from jaxlean.train.checkpoint import Checkpointer
 
 INPUTS, HIDDEN, OUTPUTS = 8, 10, 2

@@ -24,8 +24,8 @@ import numpy as np
 
 from jaxlean.bench._measure import SidesDisagreeError, Timing, aot_compile, time_alternating
 from jaxlean.bench._registry import EXACT, BenchContext, BenchResult
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.params import CELL
+from jaxlean.models.neuron.cell.params import CELL
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
 DT, COMPARTMENTS_PER_BRANCH = 0.025, 10
 TRAINABLE = {"g_na": "HH_gNa", "g_k": "HH_gK", "gl": "HH_gLeak"}

@@ -40,11 +40,11 @@ from jaxlean.bench._cable_case import (
 )
 from jaxlean.bench._measure import SidesDisagreeError, aot_compile, time_alternating
 from jaxlean.bench._registry import BenchContext, BenchResult
-from jaxlean.models.neuron.cable import Cell, simulate
-from jaxlean.models.neuron.channels import hh
-from jaxlean.models.neuron.mechanisms import Mechanism
-from jaxlean.models.neuron.params import CELL
-from jaxlean.models.neuron.synapses import expsyn
+from jaxlean.models.neuron.cell.params import CELL
+from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.synapses import expsyn
+from jaxlean.models.neuron.simulation.cable import Cell, simulate
 
 N_SYNAPSES, SPIKES_PER_SYNAPSE = 100, 3
 SYNAPSE = {"weight_expsyn": 0.002, "tau_expsyn": 2.0}  # uS, ms

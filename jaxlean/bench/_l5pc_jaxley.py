@@ -35,7 +35,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.cell.cell import Cell
 
 __all__ = ["CHANNELS", "NERNST", "available", "cylinder_cell", "jaxley_loss", "jaxley_model",
            "nernst_ca"]
@@ -245,7 +245,7 @@ def check_same_model(model, regions: dict, case: dict, sites: list[int],
     import jax
     import jaxley as jx
 
-    from jaxlean.models.neuron.cable import Stimulus, simulate, step_current
+    from jaxlean.models.neuron.simulation.cable import Stimulus, simulate, step_current
 
     dt = case["dt"]
     cylinders = cylinder_cell(model.cell)
@@ -279,7 +279,7 @@ def compare(ctx, result, case: dict, model, values, regions: dict, sites: list[i
     import jax
 
     from jaxlean.bench._measure import aot_compile, time_alternating
-    from jaxlean.models.neuron.cable import Stimulus, simulate, step_current
+    from jaxlean.models.neuron.simulation.cable import Stimulus, simulate, step_current
 
     ctx.step(f"jaxley: same-model check ({SAME_T_MAX:g} ms, cylinder variant)")
     error, text = check_same_model(model, regions, case, sites)

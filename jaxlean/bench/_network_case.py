@@ -4,7 +4,7 @@ Input cells of one branch of 4 compartments, hidden cells from the bundled SWC
 reconstruction ``pyramidal.swc`` reduced to its section tree (one compartment per
 section, the section's length and mean radius, every child at its parent's end: the same
 cell in both simulators), output cells of 4 compartments; HH everywhere; graded synapses
-(jaxley's ``IonotropicSynapse``, :data:`~jaxlean.models.neuron.graded.ionotropic`) from
+(jaxley's ``IonotropicSynapse``, :data:`~jaxlean.models.neuron.network.graded.ionotropic`) from
 every input to every hidden cell and from every hidden cell to every output, each at the
 somas (jaxley's ``fully_connect``). An input image is one current step per input cell
 (amplitude the pixel's value); a batch of images is a ``vmap`` over these currents. The
@@ -20,13 +20,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlean.models.neuron.cable import Cell, Stimulus
-from jaxlean.models.neuron.channels import hh
-from jaxlean.models.neuron.graded import ionotropic
-from jaxlean.models.neuron.morphology_io import load_morphology
-from jaxlean.models.neuron.network import Network
-from jaxlean.models.neuron.network_sim import simulate_network
-from jaxlean.models.neuron.swc import fixture
+from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.morphology.morphology_io import load_morphology
+from jaxlean.models.neuron.morphology.swc import fixture
+from jaxlean.models.neuron.network.graded import ionotropic
+from jaxlean.models.neuron.network.network import Network
+from jaxlean.models.neuron.network.network_sim import simulate_network
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus
 
 __all__ = ["Architecture", "hidden_sections", "jaxlean_side", "jaxley_side", "pixels"]
 

@@ -1,6 +1,6 @@
 """Benchmark ``l5pc``: the gradient of Hay et al.'s L5 pyramidal cell against NEURON's forward run.
 
-The model of :mod:`jaxlean.models.neuron.l5pc` on the test suite's ASC cell (axon
+The model of :mod:`jaxlean.models.neuron.published.l5pc` on the test suite's ASC cell (axon
 stub, Hay's ``.mod`` files from ``tests/models/neuron/nmodl/mods``, hot zone at
 200-300 um), 500 ms of a step current at dt 0.025 ms, float64. jaxlean's forward run and
 its gradient with respect to the twenty region parameters of ``l5pc.FITTED`` are timed in
@@ -73,7 +73,7 @@ def _neuron_run(ctx: BenchContext) -> tuple[dict | None, str]:
 
 def _model(case: dict):
     from jaxlean.models.neuron import l5pc
-    from jaxlean.models.neuron.cable import Stimulus, simulate, step_current
+    from jaxlean.models.neuron.simulation.cable import Stimulus, simulate, step_current
 
     model = l5pc.build(TESTS / "fixtures" / "pyramid.asc", TESTS / "nmodl" / "mods",
                        hot_zone=case["hot_zone"])

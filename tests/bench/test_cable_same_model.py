@@ -10,7 +10,7 @@ from jaxlean.bench._cable_case import (
     check_same_model,
 )
 from jaxlean.bench._measure import SidesDisagreeError
-from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.cell.cell import Cell
 
 pytest.importorskip("jaxley", reason='the jaxley comparison needs `pip install "jaxlean[peers]"`')
 

@@ -58,7 +58,7 @@ def test_cylinder_variant_keeps_compartments_and_mechanisms():
 def test_nernst_ca_is_neurons_at_34_degrees():
     import jax
 
-    from jaxlean.models.neuron.ions import nernst
+    from jaxlean.models.neuron.mechanisms.ions import nernst
 
     with jax.enable_x64(True):
         expected = float(nernst(5e-5, 2.0, 2, 34.0))

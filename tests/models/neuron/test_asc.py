@@ -22,17 +22,17 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, MorphologyError
-from jaxlean.models.neuron import (
+from jaxlean.models.neuron.cell import distribution
+from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.morphology import (
     _contour,
     _geometry,
     discretize,
-    distribution,
     morph_edit,
     morphology_io,
 )
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.channels import hh
-from jaxlean.models.neuron.swc import fixture
+from jaxlean.models.neuron.morphology.swc import fixture
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 from tests.models.neuron.neuron_reference import run_fixture_script, spike_times
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -9,8 +9,14 @@ import pytest
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import swc
-from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, step_current
-from jaxlean.models.neuron.channels import hh
+from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.simulation.cable import (
+    Cell,
+    Stimulus,
+    VoltageClamp,
+    simulate,
+    step_current,
+)
 
 HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the passive cell these tests were written for."""
@@ -367,7 +373,7 @@ def test_bad_stimulus_clamp_and_initial_state_values_are_named():
 def test_padded_loop_vectors_give_the_same_values_and_gradients(monkeypatch):
     """Large cells run with their loop vectors padded (``_program.Layout``); padding a small
     cell the same way changes no recorded value, final state, spike time or gradient."""
-    from jaxlean.models.neuron import _program, cable
+    from jaxlean.models.neuron.simulation import _program, cable
 
     cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
     dt, t_max = 0.05, 3.0

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, MorphologyError
-from jaxlean.models.neuron import _geometry, swc
-from jaxlean.models.neuron.cable import simulate
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.channels import hh
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.morphology import _geometry, swc
+from jaxlean.models.neuron.simulation.cable import simulate
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 

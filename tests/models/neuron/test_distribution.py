@@ -13,9 +13,9 @@ import pytest
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import discretize, distribution, morphology_io
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.distribution import Exponential, Linear, Sigmoid, by_region
-from jaxlean.models.neuron.swc import fixture
+from jaxlean.models.neuron.cell.distribution import Exponential, Linear, Sigmoid, by_region
+from jaxlean.models.neuron.morphology.swc import fixture
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

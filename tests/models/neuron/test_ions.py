@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.cable import Cell, Stimulus, rest_state, simulate
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.ions import UseIon, ghk, nernst
-from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.ions import UseIon, ghk, nernst
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, rest_state, simulate
 
 from .test_ions_parity import CAD, HVA, SK
 

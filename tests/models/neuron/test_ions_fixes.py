@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, rest_state, simulate
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, rest_state, simulate
 
 NEURON = pathlib.Path(__file__).resolve().parents[3] / "jaxlean" / "models" / "neuron"
 
@@ -63,9 +63,10 @@ def _imports(path: pathlib.Path) -> set[str]:
 
 def test_import3d_does_not_import_swc():
     """``swc`` uses ``_import3d``; the section type they share lives in ``_section``."""
-    assert not any(name.endswith("neuron.swc") or name.startswith("jaxlean.models.neuron.swc")
-                   for name in _imports(NEURON / "_import3d.py"))
-    assert "jaxlean.models.neuron._section" in _imports(NEURON / "_import3d.py")
-    from jaxlean.models.neuron import _section, swc
+    imported = _imports(NEURON / "morphology" / "_import3d.py")
+    assert not any(name.endswith("morphology.swc")
+                   or name.startswith("jaxlean.models.neuron.morphology.swc") for name in imported)
+    assert "jaxlean.models.neuron.morphology._section" in imported
+    from jaxlean.models.neuron.morphology import _section, swc
 
     assert swc.Section is _section.Section

@@ -18,10 +18,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.ions import FARADAY, GAS_CONSTANT, SPECIES, UseIon, ghk, nernst
-from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.ions import (
+    FARADAY,
+    GAS_CONSTANT,
+    SPECIES,
+    UseIon,
+    ghk,
+    nernst,
+)
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 from tests.conftest import needs_nrnivmodl
 from tests.models.neuron.neuron_reference import run_fixture_script
 

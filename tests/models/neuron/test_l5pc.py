@@ -27,8 +27,8 @@ import pytest
 from jaxlean.compile import stats
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import distribution, l5pc
-from jaxlean.models.neuron.cable import Stimulus, simulate, step_current
-from jaxlean.models.neuron.swc import fixture
+from jaxlean.models.neuron.morphology.swc import fixture
+from jaxlean.models.neuron.simulation.cable import Stimulus, simulate, step_current
 from tests.conftest import needs_nrnivmodl
 
 HERE = Path(__file__).parent
@@ -156,7 +156,7 @@ def test_a_morphology_without_a_region_is_refused_naming_it():
 def test_per_length_rule_is_hays():
     from types import SimpleNamespace
 
-    from jaxlean.models.neuron.discretize import PerLength
+    from jaxlean.models.neuron.morphology.discretize import PerLength
 
     def section(length):
         return SimpleNamespace(xyz=np.array([[0.0, 0, 0], [length, 0, 0]]))

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from jaxlean.compile import stats
-from jaxlean.models.neuron.cable import (
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.synapses import expsyn
+from jaxlean.models.neuron.simulation.cable import (
     Cell,
     Stimulus,
     VoltageClamp,
@@ -17,8 +19,6 @@ from jaxlean.models.neuron.cable import (
     simulate,
     step_current,
 )
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.synapses import expsyn
 
 HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the membrane these tests were written for."""

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.mechanisms import Mechanism
-from jaxlean.models.neuron.synapses import expsyn
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.synapses import expsyn
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
 HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the passive membrane these tests were written for."""

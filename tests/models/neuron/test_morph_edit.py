@@ -12,8 +12,8 @@ import pytest
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron import discretize, morph_edit, morphology_io
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.swc import fixture
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.morphology.swc import fixture
 
 # A one-point soma (a 10 um cylinder, Import3d's sphere) with the axon wired to its centre:
 # axon[0] 40 um of diameter 2 (middle at 5 + 20 = 25 um from soma(0)); axon[1] 100 um whose

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.network import Network
-from jaxlean.models.neuron.network_sim import simulate_network
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.network.network import Network
+from jaxlean.models.neuron.network.network_sim import simulate_network
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
 DT, T_MAX = 0.025, 10.0
 

@@ -15,10 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, step_current
-from jaxlean.models.neuron.channels import hh
-from jaxlean.models.neuron.network import Network
-from jaxlean.models.neuron.network_sim import simulate_network
+from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.network.network import Network
+from jaxlean.models.neuron.network.network_sim import simulate_network
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, step_current
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests/models/neuron/fixtures/jaxley_network.npz"

@@ -20,11 +20,11 @@ import jax
 import numpy as np
 import pytest
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, step_current
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.network import Network
-from jaxlean.models.neuron.network_sim import simulate_network
-from jaxlean.models.neuron.synapses import exp2syn, expsyn
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.synapses import exp2syn, expsyn
+from jaxlean.models.neuron.network.network import Network
+from jaxlean.models.neuron.network.network_sim import simulate_network
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, step_current
 from tests.conftest import needs_nrnivmodl
 from tests.models.neuron.neuron_reference import run_fixture_script
 

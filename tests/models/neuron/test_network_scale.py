@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.cable import Cell, Stimulus, step_current
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.network import Network
-from jaxlean.models.neuron.network_sim import _prepare, simulate_network
-from jaxlean.models.neuron.synapses import expsyn
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.synapses import expsyn
+from jaxlean.models.neuron.network.network import Network
+from jaxlean.models.neuron.network.network_sim import _prepare, simulate_network
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, step_current
 
 DT, T_MAX = 0.025, 5.0
 

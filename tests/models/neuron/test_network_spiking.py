@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.cable import Cell, Stimulus, step_current
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.gap_junctions import GapJunction
-from jaxlean.models.neuron.mechanisms import Mechanism
-from jaxlean.models.neuron.network import Network
-from jaxlean.models.neuron.network_events import SpikingSynapse, arrival_offset
-from jaxlean.models.neuron.network_sim import simulate_network
-from jaxlean.models.neuron.synapses import exp2syn, expsyn
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.synapses import exp2syn, expsyn
+from jaxlean.models.neuron.network.gap_junctions import GapJunction
+from jaxlean.models.neuron.network.network import Network
+from jaxlean.models.neuron.network.network_events import SpikingSynapse, arrival_offset
+from jaxlean.models.neuron.network.network_sim import simulate_network
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, step_current
 
 DT = 0.025
 

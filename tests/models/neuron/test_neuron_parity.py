@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from jaxlean.models.neuron import discretize, swc
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 from tests.models.neuron.neuron_reference import run_fixture_script, spike_times
 
 FIXTURES = Path(__file__).parent / "fixtures"

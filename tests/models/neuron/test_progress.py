@@ -3,7 +3,7 @@
 import jax
 import jax.numpy as jnp
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate
 
 
 def _loss(progress):

@@ -9,11 +9,17 @@ import numpy as np
 import pytest
 from jax.ad_checkpoint import checkpoint_name
 
-from jaxlean.models.neuron import _program
-from jaxlean.models.neuron._time import _even_length, scan_in_segments
-from jaxlean.models.neuron.cable import Cell, Stimulus, VoltageClamp, simulate, step_current
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.synapses import expsyn
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.synapses import expsyn
+from jaxlean.models.neuron.simulation import _program
+from jaxlean.models.neuron.simulation._time import _even_length, scan_in_segments
+from jaxlean.models.neuron.simulation.cable import (
+    Cell,
+    Stimulus,
+    VoltageClamp,
+    simulate,
+    step_current,
+)
 
 HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the membrane these tests were written for."""

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, MorphologyError
-from jaxlean.models.neuron import _geometry, discretize, swc
-from jaxlean.models.neuron.cell import Cell
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.morphology import _geometry, discretize, swc
 
 Y_TEXT = """# a tiny Y on a one-point soma
 1 1 0 0 0 5 -1

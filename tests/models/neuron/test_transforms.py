@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError, StructureError
-from jaxlean.models.neuron.transforms import ParamTransform, SigmoidTransform, SoftplusTransform
+from jaxlean.models.neuron.cell.transforms import (
+    ParamTransform,
+    SigmoidTransform,
+    SoftplusTransform,
+)
 
 TRANSFORMS = [SigmoidTransform(0.05, 0.5), SigmoidTransform(-3.0, 7.0),
               SoftplusTransform(), SoftplusTransform(1e-4), SoftplusTransform(-70.0)]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.ions import SPECIES, UseIon, variables
+from jaxlean.models.neuron.mechanisms.ions import SPECIES, UseIon, variables
 from jaxlean.models.neuron.nmodl.model import Model
 
 __all__ = ["IonPlan", "ion_currents", "ion_plan"]

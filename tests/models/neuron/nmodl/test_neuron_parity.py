@@ -17,11 +17,11 @@ import jax
 import numpy as np
 import pytest
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.mechanisms import ion_parameters
+from jaxlean.models.neuron.mechanisms.mechanisms import ion_parameters
 from jaxlean.models.neuron.nmodl import load_mod_dir
 from jaxlean.models.neuron.nmodl.parser import parse
 from jaxlean.models.neuron.nmodl.units import canonical_unit
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 from tests.conftest import needs_nrnivmodl
 from tests.models.neuron.neuron_reference import run_fixture_script
 

@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.mechanisms import ion_parameters
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.mechanisms import ion_parameters
 from jaxlean.models.neuron.nmodl import load_mod, load_mod_dir
 from jaxlean.models.neuron.nmodl.parser import parse
+from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
 MODS = Path(__file__).parent / "mods"
 DT, T_MAX = 0.025, 20.0

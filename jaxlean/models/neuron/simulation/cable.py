@@ -1,10 +1,10 @@
 """A branched-neuron cable simulator: backward Euler on a tree, one ``tree_solve`` per step.
 
 Units are NEURON's: mV, ms, um, uF/cm2, S/cm2, ohm*cm, nA, uS, degC. The cell is
-discretised as NEURON does it (see :mod:`jaxlean.models.neuron.cell`); its
-channels and synapses are :class:`~jaxlean.models.neuron.mechanisms.Mechanism`
+discretised as NEURON does it (see :mod:`jaxlean.models.neuron.cell.cell`); its
+channels and synapses are :class:`~jaxlean.models.neuron.mechanisms.mechanisms.Mechanism`
 data. Each step solves the backward-Euler system with
-:func:`jaxlean.linalg.tree_solve_in_layout` (see :mod:`jaxlean.models.neuron._program`),
+:func:`jaxlean.linalg.tree_solve_in_layout` (see :mod:`jaxlean.models.neuron.simulation._program`),
 so the gradient of a whole simulation costs about one more solve per step.
 Everything in ``params`` is differentiable; ``remat`` bounds the memory of
 the backward pass of long simulations, and a run can be continued from the
@@ -32,16 +32,17 @@ import numpy as np
 from jaxlean._args import as_names, reject_renamed
 from jaxlean._progress import interval
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron import clamp as clamps_
-from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron import spikes as spikes_
-from jaxlean.models.neuron._ion_pool import ion_uses
-from jaxlean.models.neuron._program import Plan, initial_state, loop, program
-from jaxlean.models.neuron._time import Remat, segment_lengths
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.clamp import VoltageClamp
-from jaxlean.models.neuron.ions import variables
-from jaxlean.models.neuron.mechanisms import Insertion
+from jaxlean.models.neuron.cell import params as parameters
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.mechanisms.ions import variables
+from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
+from jaxlean.models.neuron.simulation import clamp as clamps_
+from jaxlean.models.neuron.simulation import spikes as spikes_
+from jaxlean.models.neuron.simulation._initial import initial_state
+from jaxlean.models.neuron.simulation._ion_pool import ion_uses
+from jaxlean.models.neuron.simulation._program import Plan, loop, program
+from jaxlean.models.neuron.simulation._time import Remat, segment_lengths
+from jaxlean.models.neuron.simulation.clamp import VoltageClamp
 
 __all__ = ["Cell", "Stimulus", "VoltageClamp", "n_steps", "rest_state", "simulate",
            "step_current"]
@@ -351,7 +352,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
       cell: compartments and inserted mechanisms (:meth:`Cell.insert`); a cell
         with none runs the preset its ``params`` select (``hh`` + ``pas`` or ``pas``).
       params: as from :meth:`Cell.params` (checked by name, shape and value,
-        see :mod:`jaxlean.models.neuron.params`). Differentiable, ``vmap``-able.
+        see :mod:`jaxlean.models.neuron.cell.params`). Differentiable, ``vmap``-able.
       stimuli: current clamps.
       dt, t_max: time step and duration (ms); ``t_max`` a whole number of steps.
       record: a compartment or compartments where density states and currents
@@ -360,7 +361,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         ``"g_expsyn"``, ...) or currents (``"i_na"``: mA/cm2, ``"i_expsyn"``: nA,
         computed at the voltage at the start of each step, as NEURON records
         them), ``"i_clamp"`` (nA), the ions' variables (``"eca"`` and ``"ica"`` of
-        the step, ``"cai"`` after it; see :mod:`~jaxlean.models.neuron.ions`); or
+        the step, ``"cai"`` after it; see :mod:`~jaxlean.models.neuron.mechanisms.ions`); or
         ``{name: compartments}`` to record each name at its own compartments
         (instead of ``record``).
       remat: memory of the backward pass over time (rematerialisation; formerly
@@ -389,7 +390,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         ``None``: :func:`rest_state`. Differentiable.
       spikes: ``{synapse mechanism: times}``: input spike times (ms, absolute)
         of each instance, an array ``(instances, k)`` or a ragged list (see
-        :mod:`jaxlean.models.neuron.spikes`); required for every synapse.
+        :mod:`jaxlean.models.neuron.simulation.spikes`); required for every synapse.
       clamps: voltage clamps (:class:`VoltageClamp`).
       detect: compartments whose spikes (upward crossings of ``threshold`` mV)
         are detected; at most ``max_spikes`` times are kept each.

@@ -14,8 +14,8 @@ import numpy as np
 
 from jaxlean.errors import ConfigError
 from jaxlean.linalg import Tree
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.mechanisms import Insertion
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
 
 __all__ = ["forest", "merged_insertions", "offsets"]
 

@@ -1,8 +1,8 @@
 """Morphology edits that fitting pipelines make before building a cell.
 
-Each takes a :class:`~jaxlean.models.neuron.morphology_io.SectionTree` (from
-:func:`~jaxlean.models.neuron.morphology_io.load_morphology`) and returns a new
-one, for :meth:`Cell.from_morphology <jaxlean.models.neuron.cell.Cell.from_morphology>`:
+Each takes a :class:`~jaxlean.models.neuron.morphology.morphology_io.SectionTree` (from
+:func:`~jaxlean.models.neuron.morphology.morphology_io.load_morphology`) and returns a new
+one, for :meth:`Cell.from_morphology <jaxlean.models.neuron.cell.cell.Cell.from_morphology>`:
 
 * :func:`replace_axon`: the axon replaced by BluePyOpt's stub, two 30 um cylinders;
 * :func:`delete_subtree`: a section and everything beyond it removed;
@@ -22,10 +22,9 @@ import numpy as np
 
 from jaxlean._args import as_names
 from jaxlean.errors import ConfigError, MorphologyError
-from jaxlean.models.neuron import morphology_io
-from jaxlean.models.neuron.distribution import REGIONS
-from jaxlean.models.neuron.morphology_io import SectionTree
-from jaxlean.models.neuron.swc import Section
+from jaxlean.models.neuron.morphology import morphology_io
+from jaxlean.models.neuron.morphology.morphology_io import SectionTree
+from jaxlean.models.neuron.morphology.swc import REGIONS, Section
 
 __all__ = ["delete_subtree", "replace_axon", "scale_diameters", "stub_diameters"]
 
@@ -40,7 +39,8 @@ def stub_diameters(tree: SectionTree, segment_length: float = 40.0) -> tuple[flo
     BluePyOpt (``NrnFileMorphology.replace_axon``, after its ``set_nseg``): with every
     section cut into ``nseg = 1 + 2 int(L / segment_length)`` segments, the first
     diameter is the first axon section's ``diam`` (NEURON's ``sec.diam``: its middle
-    segment's mean diameter, :func:`~jaxlean.models.neuron.morphology_io.segment_diameters`);
+    segment's mean diameter,
+    :func:`~jaxlean.models.neuron.morphology.morphology_io.segment_diameters`);
     the second is that of the first axon section, in NEURON's order, whose middle
     lies more than 60 um from ``soma(0)`` along the cable (``h.distance`` with the
     origin BluePyOpt sets, ``h.distance(sec=soma)``), else the first again. With no
@@ -131,7 +131,7 @@ def scale_diameters(tree: SectionTree, factor: float, *, sections: object = None
                     regions: object = None) -> SectionTree:
     """The morphology with the diameters of some sections multiplied by ``factor`` (a new
     tree): those named in ``sections`` (names or indices), those of the given
-    ``regions`` (names of :data:`~jaxlean.models.neuron.distribution.REGIONS` or SWC
+    ``regions`` (names of :data:`~jaxlean.models.neuron.morphology.swc.REGIONS` or SWC
     types), or every section (give at most one of the two).
 
     Raises:

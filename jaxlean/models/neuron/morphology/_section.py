@@ -1,7 +1,7 @@
 """A section of a morphology: an unbranched piece of cable with its 3-D points.
 
-Shared by the SWC reader (:mod:`jaxlean.models.neuron.swc`) and Import3d's rules
-(:mod:`jaxlean.models.neuron._import3d`), which both build sections; kept apart so
+Shared by the SWC reader (:mod:`jaxlean.models.neuron.morphology.swc`) and Import3d's rules
+(:mod:`jaxlean.models.neuron.morphology._import3d`), which both build sections; kept apart so
 neither imports the other.
 """
 

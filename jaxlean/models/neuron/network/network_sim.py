@@ -1,18 +1,18 @@
-"""``simulate_network``: a :class:`~jaxlean.models.neuron.network.Network` as one program.
+"""``simulate_network``: a :class:`~jaxlean.models.neuron.network.network.Network` as one program.
 
-The cells' compartments form one forest (:mod:`~jaxlean.models.neuron._forest`): every
+The cells' compartments form one forest (:mod:`~jaxlean.models.neuron.network._forest`): every
 step solves all cells in one tree sweep, the mechanisms of all cells run per compartment
-as in :func:`~jaxlean.models.neuron.cable.simulate`, and each graded synapse adds its
+as in :func:`~jaxlean.models.neuron.simulation.cable.simulate`, and each graded synapse adds its
 conductance at its postsynaptic compartment to that step's implicit system, its state
 advancing after the solve at the new presynaptic voltage. Spike-triggered connections
-(:mod:`~jaxlean.models.neuron.network_events`) and gap junctions
-(:mod:`~jaxlean.models.neuron.gap_junctions`) enter the same way: a conductance and reversal
+(:mod:`~jaxlean.models.neuron.network.network_events`) and gap junctions
+(:mod:`~jaxlean.models.neuron.network.gap_junctions`) enter the same way: a conductance and reversal
 per connection at its postsynaptic compartment, states advanced after the solve (threshold
 crossings, events in flight in a ring buffer of the carry, the other side's voltage).
 Compiled once per network structure and options; parameters, stimuli and initial state
 are arguments (differentiable, ``vmap``-able: a batch of inputs is a ``vmap`` over the
 stimuli's currents). Cells given as one :class:`Cell` object are one type, their parameters
-laid out together (:mod:`~jaxlean.models.neuron._cell_types`).
+laid out together (:mod:`~jaxlean.models.neuron.network._cell_types`).
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ import jax
 import numpy as np
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron import cable
-from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron import spikes as spikes_
-from jaxlean.models.neuron._cell_types import cell_types, merged_stacked, stack
-from jaxlean.models.neuron._forest import forest, merged_insertions
-from jaxlean.models.neuron._program import Plan, initial_state
-from jaxlean.models.neuron._time import Remat, segment_lengths
-from jaxlean.models.neuron.network import Network, check_synapse_params
+from jaxlean.models.neuron.cell import params as parameters
+from jaxlean.models.neuron.network._cell_types import cell_types, merged_stacked, stack
+from jaxlean.models.neuron.network._forest import forest, merged_insertions
+from jaxlean.models.neuron.network.network import Network, check_synapse_params
+from jaxlean.models.neuron.simulation import cable
+from jaxlean.models.neuron.simulation import spikes as spikes_
+from jaxlean.models.neuron.simulation._initial import initial_state
+from jaxlean.models.neuron.simulation._program import Plan
+from jaxlean.models.neuron.simulation._time import Remat, segment_lengths
 
 __all__ = ["simulate_network"]
 
@@ -144,7 +145,7 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
     """Run ``net`` for ``t_max`` ms in steps of ``dt`` ms.
 
     Args:
-      net: cells and graded synapses (:class:`~jaxlean.models.neuron.network.Network`).
+      net: cells and graded synapses (:class:`~jaxlean.models.neuron.network.network.Network`).
       params: ``net.params()``'s pytree, edited or trained: ``{"cells": [per cell],
         "synapses": {name: {parameter: per connection}}}``; or ``net.stacked_params()``'s,
         ``"types"`` in place of ``"cells"`` (one dict per cell type, each value stacked
@@ -153,7 +154,8 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
       stimuli: current clamps; their compartments are the forest's numbers
         (:meth:`Network.index`).
       record: where ``states`` are recorded: the forest's numbers or ``(cell, location)``.
-      states, remat, progress, every: as in :func:`~jaxlean.models.neuron.cable.simulate`.
+      states, remat, progress, every: as in
+        :func:`~jaxlean.models.neuron.simulation.cable.simulate`.
       initial: the ``"final"`` of an earlier run of this network: the run continues from it.
       detect, threshold, max_spikes: compartments (as ``record``) whose upward crossings of
         ``threshold`` mV are recorded, as in ``simulate`` (``"spikes"``, ``"spike_count"``).

@@ -22,11 +22,12 @@ import numpy as np
 
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.linalg import Tree
-from jaxlean.models.neuron import discretize, swc
-from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron.mechanisms import Insertion, Mechanism
+from jaxlean.models.neuron.cell import params as parameters
+from jaxlean.models.neuron.mechanisms.mechanisms import Insertion, Mechanism
+from jaxlean.models.neuron.morphology import discretize, swc
+from jaxlean.models.neuron.morphology.morphology_io import SectionTree, load_morphology
 
-__all__ = ["ATTACH", "Cell"]
+__all__ = ["ATTACH", "Cell", "build_cell"]
 
 ATTACH = (0.0, 0.5, 1.0)
 
@@ -59,7 +60,7 @@ class Cell:
       kind: SWC type of each compartment (1 soma, 2 axon, 3 basal, 4 apical
         dendrite; 0 when built from parents without types).
       mechanisms: the inserted mechanisms; empty: a preset chosen by the
-        parameters (see :mod:`jaxlean.models.neuron.params`).
+        parameters (see :mod:`jaxlean.models.neuron.cell.params`).
       section_names: NEURON's name of each branch of a cell from SWC (``"soma[0]"``,
         ``"dend[3]"``, ``"apic[0]"``, ``"axon[0]"``, as Import3d names them); empty
         for a cell from parents.
@@ -189,7 +190,7 @@ class Cell:
         Give exactly one of: ``ncomp`` (the soma one compartment, every other
         section ``ncomp``), ``max_length`` (um; the soma one, the others
         ``ceil(length / max_length)``) or ``nseg``, a rule of
-        :mod:`jaxlean.models.neuron.discretize` applied to every section
+        :mod:`jaxlean.models.neuron.morphology.discretize` applied to every section
         (``Fixed``, ``MaxLength``, Hay's ``PerLength``, NEURON's ``DLambda``). Compartment areas and
         half resistances follow the 3-D points, as in NEURON.
         """
@@ -247,7 +248,7 @@ class Cell:
         """Default parameters of the inserted mechanisms; with none inserted, of the
         preset ``"hh"`` (Hodgkin-Huxley + leak, the default) or ``"passive"`` (leak).
 
-        Names, units and allowed shapes are listed in :mod:`jaxlean.models.neuron.params`.
+        Names, units and allowed shapes are listed in :mod:`jaxlean.models.neuron.cell.params`.
         """
         if self.mechanisms:
             if channels is not None:
@@ -262,14 +263,34 @@ class Cell:
                         nseg: discretize.Fixed | discretize.MaxLength | discretize.PerLength
                         | discretize.DLambda | None = None) -> Cell:
         """A cell from a morphology file (``.swc``, Neurolucida ``.asc``, ``.h5``) or an edited
-        :class:`~jaxlean.models.neuron.morphology_io.SectionTree`, with the sections NEURON's
-        Import3d builds from the same file (see :mod:`jaxlean.models.neuron.morphology_io`;
+        :class:`~jaxlean.models.neuron.morphology.morphology_io.SectionTree`, with the sections
+        NEURON's Import3d builds from the same file (see
+        :mod:`jaxlean.models.neuron.morphology.morphology_io`;
         ``.asc`` and ``.h5`` need ``pip install 'jaxlean[morphology]'``). ``ncomp``,
         ``max_length`` and ``nseg`` as in :meth:`from_swc`.
         """
-        from jaxlean.models.neuron import morphology_io
+        return build_cell(source, ncomp, max_length, nseg)
 
-        return morphology_io.build_cell(source, ncomp, max_length, nseg)
+
+def build_cell(source: str | Path | SectionTree, ncomp: int | None = None,
+               max_length: float | None = None,
+               nseg: discretize.Fixed | discretize.MaxLength | discretize.PerLength
+               | discretize.DLambda | None = None,
+               ) -> Cell:
+    """A :class:`Cell` of a file's or a :class:`SectionTree`'s sections: the body of
+    :meth:`Cell.from_morphology` (its arguments, its rules)."""
+    tree = source if isinstance(source, SectionTree) else load_morphology(source)
+    sections = list(tree.sections)
+    counts = discretize.section_nseg(sections, ncomp, max_length, nseg)
+    cell = _build(*discretize.compartments(sections, counts))
+    branch = np.repeat(np.arange(len(sections)), counts)
+    radius, taper = cell.radius.copy(), cell.taper.copy()
+    for k, diameter in enumerate(tree.cylinders):
+        if diameter is not None:   # NEURON's sec.diam: exact, not rounded as 3-D points are
+            radius[branch == k] = diameter / 2
+            taper[branch == k] = 1.0
+    return dataclasses.replace(cell, radius=radius, taper=taper, branch=branch,
+                               section_names=tree.names)
 
 
 def _selection(cell: Cell, mechanism: Mechanism, types: object, branches: object,

@@ -1,8 +1,9 @@
 """Spike-triggered connections: NEURON's ``NetCon`` into a point synapse, inside the scan.
 
 A :class:`SpikingSynapse` wraps a point mechanism whose input spike adds to its states
-(``on_spike``, a ``NET_RECEIVE`` that adds a weight: :data:`~jaxlean.models.neuron.synapses.
-expsyn`, :data:`~jaxlean.models.neuron.synapses.exp2syn`). Each connection has its own
+(``on_spike``, a ``NET_RECEIVE`` that adds a weight:
+:data:`~jaxlean.models.neuron.mechanisms.synapses.expsyn`,
+:data:`~jaxlean.models.neuron.mechanisms.synapses.exp2syn`). Each connection has its own
 instance of that mechanism at its postsynaptic compartment and three values of NEURON's
 ``NetCon``, each one per connection in ``params["synapses"][name]``:
 
@@ -48,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 
 __all__ = ["NETCON_DEFAULTS", "SpikingSynapse", "arrival_offset", "spiking"]
 

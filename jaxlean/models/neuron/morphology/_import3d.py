@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 
 from jaxlean.errors import MorphologyError
-from jaxlean.models.neuron._section import Section
+from jaxlean.models.neuron.morphology._section import Section
 
 _ONE = 100          # NEURON counts children as 1 (next line) or 1.01 (later line): x100
 SOMA = 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 
 __all__ = ["exp2syn", "expsyn"]
 

@@ -5,7 +5,7 @@ and apical dendrites: SWC types 1 to 4, ASC's ``CellBody``, ``Axon``,
 ``Dendrite``, ``Apical``) and some as functions of the path distance from the
 soma (Ih rising exponentially along the apical dendrite). :func:`by_region`
 turns such a description into one value per compartment, the form
-:func:`~jaxlean.models.neuron.cable.simulate` takes (``params[name]`` of shape
+:func:`~jaxlean.models.neuron.simulation.cable.simulate` takes (``params[name]`` of shape
 ``(cell.n,)``)::
 
     gbar_ih = by_region(cell, {"all": 1e-4,
@@ -30,16 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
+from jaxlean.models.neuron.morphology.swc import REGIONS
 
 __all__ = ["REGIONS", "Exponential", "Linear", "Sigmoid", "by_region", "distribute",
            "path_distance"]
-
-#: Region names and the SWC types they select: NEURON's section names (``soma``,
-#: ``axon``, ``dend``, ``apic``) and section lists (``somatic``, ``axonal``,
-#: ``basal``, ``apical``) both work; ``"all"`` is every compartment, set first so
-#: that the other regions given override it. An integer selects that SWC type.
-REGIONS = {"all": None, "soma": 1, "somatic": 1, "axon": 2, "axonal": 2, "basal": 3,
-           "dend": 3, "apical": 4, "apic": 4}
 
 
 class Linear(eqx.Module):
@@ -140,7 +134,7 @@ def by_region(cell, values: Mapping[str | int, object], *, fill: float | None = 
     """One value per compartment, ``(cell.n,)``, from values given per region.
 
     Args:
-      cell: a :class:`~jaxlean.models.neuron.cell.Cell` (its ``kind`` holds the SWC types).
+      cell: a :class:`~jaxlean.models.neuron.cell.cell.Cell` (its ``kind`` holds the SWC types).
       values: ``{region: value}``; a region is a name of :data:`REGIONS` or an SWC
         type; a value is a number (a scalar array), an array of one value per
         compartment of the region (in compartment order), or a function of the path

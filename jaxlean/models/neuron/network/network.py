@@ -3,12 +3,12 @@
 A :class:`Network` holds cells (any morphologies and mechanisms) and connections, each
 from a presynaptic compartment to a postsynaptic one through one of three kinds:
 
-* a :class:`~jaxlean.models.neuron.graded.GradedSynapse` (jaxley's ``IonotropicSynapse`` by
+* a :class:`~jaxlean.models.neuron.network.graded.GradedSynapse` (jaxley's ``IonotropicSynapse`` by
   default): its conductance follows the presynaptic voltage;
-* a :class:`~jaxlean.models.neuron.network_events.SpikingSynapse` (NEURON's ``NetCon`` into
+* a :class:`~jaxlean.models.neuron.network.network_events.SpikingSynapse` (NEURON's ``NetCon`` into
   ``ExpSyn``/``Exp2Syn``): threshold crossings at the presynaptic compartment, delivered
   after ``delay`` with ``weight`` (:meth:`Network.connect_spiking`);
-* a :class:`~jaxlean.models.neuron.gap_junctions.GapJunction`: ohmic coupling of the two
+* a :class:`~jaxlean.models.neuron.network.gap_junctions.GapJunction`: ohmic coupling of the two
   compartments (:meth:`Network.connect_gap`).
 
 Build it as cells are built, each call returning a new network::
@@ -22,7 +22,7 @@ A location is a compartment index or ``(section, x)`` (:meth:`Cell.location`).
 :meth:`Network.params` gives one pytree, ``{"cells": [each cell's params], "synapses":
 {synapse name: {parameter: one value per connection}}}``, every leaf trainable
 (:meth:`Network.stacked_params`: the cells' values stacked per cell type); simulate it
-with :func:`~jaxlean.models.neuron.network_sim.simulate_network`. Connections are numbered
+with :func:`~jaxlean.models.neuron.network.network_sim.simulate_network`. Connections are numbered
 in the order they were made; errors name a connection by that number and its endpoints.
 """
 
@@ -38,13 +38,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron._cell_types import cell_types, stack
-from jaxlean.models.neuron._forest import offsets
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.gap_junctions import GapJunction, gap_junction
-from jaxlean.models.neuron.graded import GradedSynapse, ionotropic
-from jaxlean.models.neuron.mechanisms import Mechanism
-from jaxlean.models.neuron.network_events import SpikingSynapse
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
+from jaxlean.models.neuron.network._cell_types import cell_types, stack
+from jaxlean.models.neuron.network._forest import offsets
+from jaxlean.models.neuron.network.gap_junctions import GapJunction, gap_junction
+from jaxlean.models.neuron.network.graded import GradedSynapse, ionotropic
+from jaxlean.models.neuron.network.network_events import SpikingSynapse
 
 __all__ = ["Connection", "Network", "Synapse", "check_synapse_params"]
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxlean._args import as_int
 from jaxlean.errors import ConfigError, MorphologyError
-from jaxlean.models.neuron import _geometry
+from jaxlean.models.neuron.morphology import _geometry
 
 __all__ = ["NEURON_DEFAULTS", "DLambda", "Fixed", "MaxLength", "PerLength", "compartments",
            "neuron_defaults", "section_nseg"]

@@ -5,7 +5,7 @@
 concentrations are used as state (``{"cai": vector, "cao": vector}``), computes
 the reversals at the start of each step (:func:`reversals`) and gives each
 mechanism the ion variables it declared (:func:`view`). See
-:mod:`~jaxlean.models.neuron.ions` for the rules.
+:mod:`~jaxlean.models.neuron.mechanisms.ions` for the rules.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlean.models.neuron.ions import nernst, variables
-from jaxlean.models.neuron.mechanisms import Insertion, Mechanism
+from jaxlean.models.neuron.mechanisms.ions import nernst, variables
+from jaxlean.models.neuron.mechanisms.mechanisms import Insertion, Mechanism
 
 __all__ = ["IonUse", "concentrations", "ion_uses", "reversals", "view", "written"]
 

@@ -1,6 +1,6 @@
 """A network's cells grouped by type, their parameters stacked: a fixed number of operations.
 
-Cells given as the same :class:`~jaxlean.models.neuron.cell.Cell` object form one *type*
+Cells given as the same :class:`~jaxlean.models.neuron.cell.cell.Cell` object form one *type*
 (``Network([hidden] * 64)``: one type of 64 cells). A type's parameters are one dict whose
 every leaf has a leading axis over the type's cells (``params["types"]``, built by
 :func:`stacked`). Laying them over the forest takes a few operations per type and
@@ -20,9 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.mechanisms import Insertion
+from jaxlean.models.neuron.cell import params as parameters
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
 
 __all__ = ["cell_types", "merged_stacked", "stack", "stacked"]
 

@@ -2,7 +2,7 @@
 
 The cell's own parameters are listed here (:data:`GEOMETRY`, :data:`CELL`);
 every other one is declared by the mechanism that uses it
-(:class:`~jaxlean.models.neuron.mechanisms.Mechanism`), its one home. A
+(:class:`~jaxlean.models.neuron.mechanisms.mechanisms.Mechanism`), its one home. A
 parameter is a scalar, one value per branch or per compartment; a point
 mechanism's (a synapse's) a scalar or one value per instance. All are
 differentiable. A dictionary is checked before simulating: an unknown key (a
@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.channels import hh, pas
-from jaxlean.models.neuron.mechanisms import Insertion, parameter_table
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.mechanisms import Insertion, parameter_table
 
 __all__ = [
     "CELL",
@@ -53,7 +53,7 @@ PRESETS = {"hh": (hh,), "passive": (pas,)}
 
 
 class Compartments(Protocol):
-    """What parameters need to know of a cell (a :class:`~jaxlean.models.neuron.cell.Cell`)."""
+    """What parameters need to know of a cell (a :class:`~jaxlean.models.neuron.cell.cell.Cell`)."""
 
     n: int
     n_branches: int

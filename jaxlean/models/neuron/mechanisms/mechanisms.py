@@ -20,9 +20,9 @@ backward Euler with ``cnexp`` needs:
   adds (``NET_RECEIVE``), e.g. the synaptic weight.
 
 Ions, general state equations and voltage-dependent currents (what ``.mod`` files
-with ``USEION`` need, see :mod:`~jaxlean.models.neuron.ions`):
+with ``USEION`` need, see :mod:`~jaxlean.models.neuron.mechanisms.ions`):
 
-* ``ions``: :class:`~jaxlean.models.neuron.ions.UseIon` declarations, NEURON's
+* ``ions``: :class:`~jaxlean.models.neuron.mechanisms.ions.UseIon` declarations, NEURON's
   ``USEION ca READ eca WRITE ica``. A current whose reversal is an ion's (``"eca"``)
   is carried by that ion and adds to its total ``ica``; so does a current function
   given with the ion's current as its "reversal" (``(current, "ica")``). The ion
@@ -49,8 +49,8 @@ new voltage in insertion order (a concentration written by one mechanism is read
 by the mechanisms after it in that order, as NEURON's mechanism order does).
 Ion currents are not available to point mechanisms.
 
-The definitions of ``hh``, ``pas`` (:mod:`~jaxlean.models.neuron.channels`),
-``expsyn`` and ``exp2syn`` (:mod:`~jaxlean.models.neuron.synapses`) are
+The definitions of ``hh``, ``pas`` (:mod:`~jaxlean.models.neuron.mechanisms.channels`),
+``expsyn`` and ``exp2syn`` (:mod:`~jaxlean.models.neuron.mechanisms.synapses`) are
 examples; an A-type K channel (q10 3 at 22 degC) is::
 
     def ka_gates(v, p):
@@ -63,7 +63,7 @@ examples; an A-type K channel (q10 3 at 22 degC) is::
                    currents={"i_ka": (lambda s, p: p["gbar_ka"] * s["a_ka"]**3 * s["b_ka"],
                                       "e_k")})
 
-Insert it with :meth:`Cell.insert <jaxlean.models.neuron.cell.Cell.insert>`.
+Insert it with :meth:`Cell.insert <jaxlean.models.neuron.cell.cell.Cell.insert>`.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ import numpy as np
 
 from jaxlean._args import as_names
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.ions import UseIon, variables
+from jaxlean.models.neuron.mechanisms.ions import UseIon, variables
 
 __all__ = ["Insertion", "Mechanism", "ion_parameters", "parameter_table"]
 
@@ -105,7 +105,7 @@ class Mechanism:
       advance: optional exact replacement of the exponential-Euler step,
         ``(states, v, dt, speed, params) -> states`` (``hh`` uses it for its
         hand-written derivative).
-      ions: ``USEION`` declarations (:class:`~jaxlean.models.neuron.ions.UseIon`).
+      ions: ``USEION`` declarations (:class:`~jaxlean.models.neuron.mechanisms.ions.UseIon`).
       dstate: ``(v, states, params) -> {state: (a, b)}`` for ``x' = a + b x`` (instead of
         rates or steady).
       init: optional ``(v, states, params) -> {state: value}``: initial values.

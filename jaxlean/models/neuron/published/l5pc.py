@@ -2,7 +2,7 @@
 
 The model of ``L5PCbiophys3.hoc`` (ModelDB 139653), as BluePyOpt's ``l5pc`` example
 sets it up: the morphology read as NEURON's Import3d reads it, ``nseg = 1 + 2 int(L / 40)``
-in every section (:class:`~jaxlean.models.neuron.discretize.PerLength`), the axon
+in every section (:class:`~jaxlean.models.neuron.morphology.discretize.PerLength`), the axon
 replaced by BluePyOpt's two 30 um stub sections, ``pas`` everywhere (``e_pas = -90`` mV,
 ``Ra = 100`` ohm cm, ``cm = 1`` uF/cm2 on soma and axon, 2 on the dendrites) and per
 region (:data:`MECHANISMS`):
@@ -37,9 +37,10 @@ from pathlib import Path
 import jax.numpy as jnp
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron import discretize, distribution, morph_edit, morphology_io
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.channels import pas
+from jaxlean.models.neuron.cell import distribution
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.mechanisms.channels import pas
+from jaxlean.models.neuron.morphology import discretize, morph_edit, morphology_io
 from jaxlean.models.neuron.nmodl.load import load_mod_dir
 
 __all__ = ["CELL", "FITTED", "HAY", "HOT_ZONE", "IH_EXPONENTIAL", "L5PC", "MECHANISMS", "build"]
@@ -102,7 +103,7 @@ _CAPACITANCE = {"somatic": 1.0, "axonal": 1.0, "apical": 2.0, "basal": 2.0}
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class L5PC:
-    """The built model: its :class:`~jaxlean.models.neuron.cell.Cell` (mechanisms
+    """The built model: its :class:`~jaxlean.models.neuron.cell.cell.Cell` (mechanisms
     inserted) and the hot zone it uses; :meth:`params` gives ``simulate``'s parameters."""
 
     cell: Cell

@@ -2,7 +2,7 @@
 
 An SWC line is ``id type x y z radius parent`` (um; ``parent = -1`` for the root).
 Errors name the file line. :func:`sections` applies Import3d's rules (listed in
-:mod:`jaxlean.models.neuron._import3d`), so a cell loaded here has the sections,
+:mod:`jaxlean.models.neuron.morphology._import3d`), so a cell loaded here has the sections,
 3-D points and connections a NEURON user gets from the same file: forks at a
 dendrite's first point, repeated points, lines out of tree order, one-point,
 three-point, multi-point and branched somata, soma outlines (contours written as
@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from jaxlean.errors import ConfigError, MorphologyError
-from jaxlean.models.neuron import _import3d
-from jaxlean.models.neuron._section import Section
+from jaxlean.models.neuron.morphology import _import3d
+from jaxlean.models.neuron.morphology._section import Section
 
-__all__ = ["TYPE_NAMES", "Morphology", "Section", "fixture", "read_swc", "section_names",
+__all__ = ["REGIONS", "TYPE_NAMES", "Morphology", "Section", "fixture", "read_swc", "section_names",
            "sections"]
 
 Section.__module__ = __name__  # its public home (defined apart to break an import circle)
@@ -42,6 +42,13 @@ class Morphology:
 
 
 TYPE_NAMES = {1: "soma", 2: "axon", 3: "dend", 4: "apic"}
+
+#: Region names and the SWC types they select: NEURON's section names (``soma``,
+#: ``axon``, ``dend``, ``apic``) and section lists (``somatic``, ``axonal``,
+#: ``basal``, ``apical``) both work; ``"all"`` is every compartment, set first so
+#: that the other regions given override it. An integer selects that SWC type.
+REGIONS = {"all": None, "soma": 1, "somatic": 1, "axon": 2, "axonal": 2, "basal": 3,
+           "dend": 3, "apical": 4, "apic": 4}
 """The section name Import3d gives each SWC type (others: ``dend_<type>``)."""
 
 

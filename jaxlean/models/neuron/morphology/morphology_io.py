@@ -2,13 +2,13 @@
 
 :func:`load_morphology` reads a file into a :class:`SectionTree`, the sections a
 NEURON user gets from the same file, which :meth:`Cell.from_morphology
-<jaxlean.models.neuron.cell.Cell.from_morphology>` discretises:
+<jaxlean.models.neuron.cell.cell.Cell.from_morphology>` discretises:
 
-* ``.swc``: Import3d's SWC rules (:mod:`jaxlean.models.neuron.swc`); no extra needed.
+* ``.swc``: Import3d's SWC rules (:mod:`jaxlean.models.neuron.morphology.swc`); no extra needed.
 * ``.asc`` (Neurolucida) and ``.h5`` (Blue Brain's HDF5): read with MorphIO
   (``pip install 'jaxlean[morphology]'``) and built as ``Import3d_Neurolucida3``
   builds an ASC file: the soma contour becomes a soma section along its
-  principal axis (:mod:`jaxlean.models.neuron._contour`, Import3d's
+  principal axis (:mod:`jaxlean.models.neuron.morphology._contour`, Import3d's
   ``contour2centroid``); each tree is a section joined to the soma's centre
   (``soma(0.5)``) by a wire, so it keeps its own points; a branch starts with a
   copy of its parent's last point carrying the branch's own first diameter (no
@@ -32,11 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from jaxlean.errors import ConfigError, MorphologyError
-from jaxlean.models.neuron import _contour, _geometry, discretize, swc
-from jaxlean.models.neuron.cell import Cell, _build
-from jaxlean.models.neuron.swc import Section
+from jaxlean.models.neuron.morphology import _contour, _geometry, swc
+from jaxlean.models.neuron.morphology.swc import Section
 
-__all__ = ["SUFFIXES", "SectionTree", "build_cell", "load_morphology", "segment_diameters"]
+__all__ = ["SUFFIXES", "SectionTree", "load_morphology", "segment_diameters"]
 
 SUFFIXES = (".swc", ".asc", ".h5")
 _INSTALL = "pip install 'jaxlean[morphology]'"
@@ -54,7 +53,7 @@ class SectionTree:
       cylinders: for each section, ``None`` (its 3-D points give its shape) or the
         exact diameter (um) of a cylinder set by length and diameter without 3-D
         points, as ``sec.L = ...; sec.diam = ...`` does in NEURON (the axon stub of
-        :func:`~jaxlean.models.neuron.morph_edit.replace_axon`).
+        :func:`~jaxlean.models.neuron.morphology.morph_edit.replace_axon`).
     """
 
     sections: tuple[Section, ...]
@@ -120,27 +119,6 @@ def load_morphology(source: str | Path) -> SectionTree:
         return SectionTree(tuple(sections), swc.section_names(sections), str(path))
     sections = _import3d_neurolucida(_read_morphio(path), str(path))
     return SectionTree(tuple(sections), swc.section_names(sections), str(path))
-
-
-def build_cell(source: str | Path | SectionTree, ncomp: int | None = None,
-               max_length: float | None = None,
-               nseg: discretize.Fixed | discretize.MaxLength | discretize.PerLength
-               | discretize.DLambda | None = None,
-               ) -> Cell:
-    """A :class:`Cell` of a file's or a :class:`SectionTree`'s sections: the body of
-    :meth:`Cell.from_morphology` (its arguments, its rules)."""
-    tree = source if isinstance(source, SectionTree) else load_morphology(source)
-    sections = list(tree.sections)
-    counts = discretize.section_nseg(sections, ncomp, max_length, nseg)
-    cell = _build(*discretize.compartments(sections, counts))
-    branch = np.repeat(np.arange(len(sections)), counts)
-    radius, taper = cell.radius.copy(), cell.taper.copy()
-    for k, diameter in enumerate(tree.cylinders):
-        if diameter is not None:   # NEURON's sec.diam: exact, not rounded as 3-D points are
-            radius[branch == k] = diameter / 2
-            taper[branch == k] = 1.0
-    return dataclasses.replace(cell, radius=radius, taper=taper, branch=branch,
-                               section_names=tree.names)
 
 
 def segment_diameters(section: Section, nseg: int) -> np.ndarray:

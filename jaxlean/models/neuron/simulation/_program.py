@@ -32,13 +32,14 @@ from jax import lax
 from jax.extend.core import Primitive
 
 from jaxlean.linalg import Tree, tree_solve_in_layout
-from jaxlean.models.neuron import clamp, spikes
-from jaxlean.models.neuron import params as parameters
-from jaxlean.models.neuron._ion_pool import concentrations, ion_uses, reversals, view, written
-from jaxlean.models.neuron._time import Remat, scan_in_segments, scan_steps
-from jaxlean.models.neuron.cell import Cell
-from jaxlean.models.neuron.ions import variables
-from jaxlean.models.neuron.mechanisms import Insertion
+from jaxlean.models.neuron.cell import params as parameters
+from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.mechanisms.ions import variables
+from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
+from jaxlean.models.neuron.simulation import clamp, spikes
+from jaxlean.models.neuron.simulation._initial import initial_state
+from jaxlean.models.neuron.simulation._ion_pool import ion_uses, reversals, view, written
+from jaxlean.models.neuron.simulation._time import Remat, scan_in_segments, scan_steps
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -106,37 +107,6 @@ def _save_only_solves(primitive: Primitive, *_, **__) -> bool:
     the elementwise work is cheaper to redo, the solve is not.
     """
     return primitive.name == "custom_linear_solve"
-
-
-def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, jax.Array]) -> dict:
-    """Voltage ``v_init`` everywhere, states at rest there, step 0; the ions' concentrations
-    (``"ions"``, where a cell uses them) at ``<ion>i0``/``<ion>o0``, then as the mechanisms'
-    initial values write them, in insertion order (NEURON's ``finitialize``)."""
-    v_init = p["v_init"]
-    uses = ion_uses(cell.n, insertions)
-    pool = {name: p[name + "0"] for name in concentrations(uses)}
-    celsius = p["celsius"][0]
-    states = {}
-    for ins in insertions:
-        mechanism = ins.mechanism
-        own = {k: p[k] if mechanism.point else ins.gather(p[k]) for k in mechanism.parameters}
-        if not (mechanism.ions or mechanism.dstate or mechanism.init):
-            states[mechanism.name] = mechanism.initial(ins.gather(v_init), own)
-            continue
-        values = {**pool, **reversals(uses, pool, p, celsius, lambda use: use.computed),
-                  **{variables(u.ion)["current"]: jnp.zeros_like(v_init) for u in uses.values()
-                     if u.current}}
-        local = {**view(mechanism, values, ins.gather), "celsius": celsius}
-        start = mechanism.initial(ins.gather(v_init), own, local)
-        states[mechanism.name] = {s: start[s] for s in mechanism.own_states()}
-        for name in written(mechanism):
-            pool[name] = (start[name] if ins.compartments is None
-                          else pool[name].at[ins.compartments].set(start[name]))
-    out = {"v": jnp.concatenate([v_init, v_init[cell.junction_owner]]), "states": states,
-           "step": jnp.zeros((), jnp.int32)}
-    if pool:
-        out["ions"] = pool
-    return out
 
 
 _DV = 0.001

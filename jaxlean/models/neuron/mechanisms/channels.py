@@ -15,7 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 
 __all__ = ["GATES", "advance", "hh", "pas", "rates", "steady_state"]
 
