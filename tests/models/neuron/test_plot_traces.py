@@ -27,6 +27,7 @@ def test_traces_beside_a_reference_and_their_difference(tmp_path):
     expected = ours[:, 1] - np.interp(t, t_ref, ref[:, 1])
     np.testing.assert_allclose(drawn.difference_lines[1].get_ydata(), expected)
     assert drawn.difference_ax is not None and drawn.difference_ax is not drawn.ax
+    assert drawn.difference_ax.get_ylabel() == "jaxlean - NEURON (mV)"
     # 20 sin(3t) crosses 10 upward where 3t = pi/6 + 2 pi k: first sample at or above it
     first = t[1:][(ours[:-1, 1] < 10.0) & (ours[1:, 1] >= 10.0)]
     assert first.size == 5 and abs(first[0] - np.pi / 18) < 0.025

@@ -10,6 +10,7 @@ with the difference in a second panel: agreement is seen, not assumed.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -29,7 +30,8 @@ class TracePlot:
       ax: the traces' axes; ``difference_ax``: the difference's, or None.
       lines: one ``Line2D`` per site; ``reference_lines``: the reference's (or empty);
         ``difference_lines``: ours minus the reference, per site (or empty).
-      spike_markers: site -> the ``Line2D`` of its spike markers (sites with spikes only).
+      spike_markers: site -> the ``Line2D`` of its spike ticks (sites with spikes only), a
+        row per site along the top of the axes (x: time, y: the axes' fraction).
       spikes: the spike times (ms) marked on each site.
     """
 
@@ -135,17 +137,24 @@ def traces(t: object, v: object, *, labels: Sequence[str] | None = None,
         lines += ax.plot(t, v[:, k], lw=1.0, color=color,
                          ls="--" if ref is not None else "-",
                          label=f"{label} {labels[k]}" if ref is not None else labels[k])
-        if marked[k].size:
-            spike_markers[k], = ax.plot(marked[k], np.interp(marked[k], t, v[:, k]), "o",
-                                        ms=4, mfc="none", color=color)
+        if marked[k].size:  # a tick per spike, in a row per site along the top
+            spike_markers[k], = ax.plot(marked[k], np.full(marked[k].size, 0.97 - 0.05 * k),
+                                        "|", ms=7, mew=1.5, color=color,
+                                        transform=ax.get_xaxis_transform())
         if below is not None:
             same = ref[0].size == t.size and np.allclose(ref[0], t)
             other = ref[1][:, k] if same else np.interp(t, ref[0], ref[1][:, k])
             difference_lines += below.plot(t, v[:, k] - other, lw=0.8, color=color)
     ax.set(ylabel=ylabel)
+    if spike_markers:  # room above the traces for the rows of ticks
+        low, high = ax.get_ylim()
+        rows = max(spike_markers) + 1
+        ax.set_ylim(low, high + (high - low) * (0.05 + 0.06 * rows) / (1 - 0.05 * rows))
     ax.legend(fontsize=7, ncol=2 if ref is not None else 1, loc="best")
     if below is not None:
-        below.set(xlabel="t (ms)", ylabel=f"{label} - {reference_label}")
+        unit = re.search(r"\([^()]*\)\s*$", ylabel)
+        below.set(xlabel="t (ms)",
+                  ylabel=f"{label} - {reference_label}" + (f" {unit.group(0)}" if unit else ""))
         below.axhline(0.0, color="0.6", lw=0.5)
     else:
         ax.set(xlabel="t (ms)")

@@ -28,10 +28,11 @@ REGION_COLORS = {1: ("soma", "black"), 2: ("axon", "tab:blue"), 3: ("basal", "ta
                  4: ("apical", "tab:green")}
 """SWC type -> (region, colour) of a shape coloured by region; other types are grey."""
 
-MARKERS = {"stimuli": dict(marker="o", color="tab:orange", label="stimulus"),
-           "recordings": dict(marker="s", color="tab:purple", label="recording"),
-           "synapses": dict(marker="^", color="tab:cyan", label="synapse")}
-"""The marker style of each kind of site (passed to ``ax.scatter``)."""
+MARKERS = {"recordings": dict(marker="s", s=70, color="tab:purple", label="recording"),
+           "synapses": dict(marker="^", s=55, color="tab:cyan", label="synapse"),
+           "stimuli": dict(marker="o", s=30, color="tab:orange", label="stimulus")}
+"""The marker style of each kind of site (passed to ``ax.scatter``), drawn in this order: a
+stimulus at a recorded compartment shows on top of the recording's marker."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,12 +165,12 @@ def shape(cell: Cell, morphology: str | Path | SectionTree | Geometry | None = N
     if shown is not None and colorbar:
         bar = figure.colorbar(collection, ax=ax, label=label, shrink=0.8)
     markers, sites = {}, {}
-    for kind, given in (("stimuli", stimuli), ("recordings", recordings),
-                        ("synapses", synapses)):
-        where = _sites(cell, given, kind)
+    given_sites = {"stimuli": stimuli, "recordings": recordings, "synapses": synapses}
+    for kind in MARKERS:
+        where = _sites(cell, given_sites[kind], kind)
         if where.size:
             xy = project(geometry.centres[where], plane)
-            markers[kind] = ax.scatter(xy[:, 0], xy[:, 1], s=45, zorder=3, edgecolors="black",
+            markers[kind] = ax.scatter(xy[:, 0], xy[:, 1], zorder=3, edgecolors="black",
                                        linewidths=0.6, **MARKERS[kind])
             sites[kind] = where
     drawn_legend = None
@@ -180,7 +181,8 @@ def shape(cell: Cell, morphology: str | Path | SectionTree | Geometry | None = N
             handles = [patches.Patch(color=REGION_COLORS.get(k, (f"type {k}", "tab:gray"))[1],
                                      label=REGION_COLORS.get(k, (f"type {k}",))[0])
                        for k in present]
-        handles += list(markers.values())
+        handles += [markers[kind] for kind in ("stimuli", "recordings", "synapses")
+                    if kind in markers]
         if handles:
             drawn_legend = ax.legend(handles=handles, fontsize=8, frameon=False,
                                      loc="upper left", bbox_to_anchor=(1.0, 1.0))
