@@ -24,6 +24,8 @@ from jaxlean.models.neuron import (  # noqa: E402
     expsyn,
     load_morphology,
     replace_axon,
+    simulate,
+    step_current,
     swc,
 )
 from jaxlean.models.neuron.plot import (  # noqa: E402
@@ -107,6 +109,20 @@ def test_values_set_the_colours_and_their_range(straight, tmp_path):
     with pytest.raises(ConfigError, match=r"per compartment \(9,\); got shape \(4,\)"):
         shape(cell, path, values=np.ones(4))
     matplotlib.pyplot.close("all")
+
+
+def test_a_voltage_at_one_time_colours_the_cell(straight, tmp_path):
+    cell, path = straight                                     # hh everywhere (the preset)
+    dt, t_max = 0.025, 3.0
+    out = simulate(cell, cell.params(), [Stimulus(0, step_current(1.0, 0.5, 2.0, dt, t_max))],
+                   dt, t_max, record=list(range(cell.n)), progress=False)
+    k = int(np.argmax(np.asarray(out["v"])[:, 0]))            # the soma's peak
+    drawn = shape(cell, path, values=out["v"][k], label=f"v at {float(out['t'][k]):.2f} ms")
+    png(drawn.figure, tmp_path / "voltage.png")
+    v = np.asarray(out["v"][k], dtype=float)
+    np.testing.assert_array_equal(drawn.collection.get_array(), v)
+    assert (drawn.collection.norm.vmin, drawn.collection.norm.vmax) == (v.min(), v.max())
+    assert v.max() == v[0]                                    # the stimulated soma is highest
 
 
 def test_markers_sit_at_the_named_compartments(straight, tmp_path):
