@@ -22,11 +22,11 @@ from jaxlean.models.neuron import (  # noqa: E402
     Cell,
     Stimulus,
     expsyn,
+    fixture,
     load_morphology,
     replace_axon,
     simulate,
     step_current,
-    swc,
 )
 from jaxlean.models.neuron.plot import (  # noqa: E402
     REGION_COLORS,
@@ -145,12 +145,12 @@ def test_markers_sit_at_the_named_compartments(straight, tmp_path):
 
 
 def test_pieces_follow_the_points_of_the_bundled_pyramidal_cell(tmp_path):
-    cell = Cell.from_swc(swc.fixture("pyramidal"), ncomp=3)
-    geometry = compartment_geometry(cell, swc.fixture("pyramidal"))
+    cell = Cell.from_swc(fixture("pyramidal"), ncomp=3)
+    geometry = compartment_geometry(cell, fixture("pyramidal"))
     arcs = [float(np.sum(np.linalg.norm(np.diff(p, axis=0), axis=1))) for p in geometry.points]
     # NEURON's L is that of its float32 copy of the points: equal to about 1e-8
     np.testing.assert_allclose(arcs[1:], np.asarray(cell.length)[1:], rtol=1e-6)
-    points = np.loadtxt(swc.fixture("pyramidal"))[:, 2:5]
+    points = np.loadtxt(fixture("pyramidal"))[:, 2:5]
     every = np.concatenate(geometry.points)
     assert every.min(0) == pytest.approx(points.min(0)) and every.max(0) == pytest.approx(
         points.max(0))
