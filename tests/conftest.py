@@ -1,5 +1,5 @@
-"""Shared test setup: the environment of child processes, and running a check script on
-several forced CPU devices."""
+"""Shared test setup: the suite's persistent compilation cache (``tests/xla_cache.py``), the
+environment of child processes, and running a check script on several forced CPU devices."""
 
 import importlib.util
 import os
@@ -10,7 +10,25 @@ from pathlib import Path
 
 import pytest
 
+from tests import xla_cache
+from tests.xla_cache import _suite_xla_cache  # noqa: F401 - an autouse fixture
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    xla_cache.configure(config)  # before any test compiles
+
+
+def pytest_sessionfinish(session):
+    xla_cache.session_finish(session)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if lines := xla_cache.summary_lines():
+        terminalreporter.write_sep("-", "XLA compilation cache")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def child_env(*paths: Path | str, devices: int | None = None) -> dict[str, str]:
