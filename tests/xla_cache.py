@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "JAXLEAN_TEST_XLA_CACHE"
 OUTPUT_KEY = "jaxlean_xla_cache"
-FIELDS = ("compiles", "compile_s", "requests", "hits", "writes", "uncacheable", "saved_s")
+FIELDS = ("compiles", "compile_s", "requests", "hits", "uncacheable", "saved_s")
 
 
 def cache_dir() -> Path | None:
@@ -33,13 +34,10 @@ def cache_dir() -> Path | None:
     base = os.environ.get(ENV, "").strip()
     if base.lower() in ("off", "0", "false", "no"):
         return None
-    import jax
-    import jaxlib
-
     path = Path(base).expanduser() if base else ROOT / ".cache" / "test-xla"
     if not path.is_absolute():
         path = ROOT / path
-    return path / f"jax{jax.__version__}-jaxlib{jaxlib.__version__}"
+    return path / f"jax{version('jax')}-jaxlib{version('jaxlib')}"  # read without importing jax
 
 
 @dataclasses.dataclass
@@ -50,7 +48,6 @@ class Counts:
     compile_s: float = 0.0
     requests: int = 0
     hits: int = 0
-    writes: int = 0
     uncacheable: int = 0
     saved_s: float = 0.0
     own_cache_tests: int = 0
@@ -120,16 +117,19 @@ class SuiteCache:
 _SUITE: SuiteCache | None = None
 _TOTALS = Counts()
 _WORKERS: list[str] = []
+_ENTRIES_AT_START: list[int] = []
 
 
 def configure(config: pytest.Config) -> None:
     """Enable the cache in a process that runs tests (not in an xdist controller)."""
     global _SUITE
-    if getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_Controller(), "jaxlean-xla-cache-controller")
-        return
     directory = cache_dir()
     if directory is None:
+        return
+    if not hasattr(config, "workerinput"):  # the process that prints the summary
+        _ENTRIES_AT_START.append(_entry_count(directory))
+    if getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Controller(), "jaxlean-xla-cache-controller")
         return
     _SUITE = SuiteCache(directory)
     _SUITE.install()
@@ -178,14 +178,9 @@ class _Controller:
             _WORKERS.append(reported["directory"])
 
 
-def _entries(directory: Path) -> tuple[int, int]:
-    from jaxlean.compile.directory import list_entries
-
-    try:
-        entries = list_entries(directory)
-    except Exception:  # noqa: BLE001 - a summary line must not fail the run
-        return 0, 0
-    return len(entries), sum(e.size for e in entries)
+def _entry_count(directory: Path) -> int:
+    """Entries in ``directory`` (JAX's ``<key>-cache`` files), without importing jax."""
+    return sum(1 for _ in directory.glob("*-cache")) if directory.is_dir() else 0
 
 
 def summary_lines() -> list[str]:
@@ -195,11 +190,12 @@ def summary_lines() -> list[str]:
     directory = Path(_WORKERS[0])
     shown = directory.relative_to(ROOT) if directory.is_relative_to(ROOT) else directory
     t = _TOTALS
-    count, size = _entries(directory)
-    lines = [f"{shown} ({len(_WORKERS)} process{'es' if len(_WORKERS) > 1 else ''}): "
-             f"{t.hits} hits, {t.misses} misses ({t.writes} written), "
-             f"{t.uncacheable} uncacheable; {t.saved_s:.1f} s of compiling saved; "
-             f"{t.compiles} compiles took {t.compile_s:.1f} s",
-             f"{count} entries, {size / 1e6:.0f} MB; tests with a cache of their own, "
-             f"not counted: {t.own_cache_tests}; ${ENV}=off runs without it"]
-    return lines
+    count = _entry_count(directory)
+    size = sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+    new = count - _ENTRIES_AT_START[0] if _ENTRIES_AT_START else 0
+    return [f"{shown} ({len(_WORKERS)} process{'es' if len(_WORKERS) > 1 else ''}): "
+            f"{t.hits} hits, {t.misses} misses, {t.uncacheable} uncacheable; "
+            f"{t.saved_s:.1f} s of compiling saved; {t.compiles} compiles took "
+            f"{t.compile_s:.1f} s",
+            f"{count} entries ({new} new), {size / 1e6:.0f} MB; tests with a cache of their "
+            f"own, not counted: {t.own_cache_tests}; ${ENV}=off runs without it"]
