@@ -55,8 +55,12 @@ def run_on_devices(tmp_path):
     def run(script: str, devices: int, timeout: int = 600) -> str:
         path = tmp_path / "check_on_devices.py"
         path.write_text(script)
-        done = subprocess.run([sys.executable, str(path)], env=child_env(devices=devices),
-                              capture_output=True, text=True, timeout=timeout)
+        counts = tmp_path / "xla_cache_counts.json"  # one process: on the suite's cache
+        command, env = xla_cache.child_command([sys.executable, str(path)],
+                                               child_env(devices=devices), counts)
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        xla_cache.add_child_counts(counts)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
         assert done.stdout.strip().endswith("ok"), done.stdout[-3000:]
         return done.stdout

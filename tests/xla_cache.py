@@ -11,11 +11,19 @@ Tests that set up a cache of their own (``tests/compile/``) keep doing so; after
 whose process no longer uses the suite's store, the store is installed again, and that
 test's compiles are left out of the counts. Each worker hands its counts to the controller
 (``workeroutput``), which prints one summary line at the end of the run.
+
+``run_on_devices`` children (one process with several CPU devices) use the cache too,
+through ``tests/xla_cache_child.py``, and their counts join their test process's. Other
+child processes compile for themselves: jaxlean has no environment variable that turns
+its cache on, JAX's own (``JAX_COMPILATION_CACHE_DIR``) would bring JAX's store (entries
+written in place), and a multi-process CPU run that loads cached collectives needs
+jaxlean's checks (``jaxlean/compile/cpu_collectives.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 from importlib.metadata import version
@@ -26,6 +34,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "JAXLEAN_TEST_XLA_CACHE"
 OUTPUT_KEY = "jaxlean_xla_cache"
+CHILD = Path(__file__).with_name("xla_cache_child.py")
 FIELDS = ("compiles", "compile_s", "requests", "hits", "uncacheable", "saved_s")
 
 
@@ -51,13 +60,14 @@ class Counts:
     uncacheable: int = 0
     saved_s: float = 0.0
     own_cache_tests: int = 0
+    child_processes: int = 0
 
     @property
     def misses(self) -> int:
         return max(self.requests - self.hits - self.uncacheable, 0)
 
     def add(self, other: dict) -> None:
-        for field in (*FIELDS, "own_cache_tests"):
+        for field in (*FIELDS, "own_cache_tests", "child_processes"):
             setattr(self, field, getattr(self, field) + other.get(field, 0))
 
 
@@ -154,6 +164,30 @@ def _suite_xla_cache():
         _SUITE.install()
 
 
+def child_command(command: list[str], env: dict[str, str],
+                  counts: Path) -> tuple[list[str], dict[str, str]]:
+    """``[python, script]`` and its environment, changed to run the script on the suite's
+    cache (``tests/xla_cache_child.py``), its counts written to ``counts``. Only for a child
+    that is one process: a multi-process CPU run must not load entries this way."""
+    if _SUITE is None:
+        return command, env
+    return [command[0], str(CHILD), *command[1:]], {
+        **env, "JAXLEAN_TEST_XLA_CACHE_DIR": str(_SUITE.directory),
+        "JAXLEAN_TEST_XLA_CACHE_STATS": str(counts)}
+
+
+def add_child_counts(counts: Path) -> None:
+    """Add what a child wrote with :func:`child_command` to this process's counts."""
+    if _SUITE is None or not counts.is_file():
+        return
+    try:
+        reported = json.loads(counts.read_text())
+    except (OSError, ValueError):
+        return
+    _SUITE.counts.add({**reported, "child_processes": 1})
+    counts.unlink(missing_ok=True)
+
+
 def session_finish(session: pytest.Session) -> None:
     """A worker hands its counts to the controller; a single process keeps them."""
     if _SUITE is None:
@@ -197,5 +231,6 @@ def summary_lines() -> list[str]:
             f"{t.hits} hits, {t.misses} misses, {t.uncacheable} uncacheable; "
             f"{t.saved_s:.1f} s of compiling saved; {t.compiles} compiles took "
             f"{t.compile_s:.1f} s",
-            f"{count} entries ({new} new), {size / 1e6:.0f} MB; tests with a cache of their "
-            f"own, not counted: {t.own_cache_tests}; ${ENV}=off runs without it"]
+            f"{count} entries ({new} new), {size / 1e6:.0f} MB; {t.child_processes} child "
+            f"process{'' if t.child_processes == 1 else 'es'} included; tests with a cache "
+            f"of their own, not counted: {t.own_cache_tests}; ${ENV}=off runs without it"]
