@@ -25,6 +25,9 @@ PYTEST := -m pytest -q -n auto --dist worksteal --durations=10
 # The suite compiles at XLA's backend optimisation level 0 (the same HLO programs, LLVM
 # left unoptimised: the suite takes about 0.75x the time); `make test-latest` runs it at
 # XLA's default level. XLA_FLAGS given by the caller come after ours and win.
+# Compiled programs are kept in .cache/test-xla/ (tests/xla_cache.py; JAX's key includes
+# XLA_FLAGS and jaxlib's version), so a second run loads them; the run ends with the
+# cache's hits and misses. JAXLEAN_TEST_XLA_CACHE=off runs without it.
 test: lint
 	XLA_FLAGS="--xla_backend_optimization_level=0 $$XLA_FLAGS" $(BIN)/python $(PYTEST)
 
@@ -51,7 +54,8 @@ test-latest:
 	@$(LATEST_BIN)/python -m pip index versions jax 2>/dev/null | head -1 \
 		| sed 's/^/newest on the package index: /'
 	$(LATEST_BIN)/ruff check jaxlean tests examples
-	$(LATEST_BIN)/python $(PYTEST)
+	JAXLEAN_TEST_XLA_CACHE=$${JAXLEAN_TEST_XLA_CACHE:-.cache/test-xla-latest} \
+		$(LATEST_BIN)/python $(PYTEST)
 
 # The documentation site (mkdocs.yml, docs/) into site/, with the `docs` extra (mkdocs,
 # mkdocstrings, matplotlib); --strict: a broken link or anchor, a page missing from the nav or
@@ -73,4 +77,4 @@ bench: $(STAMP)
 	$(BIN)/jaxlean bench --out bench-results
 
 clean:
-	rm -rf $(VENV) $(LATEST_VENV) bench-results .pytest_cache
+	rm -rf $(VENV) $(LATEST_VENV) bench-results .pytest_cache .cache/test-xla .cache/test-xla-latest

@@ -1,5 +1,5 @@
-"""Shared test setup: the environment of child processes, and running a check script on
-several forced CPU devices."""
+"""Shared test setup: the suite's persistent compilation cache (``tests/xla_cache.py``), the
+environment of child processes, and running a check script on several forced CPU devices."""
 
 import importlib.util
 import os
@@ -10,7 +10,25 @@ from pathlib import Path
 
 import pytest
 
+from tests import xla_cache
+from tests.xla_cache import _suite_xla_cache  # noqa: F401 - an autouse fixture
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    xla_cache.configure(config)  # before any test compiles
+
+
+def pytest_sessionfinish(session):
+    xla_cache.session_finish(session)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if lines := xla_cache.summary_lines():
+        terminalreporter.write_sep("-", "XLA compilation cache")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def child_env(*paths: Path | str, devices: int | None = None) -> dict[str, str]:
@@ -37,8 +55,12 @@ def run_on_devices(tmp_path):
     def run(script: str, devices: int, timeout: int = 600) -> str:
         path = tmp_path / "check_on_devices.py"
         path.write_text(script)
-        done = subprocess.run([sys.executable, str(path)], env=child_env(devices=devices),
-                              capture_output=True, text=True, timeout=timeout)
+        counts = tmp_path / "xla_cache_counts.json"  # one process: on the suite's cache
+        command, env = xla_cache.child_command([sys.executable, str(path)],
+                                               child_env(devices=devices), counts)
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        xla_cache.add_child_counts(counts)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
         assert done.stdout.strip().endswith("ok"), done.stdout[-3000:]
         return done.stdout

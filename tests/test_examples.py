@@ -2,7 +2,8 @@
 
 ``JAXLEAN_EXAMPLE_SIZE=small`` makes the examples with a long default run (the
 requeued ``fit``, the conductance fit) do the same things on fewer samples and
-steps; the others ignore it.
+steps; the others ignore it. An example's own process runs on the suite's compilation
+cache (``tests/xla_cache.py``); processes it starts compile for themselves.
 """
 
 import json
@@ -13,16 +14,20 @@ from pathlib import Path
 
 import pytest
 
+from tests import xla_cache
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", EXAMPLES, ids=[path.stem for path in EXAMPLES])
-def test_example_runs(script):
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, JAXLEAN_EXAMPLE_SIZE="small",
-                                                PYTHONPATH=str(ROOT)))  # this checkout's jaxlean
+def test_example_runs(script, tmp_path):
+    env = dict(os.environ, JAXLEAN_EXAMPLE_SIZE="small", PYTHONPATH=str(ROOT))  # this jaxlean
+    counts = tmp_path / "xla_cache_counts.json"  # the example's own process: the suite's cache
+    command, env = xla_cache.child_command([sys.executable, str(script)], env, counts)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    xla_cache.add_child_counts(counts)
     assert done.returncode == 0, done.stderr[-3000:]
     if script.stem == "fit_requeue":  # small or not, run 1 must be killed mid-run
         assert "killed with epochs" in done.stdout, done.stdout[-3000:]
