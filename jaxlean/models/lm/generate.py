@@ -17,7 +17,7 @@ the prompt in chunks: memory linear in the prompt's length).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple
 
 import equinox as eqx
@@ -31,11 +31,11 @@ from jaxlean.models.lm._prompts import left_padded, prompt_rows, stop_table
 from jaxlean.models.lm.generation_config import generation_defaults
 from jaxlean.models.lm.kv_cache import PREFILL_CHUNK, KVCache, decode_step, prefill
 from jaxlean.models.lm.lora import check_adapter_ids
-from jaxlean.models.lm.sampling import choose, resolve_sampling
+from jaxlean.models.lm.sampling import Sampling, choose, resolve_sampling
 from jaxlean.models.lm.transformer import Transformer, check_tokens
 
 __all__ = ["FINISH_REASONS", "Buckets", "KVCache", "Rollout", "bucket", "decode_step", "generate",
-           "prefill"]
+           "greedy_program", "prefill"]
 
 FINISH_REASONS = ("length", "stop", "stop_sequence")
 """``Rollout.finish_reason`` indexes this: the length limit, an eos id, a stop sequence."""
@@ -123,7 +123,6 @@ class _Loop(NamedTuple):
     recent: Array
 
 
-@eqx.filter_jit
 def _rollout(model, prompt, prompt_mask, adapter_ids, key, limits, eos, stops, pad_id, values,
              new_tokens: int, greedy: bool, slots: int, prefill_chunk: int | None) -> Rollout:
     batch = prompt.shape[0]
@@ -165,6 +164,41 @@ def _rollout(model, prompt, prompt_mask, adapter_ids, key, limits, eos, stops, p
                   jnp.full((batch, stops.shape[1]), -1, jnp.int32))
     end = jax.lax.while_loop(running, advance, start)
     return Rollout(end.tokens, end.logprobs, end.lengths, end.reason, prompt, prompt_mask)
+
+
+_compiled_rollout = eqx.filter_jit(_rollout)  # named jit(_rollout) in compile stats
+
+
+def _slots(width: int, new_tokens: int) -> int:
+    return -(-(width + new_tokens) // _SLOT_MULTIPLE) * _SLOT_MULTIPLE
+
+
+def greedy_program(batch: int, prompt_length: int, max_new_tokens: int, *,
+                   prompt_buckets: Buckets = "pow2", length_buckets: Buckets = "pow2",
+                   prefill_chunk: int | None = PREFILL_CHUNK
+                   ) -> tuple[Callable, tuple[jax.ShapeDtypeStruct, ...]]:
+    """The program :func:`generate` runs for ``batch`` greedy rows whose longest prompt has
+    ``prompt_length`` tokens, without eos ids or stop sequences, to compile ahead of time.
+
+    Returns ``(fn, shapes)``: ``fn(model, prompt, prompt_mask, limits) -> Rollout`` and the
+    shapes of its last three arguments, so that
+    ``jax.jit(fn).trace(model, *shapes).lower().compile().memory_analysis()`` tells the
+    memory a rollout takes without running it (``model`` may be abstract,
+    ``eqx.filter_eval_shape``).
+    """
+    width = bucket(prompt_length, prompt_buckets, "prompt length")
+    new_tokens = bucket(max_new_tokens, length_buckets, "max_new_tokens")
+    eos, stops = stop_table((), (), 1)
+    values = Sampling(0.0).values()
+
+    def fn(model, prompt, prompt_mask, limits):
+        return _rollout(model, prompt, prompt_mask, None, None, limits, eos, stops,
+                             np.asarray(0, np.int32), values, new_tokens, True,
+                             _slots(width, new_tokens), prefill_chunk)
+
+    return fn, (jax.ShapeDtypeStruct((batch, width), jnp.int32),
+                jax.ShapeDtypeStruct((batch, width), jnp.bool_),
+                jax.ShapeDtypeStruct((batch,), jnp.int32))
 
 
 def _token_limits(max_new_tokens, defaults, rows: list[np.ndarray]) -> np.ndarray:
@@ -338,7 +372,6 @@ def generate(
         ids, mask, limits = (np.repeat(x, copies, axis=0) for x in (ids, mask, limits))
         if adapter_ids is not None:
             adapter_ids = jnp.repeat(jnp.asarray(adapter_ids), copies, axis=0)
-    slots = -(-(width + new_tokens) // _SLOT_MULTIPLE) * _SLOT_MULTIPLE
-    return _rollout(model, ids, mask, adapter_ids, key, limits, eos, stops,
-                    np.asarray(pad_id, np.int32), sampling.values(), new_tokens, sampling.greedy,
-                    slots, prefill_chunk)
+    return _compiled_rollout(model, ids, mask, adapter_ids, key, limits, eos, stops,
+                             np.asarray(pad_id, np.int32), sampling.values(), new_tokens,
+                             sampling.greedy, _slots(width, new_tokens), prefill_chunk)
