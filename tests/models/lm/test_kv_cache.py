@@ -11,8 +11,10 @@ import pytest
 
 from jaxlean.models.lm.generate import generate
 from jaxlean.models.lm.kv_cache import decode_step, prefill
+from jaxlean.models.lm.layers import attend
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
-from jaxlean.nn.flash import dividing_tile
+from jaxlean.nn.attention_mask import AttentionMask
+from jaxlean.nn.flash import dividing_tile, flash_attention_cached
 
 CONFIG = dict(vocab_size=53, hidden_size=32, intermediate_size=40, num_layers=2, num_heads=4,
               num_kv_heads=2, attention_tile=4)
@@ -78,6 +80,33 @@ def test_cache_in_compute_dtype():
     _, cache = eqx.filter_jit(lambda m: prefill(m, tokens, mask, max_length=8))(model)
     assert cache.keys.dtype == cache.values.dtype == jnp.bfloat16
     assert cache.keys.shape == (2, 2, 2, 8, 8)  # [layers, B, kv_heads, slots, head_dim]
+
+
+@pytest.mark.parametrize("window", [None, 3])
+def test_flash_attention_cached_equals_dense_on_one_layer(window):
+    """Random queries at a traced slot offset over layer 1 of a [L, B, Kh, S, d] cache with
+    padded slots, against dense softmax attention on that layer alone (float32)."""
+    rng = np.random.default_rng(5)
+    layers, batch, kv_heads, slots, dim, heads, length = 3, 2, 2, 24, 8, 4, 5
+    keys, values = (jnp.asarray(rng.normal(size=(layers, batch, kv_heads, slots, dim)),
+                                jnp.float32) for _ in range(2))
+    q = jnp.asarray(rng.normal(size=(batch, length, heads, dim)), jnp.float32)
+    valid = rng.random((batch, slots)) > 0.25
+
+    @jax.jit
+    def both(shift):
+        mask = AttentionMask(jnp.asarray(valid), causal=True, window=window, q_shift=shift)
+        got = flash_attention_cached(q, keys, values, jnp.asarray(1), mask, tile=4)
+        dense = mask.dense(length, slots)
+        k, v = (x[1].transpose(0, 2, 1, 3) for x in (keys, values))
+        return got, attend(q, k, v, dense), dense
+
+    got, want, dense = both(jnp.asarray(7))
+    sees = np.asarray(dense).any(-1)  # a query that sees nothing: 0 here, a mean there
+    assert sees.sum() >= 6
+    np.testing.assert_allclose(np.asarray(got)[sees], np.asarray(want)[sees], rtol=1e-5,
+                               atol=1e-5)
+    assert (np.asarray(got)[~sees] == 0).all()
 
 
 def test_dividing_tile():
