@@ -37,6 +37,8 @@ class AttentionMask(eqx.Module):
         window: ``q_offset + t - s < window`` (the last ``window`` slots, itself
             included); None for no window.
         q_offset: the slot of query 0 among the keys (0 for self-attention).
+        q_shift: a traced scalar added to ``q_offset`` (a KV cache's write slot, which
+            changes from call to call without another compile); None for 0.
     """
 
     key_valid: Array | None = None
@@ -45,11 +47,16 @@ class AttentionMask(eqx.Module):
     causal: bool = eqx.field(static=True, default=True)
     window: int | None = eqx.field(static=True, default=None)
     q_offset: int = eqx.field(static=True, default=0)
+    q_shift: Array | None = None
 
     def __check_init__(self) -> None:
         if (self.q_segments is None) != (self.k_segments is None):
             raise ConfigError("AttentionMask needs both q_segments and k_segments (the query's and "
                               "the key's segment ids), or neither")
+
+    def _first_slot(self) -> Array | int:
+        """The slot of query 0 among the keys."""
+        return self.q_offset if self.q_shift is None else self.q_offset + self.q_shift
 
     def block(self, q_start: Array | int, q_size: int, k_start: Array | int, k_size: int
               ) -> Array:
@@ -57,7 +64,7 @@ class AttentionMask(eqx.Module):
 
         The per-example arrays must cover the block (see :meth:`padded`).
         """
-        q_slots = self.q_offset + q_start + jnp.arange(q_size)
+        q_slots = self._first_slot() + q_start + jnp.arange(q_size)
         k_slots = k_start + jnp.arange(k_size)
         visible = jnp.ones((q_size, k_size), bool)
         if self.causal:
@@ -88,14 +95,15 @@ class AttentionMask(eqx.Module):
                                                                   kv_length, False)
         return AttentionMask(key_valid, _pad_last(self.q_segments, length, 0),
                              _pad_last(self.k_segments, kv_length, 0),
-                             self.causal, self.window, self.q_offset)
+                             self.causal, self.window, self.q_offset, self.q_shift)
 
     def key_block_range(self, q_start: Array, q_size: int, k_size: int, k_blocks: int
                         ) -> tuple[Array, Array]:
         """``[lo, hi)``: the key blocks (of ``k_size``) that queries ``q_start ..
         q_start + q_size - 1`` can see; the others are hidden by causality or window."""
         lo, hi = jnp.asarray(0), jnp.asarray(k_blocks)
-        first, last = self.q_offset + q_start, self.q_offset + q_start + q_size - 1
+        first = self._first_slot() + q_start
+        last = first + q_size - 1
         if self.causal:
             hi = jnp.clip(last // k_size + 1, 0, k_blocks)
         if self.window is not None:
@@ -107,9 +115,10 @@ class AttentionMask(eqx.Module):
         """``[lo, hi)``: the query blocks (of ``q_size``) that can see any of keys
         ``k_start .. k_start + k_size - 1`` (the transpose of :meth:`key_block_range`)."""
         lo, hi = jnp.asarray(0), jnp.asarray(q_blocks)
-        if self.causal:  # needs q_offset + t >= k_start
-            lo = jnp.clip((k_start - self.q_offset) // q_size, 0, q_blocks)
-        if self.window is not None:  # needs q_offset + t - (k_start + k_size - 1) < window
-            last = k_start + k_size - 1 + self.window - 1 - self.q_offset
+        offset = self._first_slot()
+        if self.causal:  # needs offset + t >= k_start
+            lo = jnp.clip((k_start - offset) // q_size, 0, q_blocks)
+        if self.window is not None:  # needs offset + t - (k_start + k_size - 1) < window
+            last = k_start + k_size - 1 + self.window - 1 - offset
             hi = jnp.clip(last // q_size + 1, 0, q_blocks)
         return lo, jnp.maximum(lo, hi)

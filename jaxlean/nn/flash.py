@@ -28,7 +28,7 @@ from jax import Array
 from jaxlean.errors import ConfigError
 from jaxlean.nn.attention_mask import AttentionMask
 
-__all__ = ["DEFAULT_TILE", "flash_attention"]
+__all__ = ["DEFAULT_TILE", "dividing_tile", "flash_attention", "flash_attention_cached"]
 
 DEFAULT_TILE = 128
 """Default query and key tile: score blocks of ``128 x 128`` float32 per head (64 KiB).
@@ -58,11 +58,22 @@ def _scores(q_i: Array, k_j: Array, visible: Array) -> Array:
     return jnp.where(visible[:, None, None], s, -jnp.inf)
 
 
-def _forward(q, k, v, mask: AttentionMask, q_tile: int, k_tile: int):
-    """``(out, lse)`` of ``q[B, Kh, G, Tp, d]`` over ``k, v[B, Kh, Sp, d]``; rows that see
-    nothing get ``out = 0`` and ``lse = -inf``."""
+def _key_block(x: Array, start: Array, tile: int, layer: Array | None) -> Array:
+    """Keys/values ``start .. start + tile - 1`` of ``x[B, Kh, S, d]``, or of layer ``layer``
+    of ``x[L, B, Kh, S, d]`` (read in place: the layer is never copied out whole)."""
+    if layer is None:
+        return jax.lax.dynamic_slice_in_dim(x, start, tile, axis=2)
+    zero = jnp.zeros((), jnp.int32)
+    block = jax.lax.dynamic_slice(x, (layer, zero, zero, start, zero),
+                                  (1, x.shape[1], x.shape[2], tile, x.shape[4]))
+    return block[0]
+
+
+def _forward(q, k, v, mask: AttentionMask, q_tile: int, k_tile: int, layer=None):
+    """``(out, lse)`` of ``q[B, Kh, G, Tp, d]`` over ``k, v[B, Kh, Sp, d]`` (or over layer
+    ``layer`` of ``[L, B, Kh, Sp, d]``); rows that see nothing get ``out = 0``, ``lse = -inf``."""
     batch, kv_heads, groups, length, dim = q.shape
-    k_blocks = k.shape[2] // k_tile
+    k_blocks = k.shape[-2] // k_tile
 
     def query_block(i):
         q_start = i * q_tile
@@ -71,8 +82,7 @@ def _forward(q, k, v, mask: AttentionMask, q_tile: int, k_tile: int):
         def key_block(j, carry):
             row_max, row_sum, acc = carry
             k_start = j * k_tile
-            k_j = jax.lax.dynamic_slice_in_dim(k, k_start, k_tile, axis=2)
-            v_j = jax.lax.dynamic_slice_in_dim(v, k_start, k_tile, axis=2)
+            k_j, v_j = (_key_block(x, k_start, k_tile, layer) for x in (k, v))
             s = _scores(q_i, k_j, mask.block(q_start, q_tile, k_start, k_tile))
             new_max = jnp.maximum(row_max, jnp.max(s, axis=-1))
             safe_max = jnp.where(jnp.isneginf(new_max), 0.0, new_max)
@@ -197,4 +207,45 @@ def flash_attention(q: Array, k: Array, v: Array, mask: AttentionMask, *,
     empty = jnp.isneginf(jax.lax.stop_gradient(lse))[..., None]
     mean_v = jnp.mean(v.astype(_F32), axis=1).transpose(0, 1, 2)[:, :, None, None, :]
     out = jnp.where(empty, mean_v.astype(out.dtype), out)
+    return out[:, :, :, :length].transpose(0, 3, 1, 2, 4).reshape(batch, length, heads, dim)
+
+
+def dividing_tile(length: int, tile: int) -> int:
+    """The largest tile of at most ``tile`` that divides ``length`` (1 at worst)."""
+    return next(t for t in range(min(tile, length), 0, -1) if length % t == 0)
+
+
+def flash_attention_cached(q: Array, keys: Array, values: Array, layer: Array,
+                           mask: AttentionMask, *, tile: int = DEFAULT_TILE) -> Array:
+    """Blockwise attention of new queries over one layer of a KV cache (forward only).
+
+    The cache is heads-first, ``keys, values[L, B, Kh, S, d]``, the layout the
+    blocks are read in, so neither a layer nor a transposed copy of it is ever
+    made: memory beyond the cache is one ``[q_tile, k_tile]`` score block per
+    head. Key blocks past the queries' last slot (by ``mask``'s causality) are
+    skipped, so a short prompt in a long cache costs only its own length.
+
+    Args:
+        q: ``[B, T, heads, d]`` queries (``heads`` a multiple of ``Kh``).
+        keys, values: the cache, this step's keys and values already written.
+        layer: the layer to read (traced int).
+        mask: what each query may see, its slots shifted to the queries' place
+            in the cache (``q_shift``).
+        tile: the largest query and key tile; the key tile is the largest divisor of
+            ``S`` not above it (:func:`dividing_tile`), so the cache is never padded.
+
+    Returns:
+        ``[B, T, heads, d]`` in ``q``'s dtype; a query that sees no key (a left pad) gets 0.
+    """
+    batch, length, heads, dim = q.shape
+    kv_heads, slots = keys.shape[2], keys.shape[3]
+    if heads % kv_heads:
+        raise ConfigError(f"flash_attention_cached: q's heads ({heads}) must be a multiple "
+                          f"of the cache's heads ({kv_heads})")
+    q_tile, q_blocks = _blocks(length, tile)
+    k_tile = dividing_tile(slots, tile)
+    padded_q = q_tile * q_blocks
+    grouped = q.reshape(batch, length, kv_heads, heads // kv_heads, dim).transpose(0, 2, 3, 1, 4)
+    out, _ = _forward(_pad(grouped, 3, padded_q), keys, values,
+                      mask.padded(padded_q, slots, slots), q_tile, k_tile, layer)
     return out[:, :, :, :length].transpose(0, 3, 1, 2, 4).reshape(batch, length, heads, dim)

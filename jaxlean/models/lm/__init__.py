@@ -9,7 +9,10 @@
   chosen per example); :mod:`~jaxlean.models.lm.peft`: :func:`save_lora`, :func:`load_lora`,
   :func:`merge_lora` in PEFT's file layout.
 - :mod:`~jaxlean.models.lm.generate`: ``generate`` (KV-cache sampling; import it from
-  there: the module has the function's name) and :class:`Rollout`.
+  there: the module has the function's name) and :class:`Rollout`;
+  :mod:`~jaxlean.models.lm.generation_config`: :func:`generation_defaults`, what a
+  checkpoint's ``generation_config.json`` tells ``generate``; :mod:`~jaxlean.models.lm.kv_cache`:
+  the prompt pass and decoding steps.
 - :mod:`~jaxlean.models.lm.heads`: :func:`token_stats`, :func:`policy_loss` (PPO/GRPO) and
   :func:`distill` on the model's head.
 - :mod:`~jaxlean.models.lm.memory_plan`: :func:`plan_memory`, the remat, nesting, loss
@@ -32,12 +35,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.lm import config as config
     from jaxlean.models.lm import data as data
     from jaxlean.models.lm import generate as generate
+    from jaxlean.models.lm import generation_config as generation_config
     from jaxlean.models.lm import heads as heads
     from jaxlean.models.lm import hf as hf
     from jaxlean.models.lm import hf_config as hf_config
     from jaxlean.models.lm import hf_hub as hf_hub
     from jaxlean.models.lm import hf_names as hf_names
     from jaxlean.models.lm import hf_tokenizer as hf_tokenizer
+    from jaxlean.models.lm import kv_cache as kv_cache
     from jaxlean.models.lm import layers as layers
     from jaxlean.models.lm import lora as lora
     from jaxlean.models.lm import memory_plan as memory_plan
@@ -48,6 +53,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.lm import tokens as tokens
     from jaxlean.models.lm import transformer as transformer
     from jaxlean.models.lm.generate import Rollout as Rollout
+    from jaxlean.models.lm.generation_config import generation_defaults as generation_defaults
     from jaxlean.models.lm.heads import distill as distill
     from jaxlean.models.lm.heads import policy_loss as policy_loss
     from jaxlean.models.lm.heads import token_stats as token_stats
@@ -72,13 +78,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.models.lm.transformer import logprobs as logprobs
     from jaxlean.models.lm.transformer import loss as loss
 
-_SUBMODULES = ("causal_loss", "config", "data", "generate", "heads", "hf", "hf_config", "hf_hub",
-               "hf_names", "hf_tokenizer", "layers", "lora", "memory_plan", "peft", "rope", "rules",
-               "sampling", "tokens", "transformer")
+_SUBMODULES = ("causal_loss", "config", "data", "generate", "generation_config", "heads", "hf",
+               "hf_config", "hf_hub", "hf_names", "hf_tokenizer", "kv_cache", "layers", "lora",
+               "memory_plan", "peft", "rope", "rules", "sampling", "tokens", "transformer")
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
     "Rollout": "jaxlean.models.lm.generate",
+    "generation_defaults": "jaxlean.models.lm.generation_config",
     "distill": "jaxlean.models.lm.heads",
     "policy_loss": "jaxlean.models.lm.heads",
     "token_stats": "jaxlean.models.lm.heads",
@@ -105,11 +112,12 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = ["GenerationSettings", "MemoryPlan", "Rollout", "Transformer", "TransformerConfig",
-           "add_lora", "causal_loss", "config", "config_from_hf", "config_to_hf", "data", "distill",
-           "generate", "heads", "hf", "hf_config", "hf_hub", "hf_names", "hf_tokenizer",
-           "is_lora_path", "layers", "load_lora", "load_pretrained", "load_safetensors", "logprobs",
-           "lora", "loss", "memory_plan", "merge_lora", "peft", "plan_memory", "policy_loss",
-           "resolve_model", "rope", "rules", "sampling", "save_lora", "save_pretrained",
-           "save_safetensors", "token_stats", "tokens", "transformer", "transformer_rules"]
+           "add_lora", "causal_loss", "config", "config_from_hf", "config_to_hf", "data",
+           "distill", "generate", "generation_config", "generation_defaults", "heads", "hf",
+           "hf_config", "hf_hub", "hf_names", "hf_tokenizer", "is_lora_path", "kv_cache", "layers",
+           "load_lora", "load_pretrained", "load_safetensors", "logprobs", "lora", "loss",
+           "memory_plan", "merge_lora", "peft", "plan_memory", "policy_loss", "resolve_model",
+           "rope", "rules", "sampling", "save_lora", "save_pretrained", "save_safetensors",
+           "token_stats", "tokens", "transformer", "transformer_rules"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)

@@ -42,7 +42,7 @@ def cudnn_refusal(q: Array, k: Array, mask: AttentionMask) -> str | None:
     if dim % 8 or dim > _CUDNN_MAX_HEAD_DIM:
         return f"it needs a head_dim multiple of 8 up to {_CUDNN_MAX_HEAD_DIM}, got {dim}"
     if (mask.key_valid is not None or mask.q_segments is not None or not mask.causal
-            or mask.q_offset or q.shape[1] != k.shape[1]):
+            or mask.q_offset or mask.q_shift is not None or q.shape[1] != k.shape[1]):
         return ("it takes a causal (optionally sliding-window) self-attention mask only, "
                 "without padding or segment ids")
     return None

@@ -1,23 +1,24 @@
-"""Generation with a per-layer KV cache, using the same stacked layers as training.
-
-The cache holds every layer's keys and values with a leading layer axis, so a
-step is one ``scan_layers`` over ``(layer, cache[layer])`` whose outputs are the
-updated cache slices: depth costs no extra tracing here either. Batches are
-left-padded (every prompt ends at the same slot), so the batch writes one slot
-per step; padded slots are never attended to and rotary positions count real
-tokens only, which makes step-by-step decoding equal to one full forward pass.
+"""Rollouts: complete prompts with the KV cache, stopping where the checkpoint says.
 
 :func:`generate` pads prompts to a few bucket sizes and passes each row's
 length and token limit as data, so a stream of prompts of every length
 compiles once per bucket (an RL loop would otherwise compile at almost every
 step), and returns what a policy-gradient loss needs besides the tokens: each
 token's log-prob, the lengths and why each row ended.
+
+Like ``transformers``' ``generate``, it takes what the call does not say from the
+checkpoint's generation config (:mod:`jaxlean.models.lm.generation_config`): the
+end-of-sequence ids (one or several), the pad id, ``do_sample`` and the sampling
+filters, the length limits. A row ends at (and includes) its first end-of-sequence
+id; what follows is ``pad_id``, masked, with log-prob 0. The prompt pass and the
+decoding steps are those of :mod:`jaxlean.models.lm.kv_cache` (blockwise attention,
+the prompt in chunks: memory linear in the prompt's length).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple
 
 import equinox as eqx
 import jax
@@ -26,106 +27,15 @@ import numpy as np
 from jax import Array
 
 from jaxlean.errors import ConfigError, DataError
+from jaxlean.models.lm._prompts import left_padded, prompt_rows, stop_table
+from jaxlean.models.lm.generation_config import generation_defaults
+from jaxlean.models.lm.kv_cache import PREFILL_CHUNK, KVCache, decode_step, prefill
 from jaxlean.models.lm.lora import check_adapter_ids
-from jaxlean.models.lm.sampling import Sampling, choose
-from jaxlean.models.lm.transformer import (
-    Transformer,
-    check_tokens,
-    positions_from_mask,
-    window_mask,
-)
-from jaxlean.nn.layers import scan_layers
+from jaxlean.models.lm.sampling import Sampling, choose, resolve_sampling
+from jaxlean.models.lm.transformer import Transformer, check_tokens
 
 __all__ = ["FINISH_REASONS", "Buckets", "KVCache", "Rollout", "bucket", "decode_step", "generate",
-           "prefill"]
-
-
-class KVCache(NamedTuple):
-    """Keys/values of all layers and which slots hold real tokens.
-
-    Attributes:
-        keys, values: ``[layers, B, slots, kv_heads, head_dim]``.
-        valid: ``[B, slots]`` bool, True at slots holding a real (non-pad) token.
-        next_position: ``[B]`` rotary position of the next token of each row.
-        index: scalar int, the next slot to write.
-    """
-
-    keys: Array
-    values: Array
-    valid: Array
-    next_position: Array
-    index: Array
-
-
-def _run(model, tokens, cache: KVCache, positions, attn_mask, adapter_ids):
-    h = model.embed_tokens(tokens)
-
-    def body(layer, h, kv):
-        return layer(h, positions, attn_mask, adapter_ids, kv, cache.index)
-
-    h, (keys, values) = scan_layers(body, model.layers, h, (cache.keys, cache.values))
-    return h, keys, values
-
-
-def prefill(
-    model: Transformer,
-    prompt: Array,
-    prompt_mask: Array | None = None,
-    *,
-    max_length: int,
-    adapter_ids: Array | None = None,
-) -> tuple[Array, KVCache]:
-    """Run the (left-padded) prompt and fill a cache of ``max_length`` slots.
-
-    Args:
-        model: the transformer.
-        prompt: ``[B, P]`` ids, left-padded.
-        prompt_mask: ``[B, P]`` bool, False at the left padding (default: all True).
-        max_length: total slots: prompt plus tokens to generate.
-        adapter_ids: ``[B]`` LoRA adapter per example.
-
-    Returns:
-        ``(logits[B, vocab], cache)``: next-token logits after the prompt, and the cache.
-    """
-    batch, length = prompt.shape
-    if max_length < length:
-        raise ConfigError(f"max_length={max_length} is shorter than the prompt ({length})")
-    c = model.config
-    if prompt_mask is None:
-        prompt_mask = jnp.ones(prompt.shape, bool)
-    dtype = model.embed.dtype
-    shape = (c.num_layers, batch, max_length, c.num_kv_heads, c.head_dim)
-    valid = jnp.zeros((batch, max_length), bool).at[:, :length].set(prompt_mask.astype(bool))
-    cache = KVCache(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), valid,
-                    jnp.sum(prompt_mask, axis=1).astype(jnp.int32), jnp.asarray(0, jnp.int32))
-    slots = jnp.arange(max_length)
-    queries = jnp.arange(length)
-    attn_mask = (valid[:, None, :] & (slots[None, None, :] <= queries[None, :, None])
-                 & window_mask(queries, slots, c.sliding_window)[None])
-    h, keys, values = _run(model, prompt, cache, positions_from_mask(prompt_mask), attn_mask,
-                           adapter_ids)
-    cache = cache._replace(keys=keys, values=values, index=jnp.asarray(length, jnp.int32))
-    return model.project(model.norm(h[:, -1]), adapter_ids), cache
-
-
-def decode_step(
-    model: Transformer, cache: KVCache, tokens: Array, adapter_ids: Array | None = None
-) -> tuple[Array, KVCache]:
-    """Feed one token per row (``tokens[B]``); return next-token logits ``[B, vocab]`` and cache."""
-    valid = jax.lax.dynamic_update_slice_in_dim(
-        cache.valid, jnp.ones((tokens.shape[0], 1), bool), cache.index, axis=1)
-    slots = jnp.arange(valid.shape[1])
-    near = window_mask(cache.index[None], slots, model.config.sliding_window)
-    attn_mask = (valid & (slots[None, :] <= cache.index) & near)[:, None, :]
-    cache = cache._replace(valid=valid)
-    h, keys, values = _run(model, tokens[:, None], cache, cache.next_position[:, None],
-                           attn_mask, adapter_ids)
-    cache = KVCache(keys, values, valid, cache.next_position + 1, cache.index + 1)
-    return model.project(model.norm(h[:, 0]), adapter_ids), cache
-
-
-
-# ----------------------------------------------------------------------------- rollouts
+           "greedy_program", "prefill"]
 
 FINISH_REASONS = ("length", "stop", "stop_sequence")
 """``Rollout.finish_reason`` indexes this: the length limit, an eos id, a stop sequence."""
@@ -135,7 +45,7 @@ Buckets = Sequence[int] | Literal["pow2", "exact"]
 compile per size), or an increasing sequence of allowed sizes."""
 
 _SMALLEST_POW2 = 8
-_STOP_SLOTS = 4  # eos ids and stop sequences are padded to multiples of this (data, not shapes)
+_SLOT_MULTIPLE = 8  # cache slots: blockwise attention's key tile divides them (>= 8)
 
 
 class Rollout(NamedTuple):
@@ -201,81 +111,6 @@ def bucket(size: int, buckets: Buckets, what: str = "length") -> int:
     raise ConfigError(f"{what} {size} exceeds the largest {what} bucket {sizes[-1]}")
 
 
-def _rows(prompt: Any, prompt_mask: Any, pad_id: int | None) -> list[np.ndarray]:
-    """Each prompt's real ids, in order, from a ragged list or a padded array and mask.
-
-    A mask-less array with a row ending in ``pad_id`` (when known) is refused as
-    right-padded: those pads would be read as prompt and generated after.
-    """
-    if isinstance(prompt, (jax.Array, np.ndarray)):
-        ids = np.asarray(prompt)
-        if ids.ndim != 2:
-            raise DataError(f"prompt must be [batch, length] or a list of sequences, got shape "
-                            f"{ids.shape}")
-        if prompt_mask is None:
-            _refuse_right_padding(ids, pad_id)
-            return list(ids)
-        mask = np.asarray(prompt_mask)
-        if mask.shape != ids.shape:
-            raise DataError(f"attention_mask (prompt_mask) must have the prompt's shape "
-                            f"{ids.shape} ([batch, length], False or 0 at padding), got "
-                            f"{mask.shape}")
-        return [row[keep] for row, keep in zip(ids, mask.astype(bool), strict=True)]
-    if prompt_mask is not None:
-        raise ConfigError("attention_mask (prompt_mask) is for a padded [batch, length] array; "
-                          "a list of sequences has no padding")
-    rows = [np.asarray(row) for row in prompt]
-    for i, row in enumerate(rows):
-        if row.ndim != 1:
-            raise DataError(f"prompt {i} must be a sequence of ids, got shape {row.shape}")
-    return rows
-
-
-def _refuse_right_padding(ids: np.ndarray, pad_id: int | None) -> None:
-    """Raise when a row of a mask-less prompt array ends with ``pad_id`` (Hugging Face warns
-    on the same sign of right padding); ``None``: no pad id is known, nothing to check."""
-    if pad_id is None or not ids.shape[1]:
-        return
-    ends = np.flatnonzero(ids[:, -1] == pad_id)
-    if ends.size:
-        raise DataError(
-            f"prompt row {int(ends[0])} ends with pad_id {pad_id}: a right-padded batch "
-            "without a mask would generate after the pads. Pass attention_mask (False or 0 "
-            "at padding, either side) or a list of sequences; if those ids are real tokens, "
-            "pass an all-True attention_mask")
-
-
-def _left_padded(rows: list[np.ndarray], width: int, pad_id: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    ids = np.full((len(rows), width), pad_id, np.int32)
-    mask = np.zeros((len(rows), width), bool)
-    for i, row in enumerate(rows):
-        ids[i, width - len(row):] = row
-        mask[i, width - len(row):] = True
-    return ids, mask
-
-
-def _stop_table(eos_ids: tuple[int, ...], stop_sequences: Sequence[Sequence[int]],
-                vocab: int) -> tuple[np.ndarray, np.ndarray]:
-    """Eos ids ``[K]`` and right-aligned stop sequences ``[S, L]``, padded with -1 to
-    multiples of :data:`_STOP_SLOTS` so other stop settings reuse the compiled program."""
-    seqs = [tuple(int(t) for t in seq) for seq in stop_sequences]
-    for where, ids in [("eos_id", eos_ids), *((f"stop_sequences[{i}]", s)
-                                              for i, s in enumerate(seqs))]:
-        if not ids and where != "eos_id":
-            raise ConfigError(f"{where} is empty")
-        bad = [t for t in ids if not 0 <= t < vocab]
-        if bad:
-            raise ConfigError(f"{where}: token id {bad[0]} is outside the vocabulary [0, {vocab})")
-    round_up = lambda n: _STOP_SLOTS * max(1, -(-n // _STOP_SLOTS))
-    eos = np.full(round_up(len(eos_ids)), -1, np.int32)
-    eos[:len(eos_ids)] = eos_ids
-    table = np.full((round_up(len(seqs)), round_up(max(map(len, seqs), default=1))), -1, np.int32)
-    for i, seq in enumerate(seqs):
-        table[i, table.shape[1] - len(seq):] = seq
-    return eos, table
-
-
 class _Loop(NamedTuple):
     cache: KVCache
     logits: Array
@@ -288,12 +123,12 @@ class _Loop(NamedTuple):
     recent: Array
 
 
-@eqx.filter_jit
 def _rollout(model, prompt, prompt_mask, adapter_ids, key, limits, eos, stops, pad_id, values,
-             new_tokens: int, greedy: bool) -> Rollout:
-    batch, width = prompt.shape
-    logits, cache = prefill(model, prompt, prompt_mask, max_length=width + new_tokens,
-                            adapter_ids=adapter_ids)
+             new_tokens: int, greedy: bool, slots: int, prefill_chunk: int | None) -> Rollout:
+    batch = prompt.shape[0]
+    model = model.in_compute_dtype()
+    logits, cache = prefill(model, prompt, prompt_mask, max_length=slots,
+                            adapter_ids=adapter_ids, prefill_chunk=prefill_chunk)
     keys = None
     if not greedy:
         if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
@@ -331,24 +166,114 @@ def _rollout(model, prompt, prompt_mask, adapter_ids, key, limits, eos, stops, p
     return Rollout(end.tokens, end.logprobs, end.lengths, end.reason, prompt, prompt_mask)
 
 
+_compiled_rollout = eqx.filter_jit(_rollout)  # named jit(_rollout) in compile stats
+
+
+def _slots(width: int, new_tokens: int) -> int:
+    return -(-(width + new_tokens) // _SLOT_MULTIPLE) * _SLOT_MULTIPLE
+
+
+def greedy_program(batch: int, prompt_length: int, max_new_tokens: int, *,
+                   prompt_buckets: Buckets = "pow2", length_buckets: Buckets = "pow2",
+                   prefill_chunk: int | None = PREFILL_CHUNK
+                   ) -> tuple[Callable, tuple[jax.ShapeDtypeStruct, ...]]:
+    """The program :func:`generate` runs for ``batch`` greedy rows whose longest prompt has
+    ``prompt_length`` tokens, without eos ids or stop sequences, to compile ahead of time.
+
+    Returns ``(fn, shapes)``: ``fn(model, prompt, prompt_mask, limits) -> Rollout`` and the
+    shapes of its last three arguments, so that
+    ``jax.jit(fn).trace(model, *shapes).lower().compile().memory_analysis()`` tells the
+    memory a rollout takes without running it (``model`` may be abstract,
+    ``eqx.filter_eval_shape``).
+    """
+    width = bucket(prompt_length, prompt_buckets, "prompt length")
+    new_tokens = bucket(max_new_tokens, length_buckets, "max_new_tokens")
+    eos, stops = stop_table((), (), 1)
+    values = Sampling(0.0).values()
+
+    def fn(model, prompt, prompt_mask, limits):
+        return _rollout(model, prompt, prompt_mask, None, None, limits, eos, stops,
+                             np.asarray(0, np.int32), values, new_tokens, True,
+                             _slots(width, new_tokens), prefill_chunk)
+
+    return fn, (jax.ShapeDtypeStruct((batch, width), jnp.int32),
+                jax.ShapeDtypeStruct((batch, width), jnp.bool_),
+                jax.ShapeDtypeStruct((batch,), jnp.int32))
+
+
+def _token_limits(max_new_tokens, defaults, rows: list[np.ndarray]) -> np.ndarray:
+    """Each row's new-token limit: the call's, else the checkpoint's ``max_new_tokens``, else
+    its ``max_length`` less the row's prompt (``transformers``' total length)."""
+    if max_new_tokens is None:
+        if defaults.max_new_tokens is not None:
+            max_new_tokens = defaults.max_new_tokens
+        elif defaults.max_length is not None:
+            limits = np.asarray([defaults.max_length - len(row) for row in rows])
+            short = np.flatnonzero(limits < 1)
+            if short.size:
+                i = int(short[0])
+                raise ConfigError(f"prompt {i} has {len(rows[i])} tokens, not fewer than the "
+                                  f"generation config's max_length={defaults.max_length}; "
+                                  "pass max_new_tokens")
+            return limits.astype(np.int32)
+        else:
+            raise ConfigError("generate needs max_new_tokens: the model's generation config "
+                              "sets neither max_new_tokens nor max_length")
+    limits = np.asarray(max_new_tokens)
+    if limits.shape not in ((), (len(rows),)) or not np.issubdtype(limits.dtype, np.integer) \
+            or limits.min() < 1:
+        raise ConfigError(f"max_new_tokens must be integers >= 1, one for every row or one per "
+                          f"row ({len(rows)}), got {max_new_tokens}")
+    return np.broadcast_to(limits.astype(np.int32), (len(rows),))
+
+
+def _check_positions(rows: list[np.ndarray], limits: np.ndarray, most: int | None) -> None:
+    """Refuse a row whose prompt and token limit exceed the model's positions, naming both."""
+    if most is None:
+        return
+    for i, (row, limit) in enumerate(zip(rows, limits, strict=True)):
+        if len(row) + int(limit) > most:
+            raise ConfigError(
+                f"prompt {i} has {len(row)} tokens and max_new_tokens is {int(limit)}: "
+                f"{len(row) + int(limit)} positions, more than the model's "
+                f"max_position_embeddings={most}; shorten the prompt or max_new_tokens")
+
+
+def _check_key(key: Array | None, greedy: bool, rows: int) -> Array | None:
+    if greedy:
+        return None
+    if key is None:
+        raise ConfigError("sampling (do_sample=True, or temperature > 0) needs a PRNG key")
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    if (key.ndim - (0 if typed else 1)) not in (0, 1) or (
+            key.ndim == (1 if typed else 2) and key.shape[0] != rows):
+        raise ConfigError(f"key must be one PRNG key or one per returned row ({rows}), got "
+                          f"shape {key.shape}")
+    return key
+
+
 def generate(
     model: Transformer,
     prompt: Array | np.ndarray | Sequence[Sequence[int]],
     prompt_mask: Array | np.ndarray | None = None,
     *,
     attention_mask: Array | np.ndarray | None = None,
-    max_new_tokens: int | Sequence[int],
+    max_new_tokens: int | Sequence[int] | None = None,
     key: Array | None = None,
-    temperature: float = 0.0,
+    do_sample: bool | None = None,
+    temperature: float | None = None,
     top_k: int | None = None,
     top_p: float | None = None,
     min_p: float | None = None,
+    num_return_sequences: int | None = None,
     eos_id: int | Sequence[int] | None = None,
     stop_sequences: Sequence[Sequence[int]] = (),
     pad_id: int | None = None,
     adapter_ids: Array | None = None,
+    generation_config: dict | None = None,
     prompt_buckets: Buckets = "pow2",
     length_buckets: Buckets = "pow2",
+    prefill_chunk: int | None = PREFILL_CHUNK,
 ) -> Rollout:
     """Complete each prompt, compiling once per (batch, prompt bucket, new-token bucket).
 
@@ -360,42 +285,73 @@ def generate(
     long, before the padded table grows). Decoding stops early once every row
     is done. Ids are checked before anything runs.
 
+    An argument left at None takes the model's generation config
+    (:func:`~jaxlean.models.lm.generation_config.generation_defaults`: a loaded
+    checkpoint's ``generation_config.json`` and ``config.json``), as ``transformers``
+    does; a model built here has none.
+
     Args:
         model: the transformer.
         prompt: a list of id sequences (any lengths, at least 1), or a padded
             ``[B, P]`` array with ``attention_mask``; the padding may be on either side
             (the real ids of a row are taken in order). An array without a mask
-            whose row ends with ``pad_id`` (given, or the first eos id) is refused
-            as right-padded.
+            whose row ends with ``pad_id`` (given, or the config's, or the first eos id)
+            is refused as right-padded.
         prompt_mask: ``[B, P]`` bool or 0/1, False at padding (default: no padding).
         attention_mask: Hugging Face's name for ``prompt_mask`` (give one of them).
-        max_new_tokens: a limit for every row, or one per row.
-        key: PRNG key, or ``[B]`` keys (one per row), for ``temperature > 0``.
+        max_new_tokens: a limit for every row, or one per prompt (default: the config's
+            ``max_new_tokens``, else its ``max_length`` less each prompt).
+        key: PRNG key, or one per returned row, when sampling.
+        do_sample: sample (True) or take the argmax (False); default: True when
+            ``temperature`` is given above 0, False when it is 0, else the config's.
         temperature, top_k, top_p, min_p: see :class:`~jaxlean.models.lm.sampling.Sampling`
-            (Hugging Face's semantics); ``temperature=0`` is greedy.
-        eos_id: ids that end a row (reason ``"stop"``); Llama 3 lists several.
+            and :func:`~jaxlean.models.lm.sampling.resolve_sampling` (Hugging Face's
+            semantics and, for a checkpoint, defaults: ``top_k=50`` unless set).
+        num_return_sequences: completions per prompt (sampling only, as in
+            ``transformers``): returned rows ``i * n .. i * n + n - 1`` are prompt ``i``'s.
+        eos_id: ids that end a row (reason ``"stop"``; default: the config's, e.g.
+            Llama 3's and Qwen's several); ``()`` for none.
         stop_sequences: id sequences that end a row once its completion ends
             with one (reason ``"stop_sequence"``); matched within the completion.
-        pad_id: the id after a row's end (default: the first eos id, else 0).
-        adapter_ids: ``[B]`` LoRA adapter per row (checked against the adapters' count).
+        pad_id: the id after a row's end (default: the config's, else the first eos
+            id, else 0).
+        adapter_ids: ``[B]`` LoRA adapter per prompt (checked against the adapters' count).
+        generation_config: generation_config.json fields to use instead of the
+            checkpoint's (``{}``: none of them).
         prompt_buckets, length_buckets: the padded prompt and new-token sizes
             (see :data:`Buckets`).
+        prefill_chunk: prompt tokens per pass of the prompt (None: all at once).
 
     Returns:
-        A :class:`Rollout`.
+        A :class:`Rollout` of ``B * num_return_sequences`` rows.
+
+    Raises:
+        ConfigError: a prompt plus its ``max_new_tokens`` beyond the model's
+            ``max_position_embeddings`` (both numbers named), an unknown or unsupported
+            generation-config field (named), bad sampling values.
     """
     vocab = model.config.vocab_size
-    sampling = Sampling(float(temperature), top_k, top_p, min_p).check(vocab)
+    defaults = generation_defaults(model, generation_config)
+    sampling = resolve_sampling(defaults, vocab, do_sample, temperature, top_k, top_p, min_p)
+    copies = (num_return_sequences if num_return_sequences is not None
+              else defaults.num_return_sequences or 1)
+    if not isinstance(copies, int) or isinstance(copies, bool) or copies < 1:
+        raise ConfigError(f"num_return_sequences must be a positive int, got {copies!r}")
+    if copies > 1 and sampling.greedy:
+        raise ConfigError(f"num_return_sequences={copies} needs sampling (do_sample=True): "
+                          f"greedy decoding returns the same completion {copies} times "
+                          "(transformers refuses it too)")
     if attention_mask is not None:
         if prompt_mask is not None:
             raise ConfigError("generate: give attention_mask or prompt_mask (the same mask "
                               "under Hugging Face's and jaxlean's names), not both")
         prompt_mask = attention_mask
-    eos_ids = () if eos_id is None else tuple(
-        int(i) for i in ((eos_id,) if isinstance(eos_id, int) else eos_id))
-    known_pad = int(pad_id) if pad_id is not None else eos_ids[0] if eos_ids else None
+    eos_ids = defaults.eos_ids if eos_id is None else tuple(
+        int(i) for i in ((eos_id,) if isinstance(eos_id, (int, np.integer)) else eos_id))
+    known_pad = (int(pad_id) if pad_id is not None else defaults.pad_id
+                 if defaults.pad_id is not None else eos_ids[0] if eos_ids else None)
     pad_id = 0 if known_pad is None else known_pad
-    rows = _rows(prompt, prompt_mask, known_pad)
+    rows = prompt_rows(prompt, prompt_mask, known_pad)
     if not rows:
         raise DataError("generate: no prompts")
     check_adapter_ids(model, adapter_ids, len(rows))
@@ -403,27 +359,19 @@ def generate(
         if not len(row):
             raise DataError(f"prompt {i} is empty (generation needs at least one token)")
         check_tokens(row, vocab, what=f"prompt {i}: token id")
-    limits = np.asarray(max_new_tokens)
-    if limits.shape not in ((), (len(rows),)) or not np.issubdtype(limits.dtype, np.integer) \
-            or limits.min() < 1:
-        raise ConfigError(f"max_new_tokens must be integers >= 1, one for every row or one per "
-                          f"row ({len(rows)}), got {max_new_tokens}")
-    limits = np.broadcast_to(limits.astype(np.int32), (len(rows),))
-    eos, stops = _stop_table(eos_ids, stop_sequences, vocab)
+    limits = _token_limits(max_new_tokens, defaults, rows)
+    _check_positions(rows, limits, defaults.max_positions)
+    eos, stops = stop_table(eos_ids, stop_sequences, vocab)
     if not 0 <= pad_id < vocab:
         raise ConfigError(f"pad_id {pad_id} is outside the vocabulary [0, {vocab})")
-    if sampling.greedy:
-        key = None
-    elif key is None:
-        raise ConfigError("sampling with temperature > 0 needs a PRNG key")
-    else:
-        typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-        if (key.ndim - (0 if typed else 1)) not in (0, 1) or (
-                key.ndim == (1 if typed else 2) and key.shape[0] != len(rows)):
-            raise ConfigError(f"key must be one PRNG key or one per row ({len(rows)}), got "
-                              f"shape {key.shape}")
+    key = _check_key(key, sampling.greedy, len(rows) * copies)
     width = bucket(max(len(row) for row in rows), prompt_buckets, "prompt length")
-    ids, mask = _left_padded(rows, width, pad_id)
+    ids, mask = left_padded(rows, width, pad_id)
     new_tokens = bucket(int(limits.max()), length_buckets, "max_new_tokens")
-    return _rollout(model, ids, mask, adapter_ids, key, limits, eos, stops,
-                    np.asarray(pad_id, np.int32), sampling.values(), new_tokens, sampling.greedy)
+    if copies > 1:  # each prompt's copies consecutive, as transformers' repeat_interleave
+        ids, mask, limits = (np.repeat(x, copies, axis=0) for x in (ids, mask, limits))
+        if adapter_ids is not None:
+            adapter_ids = jnp.repeat(jnp.asarray(adapter_ids), copies, axis=0)
+    return _compiled_rollout(model, ids, mask, adapter_ids, key, limits, eos, stops,
+                             np.asarray(pad_id, np.int32), sampling.values(), new_tokens,
+                             sampling.greedy, _slots(width, new_tokens), prefill_chunk)

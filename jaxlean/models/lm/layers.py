@@ -17,10 +17,10 @@ from jaxlean.models.lm.attention import Blockwise, cudnn_attention
 from jaxlean.models.lm.config import TransformerConfig
 from jaxlean.models.lm.lora import Linear
 from jaxlean.models.lm.rope import apply_rotary
-from jaxlean.nn.flash import flash_attention
+from jaxlean.nn.flash import flash_attention, flash_attention_cached
 
-__all__ = ["MLP", "Attention", "DecoderLayer", "RMSNorm", "attend", "attend_with", "init_layers",
-           "window_mask"]
+__all__ = ["MLP", "Attention", "DecoderLayer", "RMSNorm", "attend", "attend_cached", "attend_with",
+           "init_layers", "window_mask"]
 
 
 def window_mask(query_slots: Array, key_slots: Array, window: int | None) -> Array:
@@ -77,6 +77,18 @@ def attend_with(q: Array, k: Array, v: Array, mask: Array | Blockwise) -> Array:
     return flash_attention(q, k, v, mask.mask, q_tile=mask.tile, k_tile=mask.tile)
 
 
+def attend_cached(q: Array, keys: Array, values: Array, layer: Array,
+                  mask: Array | Blockwise) -> Array:
+    """Attention of ``q[B, T, heads, d]`` over layer ``layer`` of a heads-first KV cache
+    ``[L, B, Kh, S, d]``: blockwise, reading the cache in place, for a :class:`Blockwise`
+    mask; else :func:`attend` on that layer (the dense ``[T, S]`` scores) with ``mask[B, T, S]``.
+    """
+    if isinstance(mask, Blockwise):
+        return flash_attention_cached(q, keys, values, layer, mask.mask, tile=mask.tile)
+    k, v = (x[layer].transpose(0, 2, 1, 3) for x in (keys, values))
+    return attend(q, k, v, mask)
+
+
 class Attention(eqx.Module):
     """Rotary grouped-query self-attention with optional q/k RMSNorm (Qwen3)."""
 
@@ -92,10 +104,13 @@ class Attention(eqx.Module):
     config: TransformerConfig = eqx.field(static=True)
 
     def __call__(self, x, positions, mask, adapter_ids=None, cache=None, cache_index=None):
-        """Attend over ``x`` (and, with ``cache=(keys, values)``, the cached slots).
+        """Attend over ``x`` (and, with a cache, the cached slots).
 
-        With a cache, this step's keys/values are written at slot ``cache_index``
-        and the updated cache is returned; without one, this step's keys/values.
+        ``cache=(keys, values, layer)``: every layer's heads-first cache
+        ``[L, B, Kh, S, d]`` and this layer's index; this step's keys/values are
+        written into layer ``layer`` at slot ``cache_index`` (in place) and the
+        updated ``(keys, values)`` are returned. Without a cache, this step's
+        keys/values ``[B, T, Kh, d]``.
         """
         c = self.config
         batch, length, _ = x.shape
@@ -110,12 +125,17 @@ class Attention(eqx.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         q = apply_rotary(q, positions, c.inv_freq)
         k = apply_rotary(k, positions, c.inv_freq)
-        if cache is not None:
-            k = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype),
-                                                    cache_index, axis=1)
-            v = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype),
-                                                    cache_index, axis=1)
-        out = attend_with(q, k, v, mask).reshape(batch, length, c.num_heads * c.head_dim)
+        if cache is None:
+            out = attend_with(q, k, v, mask)
+        else:
+            keys, values, layer = cache
+            zero = jnp.zeros((), jnp.int32)
+            where = (layer, zero, zero, cache_index, zero)
+            k, v = (jax.lax.dynamic_update_slice(
+                full, new.astype(full.dtype).transpose(0, 2, 1, 3)[None], where)
+                for full, new in ((keys, k), (values, v)))
+            out = attend_cached(q, k, v, layer, mask)
+        out = out.reshape(batch, length, c.num_heads * c.head_dim)
         return self.o_proj(out, adapter_ids), (k, v)
 
 

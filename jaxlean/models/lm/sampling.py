@@ -24,8 +24,9 @@ import numpy as np
 from jax import Array
 
 from jaxlean.errors import ConfigError
+from jaxlean.models.lm.generation_config import HF_SAMPLING_DEFAULTS, GenerationDefaults
 
-__all__ = ["Sampling", "choose", "filter_logits"]
+__all__ = ["Sampling", "choose", "filter_logits", "resolve_sampling"]
 
 
 class Sampling(NamedTuple):
@@ -70,6 +71,42 @@ class Sampling(NamedTuple):
             if getattr(self, name) is not None:
                 out[name] = np.asarray(getattr(self, name), np.float32)
         return out
+
+
+def resolve_sampling(defaults: GenerationDefaults, vocab_size: int, do_sample: bool | None,
+                     temperature: float | None, top_k: int | None, top_p: float | None,
+                     min_p: float | None) -> Sampling:
+    """The :class:`Sampling` of a call: its arguments, else the checkpoint's ``defaults``.
+
+    ``do_sample`` not given: sampling when ``temperature`` is given and above 0 (jaxlean's
+    ``temperature=0`` is greedy), else the checkpoint's ``do_sample`` (default False).
+    Sampling takes each filter from the call, else the checkpoint, else (for a
+    checkpoint) ``transformers``' default (:data:`HF_SAMPLING_DEFAULTS`: ``top_k=50``);
+    ``top_k=0`` and ``top_p=1`` turn a filter off, as in ``transformers``, and a top-k
+    not from the call is capped at the vocabulary, as its warper caps it.
+    """
+    if do_sample is None:
+        do_sample = temperature > 0 if temperature is not None else bool(defaults.do_sample)
+    if not do_sample:
+        return Sampling(0.0)
+    fallback = HF_SAMPLING_DEFAULTS if defaults.from_checkpoint else {}
+
+    def pick(name: str, given):
+        if given is not None:
+            return given
+        stated = getattr(defaults, name)
+        return stated if stated is not None else fallback.get(name)
+
+    value = pick("temperature", temperature)
+    value = 1.0 if value is None else float(value)
+    if not value > 0:
+        raise ConfigError(f"do_sample=True needs temperature > 0, got {value}")
+    k = pick("top_k", top_k)
+    if top_k is None and k is not None:
+        k = min(k, vocab_size)
+    p = pick("top_p", top_p)
+    return Sampling(value, None if k == 0 else k, None if p == 1.0 else p,
+                    pick("min_p", min_p)).check(vocab_size)
 
 
 def filter_logits(logits: Array, values: dict[str, Array]) -> Array:

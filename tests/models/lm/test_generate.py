@@ -263,11 +263,11 @@ def test_bad_generation_inputs(model, batch):
         generate(model, [[[1, 2]]], max_new_tokens=2)
     with pytest.raises(ConfigError, match="needs a PRNG key"):
         generate(model, tokens, max_new_tokens=2, temperature=1.0)
-    for bad in [dict(top_k=0), dict(top_p=0.0), dict(min_p=1.5)]:
+    for bad in [dict(top_k=-1), dict(top_p=0.0), dict(min_p=1.5)]:
         with pytest.raises(ConfigError, match=next(iter(bad))):
             generate(model, tokens, max_new_tokens=2, temperature=1.0, key=jax.random.key(0),
                      **bad)
-    with pytest.raises(ConfigError, match="one per row"):
+    with pytest.raises(ConfigError, match="one per returned row"):
         generate(model, tokens, max_new_tokens=2, temperature=1.0,
                  key=jax.random.split(jax.random.key(0), 2))
     with pytest.raises(ConfigError, match="exceeds the largest prompt length bucket 4"):
