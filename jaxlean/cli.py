@@ -21,13 +21,27 @@ from jaxlean.compile.cli import add_cache_parser
 __all__ = ["build_parser", "main"]
 
 console = Console()
+DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "baseline.json"
+"""The committed results ``jaxlean bench --compare`` guards (in a source checkout)."""
 
 
 def _bench(args: argparse.Namespace) -> int:
     import jax
 
-    from jaxlean.bench import BenchContext, available, rich_report, write_outputs
+    from jaxlean.bench import (
+        BenchContext,
+        available,
+        results_payload,
+        rich_report,
+        write_outputs,
+    )
 
+    if args.results is not None:
+        if args.compare is None:
+            console.print("[red]--results needs --compare BASELINE (what to compare it "
+                          "with)[/red]")
+            return 2
+        return _compare(args.compare, _load(args.results))
     registry = available()
     if args.list:
         for name, bench in registry.items():
@@ -63,10 +77,32 @@ def _bench(args: argparse.Namespace) -> int:
         for path in write_outputs(results, Path(args.out), command):
             console.print(Text(f"wrote {path}"))
     status = _summary(results, args.strict)
+    if args.compare is not None:
+        status = max(status, _compare(args.compare, results_payload(results, command)))
     if failures:
         console.print(Text(f"benchmark(s) failed: {', '.join(failures)}", style="bold red"))
         return 1
     return status
+
+
+def _load(path: str) -> dict:
+    from jaxlean.bench import load_results
+
+    return load_results(path)
+
+
+def _compare(baseline_path: str, current: dict) -> int:
+    """Print every figure of ``current`` that moved beyond its band against the baseline's;
+    1 if one got worse or is missing."""
+    from jaxlean.bench import compare_results
+
+    report = compare_results(_load(baseline_path), current)
+    console.print(Text(f"against {baseline_path}:", style="bold"))
+    for line in report.lines():
+        style = ("bold red" if line.endswith((": worse",)) or ": missing" in line
+                 else "green" if line.endswith(": better") else "")
+        console.print(Text(line, style=style))
+    return 1 if report.flagged else 0
 
 
 def _summary(results: list, strict: bool) -> int:
@@ -104,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", metavar="DIR", help="write results.json, results.md and plots")
     bench.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     bench.add_argument("--strict", action="store_true", help="exit 1 if any target is missed")
+    bench.add_argument("--compare", nargs="?", const=str(DEFAULT_BASELINE), metavar="BASELINE",
+                       help="report every figure that moved beyond its noise band against "
+                       "BASELINE (a results.json; default: the committed "
+                       "docs/benchmarks/baseline.json); exit 1 if one got worse or is missing")
+    bench.add_argument("--results", metavar="RUN_JSON",
+                       help="with --compare: compare this results.json instead of running")
     bench.set_defaults(handler=_bench)
     add_cache_parser(commands)
     return parser

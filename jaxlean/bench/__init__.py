@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from jaxlean.bench._compare import compare_results, load_results
 from jaxlean.bench._registry import (
     REGISTRY,
     BenchContext,
@@ -20,7 +21,13 @@ from jaxlean.bench._registry import (
     Target,
     register,
 )
-from jaxlean.bench._report import closing_lines, rich_report, verdict_counts, write_outputs
+from jaxlean.bench._report import (
+    closing_lines,
+    results_payload,
+    rich_report,
+    verdict_counts,
+    write_outputs,
+)
 
 __all__ = [
     "BenchContext",
@@ -31,7 +38,10 @@ __all__ = [
     "Target",
     "available",
     "closing_lines",
+    "compare_results",
+    "load_results",
     "register",
+    "results_payload",
     "rich_report",
     "verdict_counts",
     "write_outputs",

@@ -25,10 +25,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import os
 from collections.abc import Callable
 from typing import Literal
 
+from jaxlean._machine import load_average, this_machine
 from jaxlean.bench._measure import Timing
 
 __all__ = ["EXACT", "REGISTRY", "BenchContext", "BenchResult", "Benchmark", "Comparison", "Plot",
@@ -143,6 +143,11 @@ class BenchResult:
     """One sentence, built from this run's measurements, of what the user just saw."""
     load: float = float("nan")
     """The machine's 1-minute load average when the benchmark ended (NaN where unknown)."""
+    load_start: float = float("nan")
+    """The 1-minute load average when the benchmark started (NaN where unknown)."""
+    machine: dict = dataclasses.field(default_factory=dict)
+    """The CPU it ran on (:meth:`jaxlean._machine.Machine.to_dict`): a wall-time figure
+    holds on that CPU."""
 
     @property
     def claimed_targets(self) -> list[Target]:
@@ -203,11 +208,15 @@ class Benchmark:
     run: Callable[[BenchContext], BenchResult]
 
     def measure(self, ctx: BenchContext) -> BenchResult:
-        """Run the benchmark; the result knows whether it ran at quick sizes."""
+        """Run the benchmark; the result knows whether it ran at quick sizes, on which CPU
+        and under what load (1-minute load average at its start and end)."""
+        before = load_average()
         result = self.run(ctx)
         result.quick = ctx.quick
-        if hasattr(os, "getloadavg"):
-            result.load = os.getloadavg()[0]
+        result.machine = this_machine().to_dict()
+        after = load_average()
+        if before is not None and after is not None:
+            result.load_start, result.load = before[0], after[0]
         return result
 
 

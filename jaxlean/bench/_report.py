@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import platform
 import textwrap
 import warnings
@@ -25,6 +24,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from jaxlean._machine import this_machine
 from jaxlean._units import format_bytes
 from jaxlean.bench._registry import BenchResult, Comparison, Plot
 
@@ -38,6 +38,8 @@ __all__ = [
     "format_value",
     "machine_description",
     "markdown",
+    "measured_on",
+    "results_payload",
     "rich_report",
     "verdict_counts",
     "write_outputs",
@@ -174,7 +176,7 @@ def closing_lines(results: list[BenchResult]) -> list[str]:
     run, the command that runs the same benchmarks at full size."""
     lines = [f"{r.headline}" for r in results if r.headline]
     loads = [r.load for r in results if math.isfinite(r.load)]
-    cores = os.cpu_count() or 1
+    cores = this_machine().cores
     if loads and max(loads) > cores:
         lines.append(f"The machine was busy: load average up to {max(loads):.1f} on {cores} "
                      "cores while benchmarks ran, so timed figures carry other jobs' noise; "
@@ -232,7 +234,7 @@ def rich_report(result: BenchResult) -> Group:
                             Text(row[-1], style=_RESULT_STYLES[row[-1]]))
         parts.append(targets)
         parts.append(Text(TARGET_NOTE, style="dim"))
-    notes = [*result.notes, *filter(None, [_full_size_note(result)])]
+    notes = [*result.notes, *filter(None, [_full_size_note(result), measured_on(result)])]
     if notes:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True)
@@ -250,11 +252,27 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def machine_description() -> str:
+    """The CPU (model, usable cores, caches), JAX's backend and versions: what a timed
+    figure depends on."""
     devices = jax.devices()
     kinds = sorted({d.device_kind for d in devices})
-    return (f"{platform.node() or 'host'}: {platform.processor() or platform.machine()}, "
-            f"backend {jax.default_backend()} ({', '.join(kinds)} x{len(devices)}), "
-            f"python {platform.python_version()}, jax {jax.__version__}")
+    return (f"{this_machine().describe()}; backend {jax.default_backend()} "
+            f"({', '.join(kinds)} x{len(devices)}), python {platform.python_version()}, "
+            f"jax {jax.__version__}")
+
+
+def measured_on(result: BenchResult) -> str | None:
+    """``"measured on AMD EPYC (2 cores), 1-min load average 0.4 at start, 1.2 at end"``:
+    the CPU and load of one benchmark's run; None where neither was recorded."""
+    where = result.machine.get("cpu")
+    if where and result.machine.get("cores"):
+        where += f" ({result.machine['cores']} cores)"
+    loads = [f"{value:.1f} at {when}" for value, when in ((result.load_start, "start"),
+                                                          (result.load, "end"))
+             if math.isfinite(value)]
+    parts = ([f"measured on {where}"] if where else []) + (
+        [f"1-min load average {', '.join(loads)}"] if loads else [])
+    return ", ".join(parts) or None
 
 
 def markdown(results: list[BenchResult], command: str) -> str:
@@ -262,6 +280,9 @@ def markdown(results: list[BenchResult], command: str) -> str:
     parts = [f"Command: `{command}`\n\nMachine: {machine_description()}\n"]
     for result in results:
         parts.append(f"## {result.name}: {result.title}\n")
+        where = measured_on(result)
+        if where:
+            parts.append(f"{where[0].upper()}{where[1:]}.\n")
         for table in comparison_tables(result):
             rows = [[r.case, r.metric, *r.values, *r.ratios] for r in table.rows]
             header = ["case", "metric", *table.sides, *table.ratio_names]
@@ -292,13 +313,17 @@ def _draw(ax, plot: Plot) -> None:
     ax.set_xticks(range(len(categories)), categories, rotation=15)
 
 
+def results_payload(results: list[BenchResult], command: str) -> dict:
+    """What ``results.json`` holds: the command, the machine and every benchmark's result."""
+    return {"command": command, "machine": machine_description(),
+            "cpu": this_machine().to_dict(), "benchmarks": [r.to_dict() for r in results]}
+
+
 def write_outputs(results: list[BenchResult], out_dir: Path, command: str) -> list[Path]:
     """Write ``results.json``, ``results.md`` and one PNG per plot into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "results.json", out_dir / "results.md"]
-    payload = {"command": command, "machine": machine_description(),
-               "benchmarks": [r.to_dict() for r in results]}
-    written[0].write_text(json.dumps(payload, indent=2))
+    written[0].write_text(json.dumps(results_payload(results, command), indent=2))
     written[1].write_text(markdown(results, command))
     try:
         import matplotlib

@@ -119,11 +119,17 @@ def block_stats(logits: jax.Array, target_col: jax.Array, start: jax.Array | int
                 owned: jax.Array | None, plan: Plan) -> _Stats:
     """Statistics of one ``[C, block]`` logits block (columns ``start + j``; only the
     ``owned`` ones count), with ``target_col`` the target's column in the block."""
-    cols = jnp.arange(logits.shape[-1])
-    hit = cols == target_col[:, None]
+    block = logits.shape[-1]
+    cols = jnp.arange(block)
+    # The target's logit is gathered, not summed from a [C, block] mask: a masked sum is
+    # one more pass over the block, which XLA:CPU materialises when a library kernel
+    # (XNNPACK/YNNPACK) takes the reduction.
+    in_block = (target_col >= 0) & (target_col < block)
+    col = jnp.clip(target_col, 0, block - 1)
     if owned is not None:
         logits = jnp.where(owned, logits, -jnp.inf)
-        hit = hit & owned
+        in_block = in_block & owned[col]
+    target = jnp.where(in_block, jnp.take_along_axis(logits, col[:, None], axis=-1)[:, 0], 0)
     m = jnp.max(logits, axis=-1)
     e = jnp.exp(logits - jnp.where(jnp.isfinite(m), m, 0)[:, None])
     zeros = jnp.zeros_like(m)
@@ -135,7 +141,6 @@ def block_stats(logits: jax.Array, target_col: jax.Array, start: jax.Array | int
         top, top_ids = _top_k(logits, ids, plan.top_k)
     else:
         top, top_ids = jnp.zeros((*m.shape, 0), m.dtype), jnp.zeros((*m.shape, 0), jnp.int32)
-    target = jnp.sum(jnp.where(hit, logits, 0), axis=-1)
     return _Stats(m, jnp.sum(e, axis=-1), u, target, total, top, top_ids)
 
 
