@@ -95,6 +95,8 @@ def test_matches_committed_neuron_fixture_over_500_ms():
 
 @needs_morphio
 @needs_nrnivmodl
+@pytest.mark.skipif(__import__("importlib").util.find_spec("bluepyopt") is None,
+                    reason="bluepyopt not installed (the fixture script loads the cell with it)")
 def test_matches_neuron_live(tmp_path):
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], check=True,
                    capture_output=True)

@@ -40,7 +40,7 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.cell import distribution
 from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.mechanisms.channels import pas
-from jaxlean.models.neuron.morphology import discretize, morph_edit, morphology_io
+from jaxlean.models.neuron.morphology import axon_stub, discretize, morphology_io
 from jaxlean.models.neuron.nmodl.load import load_mod_dir
 
 __all__ = ["CELL", "FITTED", "HAY", "HOT_ZONE", "IH_EXPONENTIAL", "L5PC", "MECHANISMS", "build"]
@@ -172,7 +172,7 @@ def build(morphology: str | Path | morphology_io.SectionTree, mods: str | Path, 
     tree = morphology if isinstance(morphology, morphology_io.SectionTree) else (
         morphology_io.load_morphology(morphology))
     if replace_axon:
-        tree = morph_edit.replace_axon(tree, segment_length)
+        tree = axon_stub.replace_axon(tree, segment_length)
     cell = Cell.from_morphology(tree, nseg=discretize.PerLength(segment_length))
     loaded = load_mod_dir(mods)
     needed = {name for names in MECHANISMS.values() for name in names}
