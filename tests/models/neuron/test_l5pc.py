@@ -184,8 +184,8 @@ def test_build_refuses_bluepyopts_example_folder_instead_of_building_hays_layout
 
 @needs_morphio
 def test_bluepyopt_example_is_built_from_bluepyopts_own_files():
-    assert l5pc.BLUEPYOPT_RELEASE == json.loads(
-        (BLUEPYOPT_FOLDER / "release_params.json").read_text())
+    assert json.loads(
+        (BLUEPYOPT_FOLDER / "release_params.json").read_text()) == l5pc.BLUEPYOPT_RELEASE
     example = l5pc.bluepyopt_example(BLUEPYOPT_FOLDER)
     assert set(example.free) == set(l5pc.BLUEPYOPT_RELEASE)
     fx = np.load(BLUEPYOPT_FOLDER / "bluepyopt_l5pc.npz")   # BluePyOpt's own cell
