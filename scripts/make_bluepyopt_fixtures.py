@@ -22,6 +22,11 @@ parameter and scaler objects. Cases (:data:`CASES`):
   ``replace_axon`` (``python_*``) and by the HOC ``replace_axon`` of the cell template
   BluePyOpt's ``create_hoc`` writes (``hoc_*``): names, ``nseg``, lengths and
   diameters of the stub sections.
+* ``bluepyemodel_taper`` (needs ``pip install --no-deps bluepyemodel``): the tapered stub
+  of Blue Brain's published templates, two sections of five segments with one diameter
+  each, as BluePyEModel's ``replace_axon_legacy`` morphology modifier makes it in Python
+  (``python_*``, through BluePyOpt's ``morph_modifiers``) and as its HOC
+  ``replace_axon_legacy_hoc`` does in a ``create_hoc`` template (``hoc_*``).
 * ``bluepyopt_scalers``: the example's mechanisms with :data:`SCALER_PARAMETERS` (every
   scaler BluePyOpt has: linear with multiplier and offset, soma distance from
   ``soma(0)`` and ``soma(0.5)``, the step scaler, the section distance scaler, an
@@ -54,6 +59,7 @@ CASES = {
                                               ["apical", 12, 0.5]]},
     "bluepyopt_stub": {},
     "bluepyopt_scalers": {},
+    "bluepyemodel_taper": {},
 }
 
 #: Entries in ``parameters.json``'s form exercising each BluePyOpt scaler (values arbitrary).
@@ -191,6 +197,31 @@ def run_stub(case: dict) -> dict[str, np.ndarray]:
     return {**out, "case": np.asarray(json.dumps(case)), **_versions()}
 
 
+def run_taper(case: dict) -> dict[str, np.ndarray]:
+    from importlib.metadata import version
+
+    import bluepyopt.ephys as ephys
+    from bluepyemodel.evaluation import modifiers
+
+    out = {}
+    for prefix, name, morph in (
+            ("python", "taperpy", ephys.morphologies.NrnFileMorphology(
+                str(MORPHOLOGY), do_replace_axon=False,
+                morph_modifiers=[modifiers.replace_axon_legacy])),
+            ("hoc", "taperhoc", ephys.morphologies.NrnFileMorphology(
+                str(MORPHOLOGY), do_replace_axon=True,
+                replace_axon_hoc=modifiers.replace_axon_legacy_hoc))):
+        model = ephys.models.CellModel(name, morph=morph, mechs=[], params=[])
+        if prefix == "python":
+            model.instantiate(sim=simulator())
+            icell = model.icell
+        else:
+            icell = hoc_template_cell(model, {}, MORPHOLOGY)
+        out.update({f"{prefix}_{k}": v for k, v in _sections(icell).items()})
+    return {**out, "case": np.asarray(json.dumps(case)), **_versions(),
+            "bluepyemodel_version": np.asarray(version("bluepyemodel"))}
+
+
 def run_scalers(case: dict) -> dict[str, np.ndarray]:
     compile_mods()
     model = cell_model("scalers", MORPHOLOGY, FOLDER / "mechanisms.json", None,
@@ -203,7 +234,7 @@ def run_scalers(case: dict) -> dict[str, np.ndarray]:
 
 
 RUNS = {"bluepyopt_l5pc": run_l5pc, "bluepyopt_stub": run_stub,
-        "bluepyopt_scalers": run_scalers}
+        "bluepyopt_scalers": run_scalers, "bluepyemodel_taper": run_taper}
 
 
 def main(names: list[str], out: Path = OUT) -> None:

@@ -1,4 +1,5 @@
-"""BluePyOpt's axon stub on its own L5PC morphology (C060114A7.asc), per BluePyOpt release.
+"""BluePyOpt's axon stub on its own L5PC morphology (C060114A7.asc), per BluePyOpt release,
+and the tapered stub of published templates against BluePyEModel's.
 
 The fixture ``fixtures/bluepyopt_l5pc/bluepyopt_stub.npz`` was written by
 ``scripts/make_bluepyopt_fixtures.py`` with BluePyOpt itself: its ``NrnFileMorphology``
@@ -59,3 +60,18 @@ def test_the_two_rules_differ_on_this_cell(tree):
     new = axon_stub.stub_diameters(tree)
     old = axon_stub.stub_diameters(tree, bluepyopt="1.9")
     assert new[0] == old[0] and abs(new[1] - old[1]) > 0.4
+
+
+@pytest.mark.parametrize("prefix", ["python", "hoc"])
+def test_tapered_stub_matches_bluepyemodel_itself(tree, prefix):
+    """``bluepyemodel_taper.npz``: BluePyEModel's ``replace_axon_legacy`` (Python, as a
+    BluePyOpt morphology modifier) and ``replace_axon_legacy_hoc`` (the HOC of published
+    templates, in a ``create_hoc`` template), run by the fixture script on C060114A7.asc."""
+    fx = np.load(FOLDER / "bluepyemodel_taper.npz")
+    stub = axon_stub.replace_axon_tapered(tree)
+    cell = Cell.from_morphology(stub, nseg=discretize.PerLength(40))
+    assert cell.section_names == tuple(str(n) for n in fx[f"{prefix}_names"])
+    np.testing.assert_array_equal([cell.compartments_of(n).size for n in cell.section_names],
+                                  fx[f"{prefix}_nseg"])
+    np.testing.assert_allclose(_diameters(stub, cell), fx[f"{prefix}_diam"], rtol=1e-6)
+    assert len(set(np.round(fx[f"{prefix}_diam"][-10:], 6))) > 2      # tapered, not two values

@@ -13,8 +13,10 @@ BluePyOpt releases, so :func:`replace_axon` takes the release (``bluepyopt=``):
   (``axon_nseg_frequency``) are arguments; before, 60 um and ``nseg = 1``.
 
 :func:`replace_axon_tapered` is the ``replace_axon`` of Blue Brain's published templates
-(e.g. the CA1 cells of Migliore et al. 2018): two sections of five segments each, every
-segment with the diameter of one segment of the old axon.
+(e.g. the CA1 cells of Migliore et al. 2018; BluePyEModel's ``replace_axon_legacy`` and
+its HOC): two sections of five segments each, every segment with the diameter of one
+segment of the old axon. BluePyEModel's ``replace_axon_with_taper`` (the same stub and a
+1000 um myelin section) is not provided.
 """
 
 from __future__ import annotations
