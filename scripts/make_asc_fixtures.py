@@ -1,6 +1,7 @@
 """Write the NEURON fixtures of Neurolucida (ASC) morphologies (tests/models/neuron/fixtures/).
 
-Needs ``neuron`` only (``pip install jaxlean[neuron-parity]``): the cell is built as
+Needs ``neuron`` (``pip install jaxlean[neuron-parity]``; ``asc_pyramid_stub`` also
+``bluepyopt``: ``jaxlean[bluepyopt-parity]``): the cell is built as
 a NEURON user builds it from ``fixtures/pyramid.asc`` (``Import3d_Neurolucida3``,
 ``Import3d_GUI.instantiate``), and what jaxlean must reproduce is saved as ``.npz``
 files that the tests compare against without NEURON. Run from the repository root:

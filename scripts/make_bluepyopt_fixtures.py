@@ -1,9 +1,12 @@
 """Write fixtures of BluePyOpt's model format made by BluePyOpt itself, run in NEURON.
 
-Needs ``bluepyopt``, ``neuron`` and a C compiler (``nrnivmodl``)::
+Needs ``bluepyopt``, ``neuron`` and a C compiler (``nrnivmodl``): ``pip install
+'jaxlean[bluepyopt-parity]'`` (the committed fixtures: BluePyOpt 1.14.26, NEURON 9.0.2, in a
+venv of their own: ``pip install neuron==9.0.2 bluepyopt numpy``), plus ``pip install
+--no-deps bluepyemodel`` for the ``bluepyemodel_taper`` case (1.0.50). From the repository
+root::
 
-    python -m venv /work/venvs/bpo && /work/venvs/bpo/bin/pip install neuron==9.0.2 bluepyopt numpy
-    /work/venvs/bpo/bin/python scripts/make_bluepyopt_fixtures.py [--out DIR] [CASE ...]
+    python scripts/make_bluepyopt_fixtures.py [--out DIR] [CASE ...]
 
 Every case starts from BluePyOpt's own files of its L5PC example, committed in
 ``tests/models/neuron/fixtures/bluepyopt_l5pc/`` (``C060114A7.asc``, ``mechanisms.json``,

@@ -1,7 +1,9 @@
 """Write the NEURON fixture of Hay et al.'s L5 pyramidal cell (fixtures/l5pc.npz).
 
-Needs ``neuron`` and a C compiler (``nrnivmodl``). The cell is built as BluePyOpt's
-``l5pc`` example builds Hay et al.'s (2011) model, from the same files jaxlean reads:
+Needs ``neuron``, ``bluepyopt`` (``pip install 'jaxlean[bluepyopt-parity]'``) and a C
+compiler (``nrnivmodl``). The cell is Hay et al.'s (2011) layout (``L5PCbiophys3.hoc``;
+not BluePyOpt's ``l5pc`` example, a different model: ``make_bluepyopt_fixtures.py``) on
+BluePyOpt's morphology loading and axon stub, from the same files jaxlean reads:
 
 * ``fixtures/pyramid.asc`` loaded by BluePyOpt itself (needs ``bluepyopt``; its
   ``NrnFileMorphology``: Import3d, ``nseg = 1 + 2 int(L / 40)`` in every section, then its
