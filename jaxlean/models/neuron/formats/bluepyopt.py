@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.cell import params as parameters
+from jaxlean.models.neuron.cell import params as cell_params
 from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.cell.point_distance import distance_from
 from jaxlean.models.neuron.formats.bluepyopt_parameters import (
@@ -188,7 +188,7 @@ def _key(entry: Entry, known: Mapping[str, object], origin: str) -> str:
 
 def _check_located(cell: Cell, entry: Entry, key: str, where: np.ndarray, origin: str) -> None:
     """NEURON refuses a mechanism's variable where the mechanism (or the ion) is absent."""
-    if key in parameters.CELL or where.size == 0:
+    if key in cell_params.CELL or where.size == 0:
         return
     present = np.zeros(cell.n, dtype=bool)
     for insertion in cell.mechanisms:
@@ -205,7 +205,7 @@ def _check_located(cell: Cell, entry: Entry, key: str, where: np.ndarray, origin
 
 
 def load(morphology: str | Path | morphology_io.SectionTree, mechanisms: object,
-         parameters_json: object, mods: str | Path | None, *,
+         parameters: object, mods: str | Path | None, *,
          replace_axon: bool | Callable[[morphology_io.SectionTree], morphology_io.SectionTree]
          = True, bluepyopt: str = axon_stub.CURRENT, nseg_frequency: float = 40.0,
          stub_length: float = 60.0, stub_segment_length: float = 40.0) -> BluePyOptModel:
@@ -213,7 +213,7 @@ def load(morphology: str | Path | morphology_io.SectionTree, mechanisms: object,
 
     Args:
       morphology: ``.asc``, ``.swc``, ``.h5`` or a tree.
-      mechanisms: ``mechanisms.json`` (path or dict); ``parameters_json``: ``parameters.json``
+      mechanisms: ``mechanisms.json`` (path or dict); ``parameters``: ``parameters.json``
         (path or list); ``mods``: the folder of the ``.mod`` files (``None``: only ``pas``).
       replace_axon: ``True``: BluePyOpt's stub of release ``bluepyopt`` (``stub_length``,
         ``stub_segment_length``: ``axon_stub_length``, ``axon_nseg_frequency``); ``False``:
@@ -226,9 +226,8 @@ def load(morphology: str | Path | morphology_io.SectionTree, mechanisms: object,
         where its mechanism is not inserted; each named with its file and entry.
     """
     table = read_mechanisms(mechanisms)
-    entries = read_parameters(parameters_json)
-    origin = str(parameters_json) if isinstance(parameters_json, str | Path) else (
-        "<parameters>")
+    entries = read_parameters(parameters)
+    origin = str(parameters) if isinstance(parameters, str | Path) else "<parameters>"
     tree = morphology if isinstance(morphology, morphology_io.SectionTree) else (
         morphology_io.load_morphology(morphology))
     if replace_axon is True:
