@@ -14,6 +14,8 @@ from :func:`axon_stub.replace_axon` with the default release and with ``"hoc"``.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -41,10 +43,8 @@ def _diameters(stub: morphology_io.SectionTree, cell: Cell) -> np.ndarray:
     return np.concatenate(out)
 
 
-@pytest.mark.parametrize(("prefix", "release"), [("python", axon_stub.CURRENT),
-                                                 ("hoc", "hoc"), ("hoc", "1.9")])
-def test_stub_matches_bluepyopt_itself(tree, prefix, release):
-    fx = np.load(FOLDER / "bluepyopt_stub.npz")
+def check_stub(tree, path: Path, prefix: str, release: str) -> None:
+    fx = np.load(path)
     stub = axon_stub.replace_axon(tree, bluepyopt=release)
     cell = Cell.from_morphology(stub, nseg=discretize.PerLength(40))
     assert cell.section_names == tuple(str(n) for n in fx[f"{prefix}_names"])
@@ -53,6 +53,25 @@ def test_stub_matches_bluepyopt_itself(tree, prefix, release):
     np.testing.assert_allclose(_diameters(stub, cell), fx[f"{prefix}_diam"], rtol=1e-6)
     np.testing.assert_array_equal(np.float32(stub.cylinders[-2:]),
                                   np.float32(fx[f"{prefix}_diam"][-2:]))
+
+
+RULES = [("python", axon_stub.CURRENT), ("hoc", "hoc"), ("hoc", "1.9")]
+
+
+@pytest.mark.parametrize(("prefix", "release"), RULES)
+def test_stub_matches_bluepyopt_itself(tree, prefix, release):
+    check_stub(tree, FOLDER / "bluepyopt_stub.npz", prefix, release)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bluepyopt") is None
+                    or importlib.util.find_spec("neuron") is None,
+                    reason="bluepyopt and neuron not installed (jaxlean[bluepyopt-parity])")
+def test_stub_matches_bluepyopt_live(tree, tmp_path):
+    script = Path(__file__).resolve().parents[3] / "scripts" / "make_bluepyopt_fixtures.py"
+    subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "bluepyopt_stub"],
+                   check=True, capture_output=True)
+    for prefix, release in RULES:
+        check_stub(tree, tmp_path / "bluepyopt_stub.npz", prefix, release)
 
 
 def test_the_two_rules_differ_on_this_cell(tree):
