@@ -33,8 +33,9 @@ parameter and scaler objects. Cases (:data:`CASES`):
 * ``bluepyopt_scalers``: the example's mechanisms with :data:`SCALER_PARAMETERS` (every
   scaler BluePyOpt has: linear with multiplier and offset, soma distance from
   ``soma(0)`` and ``soma(0.5)``, the step scaler, the section distance scaler, an
-  expression with ``math`` functions, section and global parameters): each segment's
-  value of every range parameter.
+  expression with ``math`` functions, section and global parameters; ``Ra`` and ``cm``
+  differing between sections, NEURON's defaults elsewhere): each segment's value of every
+  range parameter, and 20 ms of BluePyOpt's step protocol (soma and an apical point).
 
 BluePyOpt's and NEURON's versions are saved with each fixture.
 """
@@ -61,7 +62,8 @@ CASES = {
                        "every": 10, "sites": [["somatic", 0, 0.5], ["basal", 8, 0.5],
                                               ["apical", 12, 0.5]]},
     "bluepyopt_stub": {},
-    "bluepyopt_scalers": {},
+    "bluepyopt_scalers": {"dt": 0.025, "t_max": 20.0, "amp": 0.5, "delay": 2.0, "dur": 15.0,
+                          "every": 4, "sites": [["somatic", 0, 0.5], ["apical", 12, 0.5]]},
     "bluepyemodel_taper": {},
 }
 
@@ -147,13 +149,11 @@ def _values(icell, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     return out
 
 
-def run_l5pc(case: dict) -> dict[str, np.ndarray]:
+def _run(model, case: dict, params: dict) -> dict[str, np.ndarray]:
+    """BluePyOpt's step protocol on ``model``: an ``NrnSquarePulse`` on ``soma[0](0.5)``,
+    ``CompRecording`` s at ``case["sites"]``, its ``NrnSimulator`` at a fixed ``dt``."""
     import bluepyopt.ephys as ephys
 
-    compile_mods()
-    params = json.loads((FOLDER / "release_params.json").read_text())
-    model = cell_model("l5pc", MORPHOLOGY, FOLDER / "mechanisms.json",
-                       FOLDER / "parameters.json")
     sim = simulator(case["dt"])
     soma = ephys.locations.NrnSeclistCompLocation("soma", seclist_name="somatic", sec_index=0,
                                                   comp_x=0.5)
@@ -176,17 +176,25 @@ def run_l5pc(case: dict) -> dict[str, np.ndarray]:
     steps = round(case["t_max"] / case["dt"])
     v = np.stack([np.asarray(r.response["voltage"])[: steps + 1] for r in recordings], axis=1)
     sites = [r.location.instantiate(sim=sim, icell=model.icell) for r in recordings]
-    result = {
+    return {
         "v": v[:: case["every"]],
         **{f"spikes_{k}": crossings(v[:, k], case["dt"]) for k in range(v.shape[1])},
         "site_names": np.asarray([short_name(seg.sec) for seg in sites]),
         "site_x": np.asarray([seg.x for seg in sites]),
         **_sections(model.icell),
-        **_values(model.icell, ("gIhbar_Ih", "gNaTs2_tbar_NaTs2_t", "cm", "e_pas")),
         "seconds": np.asarray(seconds), "case": np.asarray(json.dumps(case)),
         "params": np.asarray(json.dumps(params)), **_versions(),
     }
-    return result
+
+
+def run_l5pc(case: dict) -> dict[str, np.ndarray]:
+    compile_mods()
+    params = json.loads((FOLDER / "release_params.json").read_text())
+    model = cell_model("l5pc", MORPHOLOGY, FOLDER / "mechanisms.json",
+                       FOLDER / "parameters.json")
+    result = _run(model, case, params)
+    return {**result, **_values(model.icell, ("gIhbar_Ih", "gNaTs2_tbar_NaTs2_t", "cm",
+                                              "e_pas"))}
 
 
 def run_stub(case: dict) -> dict[str, np.ndarray]:
@@ -229,11 +237,9 @@ def run_scalers(case: dict) -> dict[str, np.ndarray]:
     compile_mods()
     model = cell_model("scalers", MORPHOLOGY, FOLDER / "mechanisms.json", None,
                        parameter_entries=SCALER_PARAMETERS)
-    sim = simulator()
-    model.instantiate(sim=sim)
-    return {**_sections(model.icell), **_values(model.icell, RANGE_NAMES),
-            "parameters": np.asarray(json.dumps(SCALER_PARAMETERS)),
-            "case": np.asarray(json.dumps(case)), **_versions()}
+    result = _run(model, case, {})
+    return {**result, **_values(model.icell, RANGE_NAMES),
+            "parameters": np.asarray(json.dumps(SCALER_PARAMETERS))}
 
 
 RUNS = {"bluepyopt_l5pc": run_l5pc, "bluepyopt_stub": run_stub,

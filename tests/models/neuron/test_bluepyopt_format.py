@@ -10,7 +10,8 @@ with BluePyOpt (1.14.26) and NEURON 9.0.2 from BluePyOpt's own L5PC files (``SOU
   The whole 500 ms run is checked (its cost is the compile, ~20 s at a load of 18 on two
   cores; 60 ms cost the same), against the committed fixture and, where BluePyOpt is
   installed, against a fixture it writes again (:func:`test_matches_bluepyopt_live`).
-* ``bluepyopt_scalers.npz``: every BluePyOpt scaler on the same cell; each segment's value.
+* ``bluepyopt_scalers.npz``: every BluePyOpt scaler on the same cell, ``Ra`` and ``cm``
+  differing between sections: each segment's value, and 20 ms of the step protocol.
 """
 
 from __future__ import annotations
@@ -54,30 +55,18 @@ def crossings(v: np.ndarray, dt: float) -> np.ndarray:
     return (k + v[k] / (v[k] - v[k + 1])) * dt
 
 
-def check_l5pc(model: bluepyopt.BluePyOptModel, path: Path, t_max: float) -> None:
-    fx = np.load(path)
+def check_run(model: bluepyopt.BluePyOptModel, fx, params: dict, t_max: float) -> np.ndarray:
+    """The voltages of BluePyOpt's step protocol (the fixture's case) against its own."""
     case = json.loads(str(fx["case"]))
     cell = model.cell
-    assert cell.section_names == tuple(str(n) for n in fx["names"])
-    np.testing.assert_array_equal([cell.compartments_of(n).size for n in cell.section_names],
-                                  fx["nseg"])
-    np.testing.assert_allclose(model.distances[("soma[0]", 0.5)], fx["distance"], atol=1e-9)
+    sites = [cell.location(str(n), float(x))
+             for n, x in zip(fx["site_names"], fx["site_x"], strict=True)]
+    current = step_current(case["amp"], case["delay"], case["dur"], case["dt"], t_max)
     with jax.enable_x64():
-        params = model.params(json.loads(str(fx["params"])))
-        for name, key in (("gIhbar_Ih", "gIhbar_Ih"), ("gNaTs2_tbar_NaTs2_t",) * 2,
-                          ("cm", "capacitance"), ("e_pas", "e_leak")):
-            theirs = fx[f"value_{name}"]
-            has = ~np.isnan(theirs)
-            np.testing.assert_allclose(np.asarray(params[key])[has], theirs[has], rtol=1e-12,
-                                       err_msg=name)
-        sites = [cell.location(str(n), float(x))
-                 for n, x in zip(fx["site_names"], fx["site_x"], strict=True)]
-        current = step_current(case["amp"], case["delay"], case["dur"], case["dt"], t_max)
         out = simulate(cell, params, [Stimulus(cell.location("soma[0]", 0.5), current)],
                        case["dt"], t_max, record=sites, progress=False)
     v = np.asarray(out["v"])
-    every = case["every"]
-    ours = v[::every]
+    ours = v[:: case["every"]]
     np.testing.assert_array_less(np.abs(ours - fx["v"][: ours.shape[0]]).max(), V_TOL)
     last = (v.shape[0] - 1) * case["dt"]
     for k in range(v.shape[1]):
@@ -86,7 +75,26 @@ def check_l5pc(model: bluepyopt.BluePyOptModel, path: Path, t_max: float) -> Non
         mine = crossings(v[:, k], case["dt"])
         assert mine.size == theirs.size, k
         np.testing.assert_allclose(mine, theirs, atol=SPIKE_TOL)
-    assert crossings(v[:, 0], case["dt"]).size >= 5      # the soma fires, and adapts
+    return v
+
+
+def check_l5pc(model: bluepyopt.BluePyOptModel, path: Path, t_max: float) -> None:
+    fx = np.load(path)
+    cell = model.cell
+    assert cell.section_names == tuple(str(n) for n in fx["names"])
+    np.testing.assert_array_equal([cell.compartments_of(n).size for n in cell.section_names],
+                                  fx["nseg"])
+    np.testing.assert_allclose(model.distances[("soma[0]", 0.5)], fx["distance"], atol=1e-9)
+    with jax.enable_x64():
+        params = model.params(json.loads(str(fx["params"])))
+    for name, key in (("gIhbar_Ih", "gIhbar_Ih"), ("gNaTs2_tbar_NaTs2_t",) * 2,
+                      ("cm", "capacitance"), ("e_pas", "e_leak")):
+        theirs = fx[f"value_{name}"]
+        has = ~np.isnan(theirs)
+        np.testing.assert_allclose(np.asarray(params[key])[has], theirs[has], rtol=1e-12,
+                                   err_msg=name)
+    v = check_run(model, fx, params, t_max)
+    assert crossings(v[:, 0], json.loads(str(fx["case"]))["dt"]).size >= 5   # fires, adapts
 
 
 @needs_morphio
@@ -96,6 +104,7 @@ def test_l5pc_matches_bluepyopt_over_500_ms(model):
 
 
 @needs_morphio
+@pytest.mark.slow
 def test_every_scaler_matches_bluepyopt(model):
     fx = np.load(FOLDER / "bluepyopt_scalers.npz")
     entries = json.loads(str(fx["parameters"]))
@@ -112,6 +121,9 @@ def test_every_scaler_matches_bluepyopt(model):
         ours = np.broadcast_to(np.asarray(params[key]), theirs.shape)
         np.testing.assert_allclose(ours[has], theirs[has], rtol=1e-12, atol=0, err_msg=name)
     assert np.unique(fx["value_gImbar_Im"][~np.isnan(fx["value_gImbar_Im"])]).size == 2
+    # Ra and cm differ between sections (NEURON's 35.4 ohm cm where unset): 20 ms of the
+    # step protocol at the soma and an apical point
+    check_run(built, fx, params, json.loads(str(fx["case"]))["t_max"])
 
 
 @needs_morphio
