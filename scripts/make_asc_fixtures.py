@@ -1,6 +1,7 @@
 """Write the NEURON fixtures of Neurolucida (ASC) morphologies (tests/models/neuron/fixtures/).
 
-Needs ``neuron`` only (``pip install jaxlean[neuron-parity]``): the cell is built as
+Needs ``neuron`` (``pip install jaxlean[neuron-parity]``; ``asc_pyramid_stub`` also
+``bluepyopt``: ``jaxlean[bluepyopt-parity]``): the cell is built as
 a NEURON user builds it from ``fixtures/pyramid.asc`` (``Import3d_Neurolucida3``,
 ``Import3d_GUI.instantiate``), and what jaxlean must reproduce is saved as ``.npz``
 files that the tests compare against without NEURON. Run from the repository root:
@@ -12,10 +13,11 @@ Cases (:data:`CASES`):
 * ``asc_pyramid``: the file as read; ``nseg`` by the d_lambda rule; ``hh`` everywhere
   with ``gnabar_hh`` and ``gl_hh`` set per region and by path distance from ``soma(0.5)``
   (``h.distance``, to each segment's centre) by the rules of :data:`RULES`.
-* ``asc_pyramid_stub``: BluePyOpt's flow: ``nseg = 1 + 2 int(L / 40)`` everywhere, then
-  BluePyOpt's ``replace_axon`` (copied below from ``bluepyopt/ephys/morphologies.py``:
-  two sections of 30 um, diameters read from the old axon), then d_lambda, ``hh``
-  everywhere with NEURON's defaults.
+* ``asc_pyramid_stub``: BluePyOpt's flow, run by BluePyOpt itself (needs ``bluepyopt``;
+  ``scripts/_bluepyopt_cell.py``): its ``NrnFileMorphology`` with ``nseg = 1 + 2 int(L /
+  40)`` everywhere, then its ``replace_axon`` (two sections of 30 um, diameters read from
+  the old axon by the installed release's rule), then d_lambda, ``hh`` everywhere with
+  NEURON's defaults.
 
 Each fixture holds the sections (Import3d's order, new sections last), their parents,
 ``nseg`` and length, every segment's ``diam``, area and distance from ``soma(0.5)``,
@@ -81,29 +83,21 @@ def _load(h):
     return [by_name[f"{TYPES[int(r.type)]}[{int(r.nameindex)}]"] for r in reader.sections]
 
 
-def replace_axon(h, sections: list) -> tuple[list, list[float]]:
-    """BluePyOpt's ``NrnFileMorphology.replace_axon`` on a cell made by ``instantiate(None)``
-    (sections at the top level: ``h.soma``, ``h.axon``), the stub appended last."""
-    axonal = [s for s in sections if s.name().startswith("axon")]
-    kept = [s for s in sections if not s.name().startswith("axon")]
-    if not axonal:
-        diams = [1.0, 1.0]
-    else:
-        diams = [axonal[0].diam, axonal[0].diam]
-        if len(axonal) > 1:
-            h.distance(sec=h.soma[0])       # the origin at soma[0](0), as BluePyOpt sets it
-            for section in axonal:
-                if h.distance(0.5, sec=section) > 60:
-                    diams[1] = section.diam
-                    break
-    for section in axonal:
-        h.delete_section(sec=section)
-    h("create axon[2]")
-    for index in range(2):
-        h.axon[index].nseg, h.axon[index].L, h.axon[index].diam = 1, 30, diams[index]
-    h.axon[0].connect(h.soma[0], 1.0, 0.0)
-    h.axon[1].connect(h.axon[0], 1.0, 0.0)
-    return [*kept, h.axon[0], h.axon[1]], diams
+def bluepyopt_stub_cell(h) -> tuple[list, list[float]]:
+    """BluePyOpt itself (its ``NrnFileMorphology``: Import3d, ``nseg = 1 + 2 int(L / 40)``,
+    its ``replace_axon`` of the installed release) on ``pyramid.asc``; the sections in
+    the cell's ``all`` list (Import3d's order, the stub last) and the stub's diameters."""
+    from _bluepyopt_cell import cell_model, simulator
+
+    model = cell_model("ascstub", ASC, None, None)
+    model.instantiate(sim=simulator())
+    sections = list(model.icell.all)
+    return sections, [model.icell.axon[0].diam, model.icell.axon[1].diam]
+
+
+def _name(section) -> str:
+    """NEURON's name without a template's prefix (``soma[0]`` for ``ascstub[0].soma[0]``)."""
+    return section.name().split(".", 1)[-1]
 
 
 def _d_lambda(h, section, case: dict) -> int:
@@ -118,17 +112,15 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
     h.load_file("stdrun.hoc")
     h.load_file("import3d.hoc")
     h.usetable_hh = 0
-    sections = _load(h)
     extra = {}
+    if case.get("replace_axon"):
+        sections, diams = bluepyopt_stub_cell(h)
+        extra["stub_diameters"] = np.asarray(diams)
+        extra["bluepyopt_version"] = np.asarray(__import__("bluepyopt").__version__)
+    else:
+        sections = _load(h)
     for section in sections:
         section.Ra, section.cm = case["Ra"], 1.0
-    if case.get("replace_axon"):
-        for section in sections:
-            section.nseg = 1 + 2 * int(section.L / 40)
-        sections, diams = replace_axon(h, sections)
-        extra["stub_diameters"] = np.asarray(diams)
-        for section in sections:
-            section.Ra, section.cm = case["Ra"], 1.0
     for section in sections:
         section.nseg = _d_lambda(h, section, case)
         section.insert("hh")
@@ -140,7 +132,7 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
     for name_, rules in case.get("rules", {}).items():
         values = []
         for segment, d in zip(segments, distance.tolist(), strict=True):
-            region = segment.sec.name().split("[")[0]
+            region = _name(segment.sec).split("[")[0]
             setattr(segment, name_, rule_value(rules[region], d))
             values.append(getattr(segment, name_))
         extra[f"value_{name_}"] = np.asarray(values)
@@ -160,10 +152,10 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
     result = {
         "v": np.stack([np.asarray(r)[: steps + 1] for r in recordings], axis=1),
         "t": np.asarray(time)[: steps + 1],
-        "site_names": np.asarray([segment.sec.name() for segment in sites]),
+        "site_names": np.asarray([_name(segment.sec) for segment in sites]),
         "site_x": np.asarray([segment.x for segment in sites]),
-        "names": np.asarray([s.name() for s in sections]),
-        "parent_names": np.asarray([p.sec.name() if p else "" for p in parents]),
+        "names": np.asarray([_name(s) for s in sections]),
+        "parent_names": np.asarray([_name(p.sec) if p else "" for p in parents]),
         "parent_x": np.asarray([p.x if p else -1.0 for p in parents]),
         "nseg": np.asarray([s.nseg for s in sections], dtype=np.int64),
         "length": np.asarray([s.L for s in sections]),

@@ -1,11 +1,13 @@
 """Write the NEURON fixture of Hay et al.'s L5 pyramidal cell (fixtures/l5pc.npz).
 
-Needs ``neuron`` and a C compiler (``nrnivmodl``). The cell is built as BluePyOpt's
-``l5pc`` example builds Hay et al.'s (2011) model, from the same files jaxlean reads:
+Needs ``neuron``, ``bluepyopt`` (``pip install 'jaxlean[bluepyopt-parity]'``) and a C
+compiler (``nrnivmodl``). The cell is Hay et al.'s (2011) layout (``L5PCbiophys3.hoc``;
+not BluePyOpt's ``l5pc`` example, a different model: ``make_bluepyopt_fixtures.py``) on
+BluePyOpt's morphology loading and axon stub, from the same files jaxlean reads:
 
-* ``fixtures/pyramid.asc`` through ``Import3d_Neurolucida3`` / ``Import3d_GUI.instantiate``;
-  ``nseg = 1 + 2 int(L / 40)`` in every section, then BluePyOpt's ``replace_axon``
-  (from ``make_asc_fixtures.py``: two 30 um sections, one segment each);
+* ``fixtures/pyramid.asc`` loaded by BluePyOpt itself (needs ``bluepyopt``; its
+  ``NrnFileMorphology``: Import3d, ``nseg = 1 + 2 int(L / 40)`` in every section, then its
+  ``replace_axon`` of the installed release: two 30 um sections, one segment each);
 * the channels of ``tests/models/neuron/nmodl/mods`` (Hay's ``.mod`` files) compiled by
   ``nrnivmodl``, inserted and set per section list as ``L5PCbiophys3.hoc`` does
   (:data:`BIOPHYS`, HOC run as written); apical Ih ``g (-0.8696 + 2.087 exp(0.0031 d))``,
@@ -38,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 from _fixture_cli import command_line, nrnivmodl_and_load, run_cases  # scripts/ is on sys.path
-from make_asc_fixtures import _load, replace_axon
+from make_asc_fixtures import _name, bluepyopt_stub_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 MODS = ROOT / "tests" / "models" / "neuron" / "nmodl" / "mods"
@@ -107,16 +109,13 @@ def crossings(v: np.ndarray, dt: float) -> np.ndarray:
 
 def build(h, case: dict) -> list:
     """Hay's cell on ``pyramid.asc`` in NEURON; its sections in Import3d's order, stub last."""
-    sections = _load(h)
-    for section in sections:
-        section.nseg = 1 + 2 * int(section.L / 40)
-    sections, _ = replace_axon(h, sections)
+    sections, _ = bluepyopt_stub_cell(h)
     lists = {name: h.SectionList() for name in ("all_", "somatic_", "axonal_", "apical_",
                                                  "basal_")}
     region = {"soma": "somatic_", "axon": "axonal_", "apic": "apical_", "dend": "basal_"}
     for section in sections:
         lists["all_"].append(sec=section)
-        lists[region[section.name().split("[")[0]]].append(sec=section)
+        lists[region[_name(section).split("[")[0]]].append(sec=section)
     for name, section_list in lists.items():
         h(f"objref {name}")
         setattr(h, name, section_list)
@@ -144,7 +143,7 @@ def run(case: dict) -> dict[str, np.ndarray]:
     h.load_file("import3d.hoc")
     compile_mods(Path(tempfile.mkdtemp(prefix="jaxlean_l5pc_")))
     sections = build(h, case)
-    by_name = {s.name(): s for s in sections}
+    by_name = {_name(s): s for s in sections}
     soma = sections[0]
     sites = [by_name[name](x) for name, x in case["sites"]]
     clamp = h.IClamp(soma(0.5))
@@ -166,7 +165,7 @@ def run(case: dict) -> dict[str, np.ndarray]:
     return {
         "v": v[::every], "cai": np.asarray(cai)[: steps + 1][::every],
         **{f"spikes_{k}": crossings(v[:, k], case["dt"]) for k in range(v.shape[1])},
-        "names": np.asarray([s.name() for s in sections]),
+        "names": np.asarray([_name(s) for s in sections]),
         "nseg": np.asarray([s.nseg for s in sections], dtype=np.int64),
         "distance": np.asarray([h.distance(soma(0.5), seg) for seg in segments]),
         **{f"value_{name}": np.asarray([getattr(seg, name) if hasattr(seg, name) else 0.0

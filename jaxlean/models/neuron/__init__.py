@@ -12,6 +12,8 @@ Subpackages, by what one looks for (each one's docstring lists its modules):
   the time loop and its memory.
 * :mod:`~jaxlean.models.neuron.network`: cells joined by graded and spiking (``NetCon``)
   synapses and gap junctions, simulated as one forest.
+* :mod:`~jaxlean.models.neuron.formats`: other tools' model formats (BluePyOpt's cell
+  models from their own files).
 * :mod:`~jaxlean.models.neuron.published`: published models (Hay et al.'s L5PC).
 
 Every public name of the subpackages, and each of their public modules (``swc``,
@@ -30,10 +32,10 @@ from jaxlean.models.neuron.simulation import *  # noqa: F403
 
 # After the star imports: ``cell``, ``mechanisms`` and ``network`` name the subpackages.
 from jaxlean.models.neuron import (  # isort: skip
-    cell, mechanisms, morphology, network, nmodl, published, simulation)
+    cell, formats, mechanisms, morphology, network, nmodl, published, simulation)
 
-__all__ = ["cell", "load_mod", "load_mod_dir", "mechanisms", "morphology", "network", "nmodl",
-           "published", "simulation"]
+__all__ = ["cell", "formats", "load_mod", "load_mod_dir", "mechanisms", "morphology",
+           "network", "nmodl", "published", "simulation"]
 __all__ += cell.__all__
 __all__ += mechanisms.__all__
 __all__ += morphology.__all__

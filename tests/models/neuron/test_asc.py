@@ -6,7 +6,8 @@ an axon) loaded by ``Import3d_Neurolucida3``. Required: the same sections (names
 order, parents), ``nseg`` by the d_lambda rule, lengths and segment ``diam`` and
 areas within 1e-9, the soma's 3-D points as NEURON stores them (float32, equal),
 voltages within 1e-3 mV and spike times within 1e-4 ms at the soma and every tip
-(float64), and the same after BluePyOpt's ``replace_axon``. The region and distance
+(float64), and the same after BluePyOpt's ``replace_axon`` (run by BluePyOpt
+itself). The region and distance
 rules of ``asc_pyramid`` are checked in ``test_distribution.py``.
 """
 
@@ -27,6 +28,7 @@ from jaxlean.models.neuron.mechanisms.channels import hh
 from jaxlean.models.neuron.morphology import (
     _contour,
     _geometry,
+    axon_stub,
     discretize,
     morph_edit,
     morphology_io,
@@ -44,11 +46,17 @@ needs_morphio = pytest.mark.skipif(importlib.util.find_spec("morphio") is None,
                                    reason="morphio not installed (jaxlean[morphology])")
 needs_neuron = pytest.mark.skipif(importlib.util.find_spec("neuron") is None,
                                   reason="neuron not installed")
+needs_bluepyopt = pytest.mark.skipif(importlib.util.find_spec("bluepyopt") is None,
+                                     reason="bluepyopt not installed (the stub case runs it)")
 
 
 def tree_of(case: dict) -> morphology_io.SectionTree:
     tree = morphology_io.load_morphology(ASC)
-    return morph_edit.replace_axon(tree) if case.get("replace_axon") else tree
+    if not case.get("replace_axon"):
+        return tree
+    # BluePyOpt's stub (this release's rule, the default), then d_lambda everywhere: the
+    # stub's own nseg goes back to the rule, as the case's later forall nseg = ... does
+    return morph_edit.set_nseg(axon_stub.replace_axon(tree), {"axon[0]": None, "axon[1]": None})
 
 
 def check_against(fixture_file: Path) -> None:
@@ -80,7 +88,7 @@ def check_against(fixture_file: Path) -> None:
     np.testing.assert_array_equal(_geometry._as_stored(2 * soma.radius),
                                   fx["soma_3d"][:, 3].astype(np.float32))
     if "stub_diameters" in fx:
-        np.testing.assert_allclose(morph_edit.stub_diameters(morphology_io.load_morphology(ASC)),
+        np.testing.assert_allclose(axon_stub.stub_diameters(morphology_io.load_morphology(ASC)),
                                    fx["stub_diameters"], rtol=1e-12)
     with jax.enable_x64():
         cell = cell.insert(hh)
@@ -119,7 +127,8 @@ def test_matches_committed_neuron_fixture(name):
 
 @needs_morphio
 @needs_neuron
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", ["asc_pyramid",
+                                  pytest.param("asc_pyramid_stub", marks=needs_bluepyopt)])
 def test_matches_neuron_live(name, tmp_path):
     run_fixture_script(SCRIPT, tmp_path, name)
     check_against(tmp_path / f"{name}.npz")

@@ -1,4 +1,5 @@
-"""Hay et al.'s L5 pyramidal cell (``l5pc.build``) against NEURON running the same files.
+"""Hay et al.'s L5 pyramidal cell (``l5pc.build``) against NEURON running the same files;
+BluePyOpt's l5pc example (``l5pc.bluepyopt_example``) is another model, refused by ``build``.
 
 The fixture was written by ``scripts/make_l5pc_fixtures.py``: ``fixtures/pyramid.asc``
 through Import3d, ``nseg = 1 + 2 int(L / 40)``, BluePyOpt's axon stub, Hay's ``.mod`` files
@@ -95,6 +96,8 @@ def test_matches_committed_neuron_fixture_over_500_ms():
 
 @needs_morphio
 @needs_nrnivmodl
+@pytest.mark.skipif(__import__("importlib").util.find_spec("bluepyopt") is None,
+                    reason="bluepyopt not installed (the fixture script loads the cell with it)")
 def test_matches_neuron_live(tmp_path):
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], check=True,
                    capture_output=True)
@@ -165,3 +168,32 @@ def test_per_length_rule_is_hays():
         [1, 1, 3, 5, 7]
     with pytest.raises(ConfigError, match="um must be positive"):
         PerLength(0.0)
+
+
+BLUEPYOPT_FOLDER = HERE / "fixtures" / "bluepyopt_l5pc"
+
+
+def test_build_refuses_bluepyopts_example_folder_instead_of_building_hays_layout():
+    """Issue 49 item 6: given BluePyOpt's folder, build() used to build Hay's layout silently."""
+    with pytest.raises(ConfigError, match=r"BluePyOpt's l5pc example.*bluepyopt_example"):
+        l5pc.build(fixture("pyramidal"), BLUEPYOPT_FOLDER / "mechanisms")
+    with pytest.raises(ConfigError, match=r"gNaTs2_tbar_NaTs2_t\.apical'\] are keys of "
+                                          r"BluePyOpt's l5pc example"):
+        l5pc.L5PC(cell=None).params({"gNaTs2_tbar_NaTs2_t.apical": 0.02})
+
+
+@needs_morphio
+def test_bluepyopt_example_is_built_from_bluepyopts_own_files():
+    assert json.loads(
+        (BLUEPYOPT_FOLDER / "release_params.json").read_text()) == l5pc.BLUEPYOPT_RELEASE
+    example = l5pc.bluepyopt_example(BLUEPYOPT_FOLDER)
+    assert set(example.free) == set(l5pc.BLUEPYOPT_RELEASE)
+    fx = np.load(BLUEPYOPT_FOLDER / "bluepyopt_l5pc.npz")   # BluePyOpt's own cell
+    with jax.enable_x64():
+        params = example.params(l5pc.BLUEPYOPT_RELEASE)
+    theirs = fx["value_gNaTs2_tbar_NaTs2_t"]
+    has = ~np.isnan(theirs)
+    np.testing.assert_array_equal(np.asarray(params["gNaTs2_tbar_NaTs2_t"])[has], theirs[has])
+    assert float(params["v_init"]) == -65.0 and np.all(np.asarray(params["e_leak"]) == -75.0)
+    with pytest.raises(ConfigError, match="does not hold BluePyOpt's l5pc example"):
+        l5pc.bluepyopt_example(HERE / "fixtures")

@@ -4,13 +4,14 @@
   ``insert``) and ``build_cell``: sections to compartments and junctions.
 * :mod:`~jaxlean.models.neuron.cell.params`: parameter names, defaults, shapes, presets.
 * :mod:`~jaxlean.models.neuron.cell.distribution`: parameters by region and by path
-  distance from the soma.
+  distance from the soma; :mod:`~jaxlean.models.neuron.cell.point_distance`: NEURON's
+  ``h.distance`` from any point.
 * :mod:`~jaxlean.models.neuron.cell.transforms`: bounded and positive parameters for fitting.
 """
 
 from __future__ import annotations
 
-from jaxlean.models.neuron.cell import distribution, params, transforms
+from jaxlean.models.neuron.cell import distribution, params, point_distance, transforms
 from jaxlean.models.neuron.cell.cell import ATTACH, Cell, build_cell
 from jaxlean.models.neuron.cell.distribution import (
     REGIONS,
@@ -34,6 +35,7 @@ from jaxlean.models.neuron.cell.params import (
     preset,
     table,
 )
+from jaxlean.models.neuron.cell.point_distance import distance_from
 from jaxlean.models.neuron.cell.transforms import (
     ParamTransform,
     SigmoidTransform,
@@ -44,5 +46,5 @@ from jaxlean.models.neuron.cell.transforms import (
 __all__ = ["ATTACH", "CELL", "GEOMETRY", "PRESETS", "REGIONS", "Cell", "Compartments",
            "Exponential", "Linear", "ParamTransform", "Params", "Sigmoid", "SigmoidTransform",
            "SoftplusTransform", "Transform", "build_cell", "by_region", "check_names", "defaults",
-           "distribute", "distribution", "expand", "inferred_preset", "params", "path_distance",
-           "preset", "table", "transforms"]
+           "distance_from", "distribute", "distribution", "expand", "inferred_preset", "params",
+           "path_distance", "point_distance", "preset", "table", "transforms"]

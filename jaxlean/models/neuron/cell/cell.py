@@ -278,16 +278,19 @@ def build_cell(source: str | Path | SectionTree, ncomp: int | None = None,
                | discretize.DLambda | None = None,
                ) -> Cell:
     """A :class:`Cell` of a file's or a :class:`SectionTree`'s sections: the body of
-    :meth:`Cell.from_morphology` (its arguments, its rules)."""
+    :meth:`Cell.from_morphology` (its arguments, its rules). A section whose ``nseg`` the
+    tree fixes (:attr:`SectionTree.nseg`) keeps it, as after ``sec.nseg = n`` in NEURON."""
     tree = source if isinstance(source, SectionTree) else load_morphology(source)
     sections = list(tree.sections)
     counts = discretize.section_nseg(sections, ncomp, max_length, nseg)
+    counts = np.array([n if own is None else own for n, own in zip(counts.tolist(), tree.nseg,
+                                                                    strict=True)])
     cell = _build(*discretize.compartments(sections, counts))
     branch = np.repeat(np.arange(len(sections)), counts)
     radius, taper = cell.radius.copy(), cell.taper.copy()
     for k, diameter in enumerate(tree.cylinders):
-        if diameter is not None:   # NEURON's sec.diam: exact, not rounded as 3-D points are
-            radius[branch == k] = diameter / 2
+        if diameter is not None:   # NEURON's sec.diam or seg.diam: exact, not rounded
+            radius[branch == k] = np.asarray(diameter, dtype=float) / 2
             taper[branch == k] = 1.0
     return dataclasses.replace(cell, radius=radius, taper=taper, branch=branch,
                                section_names=tree.names)

@@ -50,24 +50,36 @@ class SectionTree:
       names: NEURON's name of each (``"soma[0]"``, ``"dend[3]"``); an edit keeps the
         names of the sections it leaves, as NEURON's ``delete_section`` does.
       source: the file it came from (for messages).
-      cylinders: for each section, ``None`` (its 3-D points give its shape) or the
+      cylinders: for each section, ``None`` (its 3-D points give its shape), the
         exact diameter (um) of a cylinder set by length and diameter without 3-D
         points, as ``sec.L = ...; sec.diam = ...`` does in NEURON (the axon stub of
-        :func:`~jaxlean.models.neuron.morphology.morph_edit.replace_axon`).
+        :func:`~jaxlean.models.neuron.morphology.axon_stub.replace_axon`), or one
+        diameter per segment (``seg.diam = ...`` on each of ``nseg`` segments; then
+        ``nseg`` is fixed).
+      nseg: for each section, ``None`` (the discretisation rule decides) or its own
+        ``nseg``, as ``sec.nseg = n`` sets it in NEURON after the rule
+        (:func:`~jaxlean.models.neuron.morphology.morph_edit.set_nseg`, the stubs).
     """
 
     sections: tuple[Section, ...]
     names: tuple[str, ...]
     source: str = "<morphology>"
-    cylinders: tuple[float | None, ...] = ()
+    cylinders: tuple[float | tuple[float, ...] | None, ...] = ()
+    nseg: tuple[int | None, ...] = ()
 
     def __post_init__(self):
         if not self.cylinders:
             object.__setattr__(self, "cylinders", (None,) * len(self.sections))
-        if not len(self.sections) == len(self.names) == len(self.cylinders):
-            raise ConfigError("SectionTree: sections, names and cylinders must have one entry "
-                              f"per section; got {len(self.sections)}, {len(self.names)}, "
-                              f"{len(self.cylinders)}")
+        if not self.nseg:
+            object.__setattr__(self, "nseg", (None,) * len(self.sections))
+        if not len(self.sections) == len(self.names) == len(self.cylinders) == len(self.nseg):
+            raise ConfigError("SectionTree: sections, names, cylinders and nseg must have one "
+                              f"entry per section; got {len(self.sections)}, {len(self.names)}, "
+                              f"{len(self.cylinders)}, {len(self.nseg)}")
+        for k, (diameter, count) in enumerate(zip(self.cylinders, self.nseg, strict=True)):
+            if isinstance(diameter, tuple) and len(diameter) != count:
+                raise ConfigError(f"SectionTree: section {self.names[k]} has {len(diameter)} "
+                                  f"segment diameters and nseg {count}; they must agree")
 
     def __len__(self) -> int:
         return len(self.sections)

@@ -1,9 +1,21 @@
-"""Hay et al.'s (2011) layer 5 pyramidal cell on any morphology, from its published ``.mod`` files.
+"""Hay et al.'s (2011) layer 5 pyramidal cell on any morphology, and BluePyOpt's L5PC example.
 
-The model of ``L5PCbiophys3.hoc`` (ModelDB 139653), as BluePyOpt's ``l5pc`` example
-sets it up: the morphology read as NEURON's Import3d reads it, ``nseg = 1 + 2 int(L / 40)``
-in every section (:class:`~jaxlean.models.neuron.morphology.discretize.PerLength`), the axon
-replaced by BluePyOpt's two 30 um stub sections, ``pas`` everywhere (``e_pas = -90`` mV,
+Two different models, each built from its own files:
+
+* :func:`build`: the layout of Hay et al.'s ``L5PCbiophys3.hoc`` (ModelDB 139653) on any
+  morphology, from Hay's ``.mod`` files, with BluePyOpt's axon stub. This is **not**
+  BluePyOpt's ``l5pc`` example (that one puts NaTs2_t on the soma and apical dendrites,
+  has ``e_pas = -75``, ``v_init = -65`` and other values); :func:`build` refuses a folder
+  that sits beside BluePyOpt's ``mechanisms.json``/``parameters.json``.
+* :func:`bluepyopt_example`: BluePyOpt's ``l5pc`` example itself, read from BluePyOpt's own
+  files by :func:`jaxlean.models.neuron.formats.bluepyopt.load`; its released parameter
+  set is :data:`BLUEPYOPT_RELEASE`.
+
+:func:`build` in detail: the morphology read as NEURON's Import3d reads it, ``nseg = 1 + 2
+int(L / 40)`` in every section
+(:class:`~jaxlean.models.neuron.morphology.discretize.PerLength`), the axon replaced by
+BluePyOpt's two 30 um stub sections (:func:`~jaxlean.models.neuron.morphology.axon_stub.
+replace_axon`, the current release's rule), ``pas`` everywhere (``e_pas = -90`` mV,
 ``Ra = 100`` ohm cm, ``cm = 1`` uF/cm2 on soma and axon, 2 on the dendrites) and per
 region (:data:`MECHANISMS`):
 
@@ -39,11 +51,13 @@ import jax.numpy as jnp
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.cell import distribution
 from jaxlean.models.neuron.cell.cell import Cell
+from jaxlean.models.neuron.formats import bluepyopt as bluepyopt_format
 from jaxlean.models.neuron.mechanisms.channels import pas
-from jaxlean.models.neuron.morphology import discretize, morph_edit, morphology_io
+from jaxlean.models.neuron.morphology import axon_stub, discretize, morphology_io
 from jaxlean.models.neuron.nmodl.load import load_mod_dir
 
-__all__ = ["CELL", "FITTED", "HAY", "HOT_ZONE", "IH_EXPONENTIAL", "L5PC", "MECHANISMS", "build"]
+__all__ = ["BLUEPYOPT_RELEASE", "CELL", "FITTED", "HAY", "HOT_ZONE", "IH_EXPONENTIAL", "L5PC",
+           "MECHANISMS", "bluepyopt_example", "build"]
 
 _SOMATIC = ("NaTa_t", "Nap_Et2", "K_Pst", "K_Tst", "SKv3_1", "SK_E2", "Ca_HVA", "Ca_LVAst",
             "CaDynamics_E2")
@@ -119,8 +133,12 @@ class L5PC:
         values = dict(values or {})
         unknown = sorted(set(values) - set(HAY))
         if unknown:
-            raise ConfigError(f"L5PC.params: unknown parameter(s) {unknown}; the keys are "
-                              f"'name.region' of l5pc.HAY, e.g. 'gNaTa_tbar_NaTa_t.somatic'")
+            theirs = sorted(set(unknown) & set(BLUEPYOPT_RELEASE))
+            hint = (f"; {theirs} are keys of BluePyOpt's l5pc example, a different model: "
+                    "build it with l5pc.bluepyopt_example(folder)" if theirs else "")
+            raise ConfigError(f"L5PC.params: unknown parameter(s) {unknown}; the keys of Hay "
+                              f"et al.'s layout are 'name.region' of l5pc.HAY, e.g. "
+                              f"'gNaTa_tbar_NaTa_t.somatic'{hint}")
         merged = {**HAY, **values}
         cell = self.cell
         out = {**cell.params(), **CELL}
@@ -166,13 +184,16 @@ def build(morphology: str | Path | morphology_io.SectionTree, mods: str | Path, 
     NEURON's built-in, first; then ``nrnivmodl``'s order of the files).
 
     Raises:
-      ConfigError: a mechanism of :data:`MECHANISMS` missing from ``mods``, or a
-        region of the table with no compartment in the morphology, named.
+      ConfigError: a mechanism of :data:`MECHANISMS` missing from ``mods``, a region of
+        the table with no compartment in the morphology, or ``mods`` beside BluePyOpt's
+        ``mechanisms.json``/``parameters.json`` (that model is
+        :func:`bluepyopt_example`'s), named.
     """
+    _not_bluepyopt_example(Path(mods))
     tree = morphology if isinstance(morphology, morphology_io.SectionTree) else (
         morphology_io.load_morphology(morphology))
     if replace_axon:
-        tree = morph_edit.replace_axon(tree, segment_length)
+        tree = axon_stub.replace_axon(tree, segment_length)
     cell = Cell.from_morphology(tree, nseg=discretize.PerLength(segment_length))
     loaded = load_mod_dir(mods)
     needed = {name for names in MECHANISMS.values() for name in names}
@@ -191,3 +212,69 @@ def build(morphology: str | Path | morphology_io.SectionTree, mods: str | Path, 
         if types:
             cell = cell.insert(mechanism, types=types)
     return L5PC(cell, tuple(float(x) for x in hot_zone))
+
+
+#: The released parameter set of BluePyOpt's ``l5pc`` example (``release_params`` in its
+#: ``examples/l5pc/l5pc_analysis.py``, commit 146bb019a866; the same values as
+#: ``tests/models/neuron/fixtures/bluepyopt_l5pc/release_params.json``).
+BLUEPYOPT_RELEASE = {
+    "gNaTs2_tbar_NaTs2_t.apical": 0.026145, "gSKv3_1bar_SKv3_1.apical": 0.004226,
+    "gImbar_Im.apical": 0.000143, "gNaTa_tbar_NaTa_t.axonal": 3.137968,
+    "gK_Tstbar_K_Tst.axonal": 0.089259, "gamma_CaDynamics_E2.axonal": 0.002910,
+    "gNap_Et2bar_Nap_Et2.axonal": 0.006827, "gSK_E2bar_SK_E2.axonal": 0.007104,
+    "gCa_HVAbar_Ca_HVA.axonal": 0.000990, "gK_Pstbar_K_Pst.axonal": 0.973538,
+    "gSKv3_1bar_SKv3_1.axonal": 1.021945, "decay_CaDynamics_E2.axonal": 287.198731,
+    "gCa_LVAstbar_Ca_LVAst.axonal": 0.008752, "gamma_CaDynamics_E2.somatic": 0.000609,
+    "gSKv3_1bar_SKv3_1.somatic": 0.303472, "gSK_E2bar_SK_E2.somatic": 0.008407,
+    "gCa_HVAbar_Ca_HVA.somatic": 0.000994, "gNaTs2_tbar_NaTs2_t.somatic": 0.983955,
+    "decay_CaDynamics_E2.somatic": 210.485284, "gCa_LVAstbar_Ca_LVAst.somatic": 0.000333,
+}
+_EXAMPLE_FILES = ("mechanisms.json", "parameters.json")
+
+
+def _example_files(folder: Path) -> dict[str, Path] | None:
+    """BluePyOpt's example files in ``folder``: its repository's layout (``config/``,
+    ``morphology/``, ``mechanisms/``) or all in one folder; ``None`` when absent."""
+    for config in (folder / "config", folder):
+        if all((config / name).is_file() for name in _EXAMPLE_FILES):
+            break
+    else:
+        return None
+    found = {name: config / name for name in _EXAMPLE_FILES}
+    found["mechanisms/"] = folder / "mechanisms"
+    for place in (folder / "morphology", folder):
+        if (place / "C060114A7.asc").is_file():
+            found["morphology"] = place / "C060114A7.asc"
+    return found
+
+
+def _not_bluepyopt_example(mods: Path) -> None:
+    for folder in (mods, mods.parent):
+        files = _example_files(folder)
+        if files is not None:
+            raise ConfigError(f"l5pc.build: {str(mods)!r} belongs to BluePyOpt's l5pc example "
+                              f"({', '.join(str(files[n]) for n in _EXAMPLE_FILES)} beside "
+                              "it), a different model from Hay et al.'s layout that build() "
+                              "makes; build the example from its own files with "
+                              f"l5pc.bluepyopt_example({str(folder)!r})")
+
+
+def bluepyopt_example(folder: str | Path, *, replace_axon: bool = True,
+                      bluepyopt: str = axon_stub.CURRENT):
+    """BluePyOpt's ``l5pc`` example from its own files in ``folder`` (BluePyOpt's
+    ``examples/l5pc`` or a folder holding ``C060114A7.asc``, ``mechanisms.json``,
+    ``parameters.json`` and ``mechanisms/``), as its ``create(do_replace_axon)`` builds it:
+    a :class:`~jaxlean.models.neuron.formats.bluepyopt.BluePyOptModel`; its
+    ``params(l5pc.BLUEPYOPT_RELEASE)`` are the released values.
+
+    Raises:
+      ConfigError: a file of the example missing from ``folder``, named.
+    """
+    files = _example_files(Path(folder))
+    if files is None or "morphology" not in files or not files["mechanisms/"].is_dir():
+        raise ConfigError(f"l5pc.bluepyopt_example: {str(folder)!r} does not hold BluePyOpt's "
+                          "l5pc example (config/mechanisms.json, config/parameters.json, "
+                          "morphology/C060114A7.asc and mechanisms/, or all in one folder)")
+    return bluepyopt_format.load(files["morphology"], files["mechanisms.json"],
+                                 files["parameters.json"], files["mechanisms/"],
+                                 replace_axon=replace_axon, bluepyopt=bluepyopt)
