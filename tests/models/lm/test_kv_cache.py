@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.models.lm.generate import generate
+from jaxlean.models.lm.generate import generate, greedy_program
 from jaxlean.models.lm.kv_cache import decode_step, prefill
 from jaxlean.models.lm.layers import attend
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
@@ -71,6 +71,18 @@ def test_generate_flash_equals_dense_tokens_and_logprobs():
     dense = generate(model.with_options(attention="dense"), prompts, **options)
     np.testing.assert_array_equal(flash.tokens, dense.tokens)
     np.testing.assert_allclose(flash.logprobs, dense.logprobs, rtol=1e-5, atol=1e-5)
+
+
+def test_greedy_program_is_what_generate_runs():
+    """The program the memory bench compiles gives generate's own rollout."""
+    model = Transformer(TransformerConfig(**CONFIG), key=jax.random.key(5))
+    prompts = [[3, 1, 4, 1, 5, 9, 2], [6, 5]]
+    want = generate(model, prompts, max_new_tokens=5, eos_id=())
+    fn, shapes = greedy_program(2, 7, 5)
+    assert [s.shape for s in shapes] == [want.prompt.shape, want.prompt_mask.shape, (2,)]
+    got = eqx.filter_jit(fn)(model, want.prompt, want.prompt_mask, np.array([5, 5], np.int32))
+    np.testing.assert_array_equal(got.tokens, want.tokens)
+    np.testing.assert_allclose(got.logprobs, want.logprobs, rtol=1e-6, atol=1e-6)
 
 
 def test_cache_in_compute_dtype():
