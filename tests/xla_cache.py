@@ -10,14 +10,17 @@ compile options, so programs compiled with other flags or another jaxlib never m
 Tests that set up a cache of their own (``tests/compile/``) keep doing so; after each test
 whose process no longer uses the suite's store, the store is installed again, and that
 test's compiles are left out of the counts. Each worker hands its counts to the controller
-(``workeroutput``), which prints one summary line at the end of the run.
+(``workeroutput``), which prints a summary at the end of the run. At the start of a
+run, the least recently used entries beyond ``MAX_BYTES`` are removed.
 
-``run_on_devices`` children (one process with several CPU devices) use the cache too,
-through ``tests/xla_cache_child.py``, and their counts join their test process's. Other
-child processes compile for themselves: jaxlean has no environment variable that turns
-its cache on, JAX's own (``JAX_COMPILATION_CACHE_DIR``) would bring JAX's store (entries
-written in place), and a multi-process CPU run that loads cached collectives needs
-jaxlean's checks (``jaxlean/compile/cpu_collectives.py``).
+``run_on_devices`` children (one process with several CPU devices) and the examples' own
+processes (``tests/test_examples.py``) use the cache too, through
+``tests/xla_cache_child.py``, and their counts join their test process's. Other child
+processes compile for themselves: the docs pages (their CPU budget is a cold run's), and
+the multi-process runs (one that loads cached collectives needs jaxlean's checks,
+``jaxlean/compile/cpu_collectives.py``); jaxlean has no environment variable that turns
+its cache on, and JAX's own (``JAX_COMPILATION_CACHE_DIR``) would bring JAX's store
+(entries written in place).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = "JAXLEAN_TEST_XLA_CACHE"
 OUTPUT_KEY = "jaxlean_xla_cache"
 CHILD = Path(__file__).with_name("xla_cache_child.py")
+MAX_BYTES = 2 * 10**9  # least recently used entries beyond this go at the start of a run
 FIELDS = ("compiles", "compile_s", "requests", "hits", "uncacheable", "saved_s")
 
 
@@ -137,6 +141,10 @@ def configure(config: pytest.Config) -> None:
     if directory is None:
         return
     if not hasattr(config, "workerinput"):  # the process that prints the summary
+        from jaxlean.compile.directory import prune  # imports no jax
+
+        if directory.is_dir():
+            prune(directory, MAX_BYTES)  # entries of programs that no longer exist
         _ENTRIES_AT_START.append(_entry_count(directory))
     if getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Controller(), "jaxlean-xla-cache-controller")
