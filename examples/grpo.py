@@ -94,8 +94,8 @@ def reward(completion: str, answer: int) -> float:
 def grpo_loss(model, inputs, targets, old_logprobs, advantages, *, kl_coef, **batch):
     """The GRPO objective and its statistics (``batch``: attention and loss masks, the
     reference's log-probs)."""
-    out = policy_loss(model, inputs, targets, old_logprobs, advantages, kl_coef=kl_coef,
-                      clip_eps=0.2, **batch)
+    out = policy_loss(model, inputs, targets=targets, old_logprobs=old_logprobs,
+                      advantages=advantages, kl_coef=kl_coef, clip_eps=0.2, **batch)
     return out.loss, out
 
 

@@ -24,6 +24,7 @@ from jaxlean.models.lm.data.conversations import (
     tokenize_records,
 )
 from jaxlean.models.lm.data.packing import (
+    PackedBatch,
     Packing,
     best_fit_decreasing,
     collate,
@@ -40,6 +41,7 @@ __all__ = [
     "BatchState",
     "Batches",
     "Example",
+    "PackedBatch",
     "Packing",
     "Record",
     "Tokenizer",
