@@ -72,7 +72,8 @@ def check_groups(group_ids: Any, group_size: int, where: str = "group_advantages
     The advantages compare each reward with its group's, and a group is
     ``group_size`` consecutive rows (TRL's layout: each prompt repeated
     ``num_generations`` times in a row). Completions laid out another way (prompts
-    interleaved, ``prompts * G``) would be compared with other prompts' rewards.
+    interleaved, ``prompts * G``) would be compared with other prompts' rewards. A prompt
+    drawn twice may have two groups.
     """
     ids = np.asarray(group_ids).reshape(-1)
     if ids.size % group_size:
@@ -87,9 +88,6 @@ def check_groups(group_ids: Any, group_size: int, where: str = "group_advantages
             f"completions of one prompt (groups are group_size={group_size} consecutive rows, "
             f"as TRL lays them out) but hold the prompts {runs[g].tolist()}: repeat each prompt "
             f"group_size times in a row (np.repeat), not the prompt list (list * group_size)")
-    if len(np.unique(runs[:, 0])) != len(runs):
-        raise StructureError(f"{where}: a prompt's completions are split over several groups "
-                             f"(group_ids {ids.tolist()})")
 
 
 def group_advantages(rewards: jax.Array, group_size: int, *,

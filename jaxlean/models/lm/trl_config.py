@@ -174,7 +174,7 @@ def make_optimizer(config: TrainingConfig, steps: int) -> optax.GradientTransfor
     run) then following ``lr_scheduler_type`` over ``steps`` updates, decoupled
     ``weight_decay`` except on norms and biases (as ``transformers``). The learning rate is an
     injected hyperparameter, so ``StepMetrics.learning_rate`` reports it."""
-    adamw = optax.inject_hyperparams(optax.adamw)(
+    adamw = optax.inject_hyperparams(optax.adamw, static_args=("mask",))(
         learning_rate=_schedule(config, steps), b1=config.adam_beta1, b2=config.adam_beta2,
         eps=config.adam_epsilon, weight_decay=config.weight_decay,
         mask=_decayed)

@@ -133,3 +133,19 @@ def test_grpo_train_on_text_compiles_rollout_and_step_once(setup):
     for name in ("reward", "reward_std", "kl", "clip_ratio/region_mean", "rewards/correct/mean",
                  "rewards/digits/mean", "completions/mean_length", "loss", "grad_norm"):
         assert np.isfinite(row[name]), name
+
+
+def test_weight_decay_spares_norms_and_biases_and_the_step_compiles_once():
+    from jaxlean.train.step import make_train_step
+    config = SFTConfig(learning_rate=0.1, weight_decay=0.5, max_grad_norm=None,
+                       lr_scheduler_type="constant")
+    tx = make_optimizer(config, steps=4)
+    params = {"proj": jnp.ones((2, 2)), "norm": jnp.ones(2), "bias": jnp.ones(2)}
+    updates, _ = tx.update(jax.tree.map(jnp.zeros_like, params), tx.init(params), params)
+    np.testing.assert_allclose(updates["proj"], -0.1 * 0.5 * np.ones((2, 2)), rtol=1e-6)
+    assert not np.any(updates["norm"]) and not np.any(updates["bias"])
+    step = make_train_step(lambda p, x: jnp.sum(p["proj"] * x), tx)
+    state = tx.init(params)
+    for _ in range(3):
+        params, state, _ = step(params, state, jnp.ones((2, 2)))
+    assert len(step._jitted) == 1 and step._jitted[next(iter(step._jitted))]._cache_size() == 1
