@@ -189,7 +189,8 @@ def dpo_train(model: Any, dataset: Any, tokenizer: Any, config: DPOConfig | None
     examples = tokenize_preferences(dataset, tokenizer, max_length=config.max_length,
                                     truncation_mode=config.truncation_mode)
     pairs = config.per_device_train_batch_size * config.gradient_accumulation_steps
-    batches = PreferenceBatches(examples, pairs, config.max_length,
+    length = config.max_length or max(len(e) for e in examples)  # None: the longest pair
+    batches = PreferenceBatches(examples, pairs, length,
                                 pad_id=tokenizer.pad_token_id,
                                 truncation_mode=config.truncation_mode, seed=config.seed)
     if ref_model is None:

@@ -94,7 +94,7 @@ class DPOConfig(TrainingConfig):
     """TRL's ``DPOConfig`` (``learning_rate`` 1e-6, ``beta`` 0.1, sigmoid loss)."""
 
     learning_rate: float = 1e-6
-    max_length: int = 1024
+    max_length: int | None = 1024
     truncation_mode: str = "keep_start"
     beta: float = 0.1
     loss_type: str = "sigmoid"
