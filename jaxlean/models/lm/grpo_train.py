@@ -39,7 +39,7 @@ from jaxlean.models.lm.tokens import count_tokens
 from jaxlean.models.lm.trl_config import GRPOConfig, make_optimizer, total_steps
 from jaxlean.train.step import make_train_step
 
-__all__ = ["grpo_train"]
+__all__ = ["grpo_train", "loss_options"]
 
 #: Rows of the loss that each normalisation averages over, for gradient accumulation.
 _WEIGHTS = {"grpo": "rows", "dr_grpo": "rows", "bnpo": "tokens", "dapo": "tokens"}
@@ -54,6 +54,16 @@ def _weight(kind: str):
     def weight(*, mask, **_):
         return jnp.sum(mask) if kind == "tokens" else mask.shape[0]
     return weight
+
+
+def loss_options(config: GRPOConfig) -> dict[str, Any]:
+    """The :func:`~jaxlean.models.lm.heads.policy_loss` options ``config`` stands for."""
+    options = dict(kl_coef=config.beta, clip_eps=config.epsilon,
+                   clip_eps_high=config.epsilon_high, normalization=config.loss_type,
+                   temperature=config.temperature)
+    if config.loss_type == "dr_grpo":
+        options["max_completion_length"] = config.max_completion_length
+    return options
 
 
 def _prompt_ids(tokenizer: Any, prompt: Any) -> list[int]:
@@ -103,11 +113,7 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
     model, ref_model = jax.device_put((model, ref_model), device)
     tx = make_optimizer(config, steps * config.num_iterations)
     state = tx.init(model)
-    options = dict(kl_coef=config.beta, clip_eps=config.epsilon,
-                   clip_eps_high=config.epsilon_high, normalization=config.loss_type,
-                   temperature=config.temperature)
-    if config.loss_type == "dr_grpo":
-        options["max_completion_length"] = config.max_completion_length
+    options = loss_options(config)
     k = config.gradient_accumulation_steps
     step = make_train_step(functools.partial(_loss, options=options), tx, has_aux=True,
                            metrics=True, count_tokens=count_tokens, micro_batches=k,
