@@ -17,6 +17,7 @@ rule). The results feed :func:`jaxlean.loss.policy.policy_gradient_loss`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import jax
@@ -121,6 +122,14 @@ def group_advantages(rewards: jax.Array, group_size: int, *,
         raise ConfigError(f"unknown scale_rewards {scale_rewards!r}: use 'group', 'batch', "
                           "'none', True or False")
     grouped, group_size = _grouped(rewards, group_size, "group_advantages")
+    return _group_advantages(grouped, scale_rewards, float(eps))
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _group_advantages(grouped: jax.Array, scale_rewards: str, eps: float) -> jax.Array:
+    """:func:`group_advantages` on ``[groups, group_size]`` rewards, compiled as one program
+    (eagerly it would dispatch, and compile, a dozen small operations)."""
+    group_size = grouped.shape[1]
     flat = grouped.reshape(-1)
     centred = grouped - _nanmean(grouped, axis=1, keepdims=True)
     if scale_rewards == "none":

@@ -32,7 +32,7 @@ from jaxlean.models.lm.causal_loss import logprobs
 from jaxlean.models.lm.generate import generate
 from jaxlean.models.lm.heads import policy_loss
 from jaxlean.models.lm.lora import lora_mask
-from jaxlean.models.lm.post_train import TrainResult
+from jaxlean.models.lm.post_train import TrainResult, report_skipped
 from jaxlean.models.lm.preference import without_adapters
 from jaxlean.models.lm.rollout_batch import rollout_batch
 from jaxlean.models.lm.tokens import count_tokens
@@ -151,6 +151,7 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
         for _ in range(config.num_iterations):
             model, state, (out, stats) = step(model, state, **batch,
                                               advantages=advantages.astype(jnp.float32))
+            report_skipped(out, i + 1)
         tokens += int(out.tokens)
         lengths = np.asarray(rollout.lengths)
         row = {"step": i + 1, "loss": float(out.loss), "grad_norm": float(out.grad_norm),

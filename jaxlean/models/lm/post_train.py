@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from jaxlean.models.lm.trl_config import (
 )
 from jaxlean.train.step import make_train_step
 
-__all__ = ["TrainResult", "dpo_train", "run_steps", "sft_train"]
+__all__ = ["TrainResult", "dpo_train", "report_skipped", "run_steps", "sft_train"]
 
 
 @dataclasses.dataclass
@@ -80,6 +81,7 @@ def run_steps(model: Any, config: TrainingConfig, step: Callable, batches: Itera
     for i in range(start, steps):
         batch = next(batches)
         model, state, (out, aux) = step(model, state, **batch)
+        report_skipped(out, i + 1)
         window.append(metrics(out, aux))
         tokens += int(out.tokens) if out.tokens is not None else 0
         if (i + 1) % config.logging_steps == 0 or i + 1 == steps:
@@ -96,6 +98,14 @@ def run_steps(model: Any, config: TrainingConfig, step: Callable, batches: Itera
     if checkpointer is not None:
         checkpointer.close()
     return TrainResult(model, state, history, steps)
+
+
+def report_skipped(out: Any, step: int) -> None:
+    """Warn at once (not one call later) when step ``step`` was skipped as non-finite."""
+    if bool(out.skipped):
+        warnings.warn(f"step {step}: the loss, a gradient or an update was not finite "
+                      f"(loss {float(out.loss)}); the step was skipped, the model and optimizer "
+                      f"state kept as they were", RuntimeWarning, stacklevel=3)
 
 
 def _step_factory(loss_fn: Callable, config: TrainingConfig, loss_weight: Callable):

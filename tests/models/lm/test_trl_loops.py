@@ -149,3 +149,15 @@ def test_weight_decay_spares_norms_and_biases_and_the_step_compiles_once():
     for _ in range(3):
         params, state, _ = step(params, state, jnp.ones((2, 2)))
     assert len(step._jitted) == 1 and step._jitted[next(iter(step._jitted))]._cache_size() == 1
+
+
+def test_a_non_finite_step_is_reported_at_that_step(setup):
+    from jaxlean.models.lm.post_train import sft_train
+    tokenizer, model = setup
+    chats = [{"text": "What is 1 + 2?"}] * 4
+    seen = []
+    with pytest.warns(RuntimeWarning, match="step 1: .*not finite") as caught:
+        sft_train(model, chats, tokenizer, SFTConfig(
+            learning_rate=float("nan"), max_steps=1, per_device_train_batch_size=4,
+            max_length=16, logging_steps=1), on_log=seen.append)
+    assert seen and any("step 1:" in str(w.message) for w in caught)
