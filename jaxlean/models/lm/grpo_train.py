@@ -132,6 +132,8 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
         rollout = generate(model, [_prompt_ids(tokenizer, r["prompt"]) for r in repeated],
                            max_new_tokens=config.max_completion_length,
                            temperature=config.temperature, key=sample,
+                           top_p=None if config.top_p == 1.0 else config.top_p,
+                           top_k=config.top_k or None, min_p=config.min_p,
                            eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)
         texts = tokenizer.decode_batch(rollout)
         ids = [list(np.asarray(t)[:n]) for t, n in zip(rollout.tokens,

@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxlean.errors import ConfigError
 from jaxlean.models.lm.causal_loss import loss, loss_tokens
 from jaxlean.models.lm.data.batches import Batches
 from jaxlean.models.lm.data.conversations import tokenize_records
@@ -213,8 +214,9 @@ def dpo_train(model: Any, dataset: Any, tokenizer: Any, config: DPOConfig | None
         fn = functools.partial(_dpo_loss, **options)
         batches = _with(batches, reference=ref_model)
     if config.gradient_accumulation_steps > 1:
-        raise NotImplementedError("dpo_train: gradient_accumulation_steps > 1 (the chosen and "
-                                  "rejected rows of a pair must stay in one micro-batch)")
+        raise ConfigError("dpo_train: gradient_accumulation_steps > 1 is not implemented yet "
+                          "(the chosen and rejected rows of a pair must stay in one "
+                          "micro-batch); raise per_device_train_batch_size instead")
     steps = total_steps(config, batches.steps_per_epoch)
     return run_steps(model, config, _step_factory(fn, config, _pairs), batches, steps,
                      _dpo_metrics, on_log)

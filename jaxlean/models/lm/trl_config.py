@@ -50,7 +50,7 @@ class TrainingConfig(metaclass=_Allowed):
     adam_epsilon: float = 1e-8
     max_grad_norm: float = 1.0
     lr_scheduler_type: str = "linear"
-    warmup_steps: int = 0
+    warmup_steps: int | float = 0
     warmup_ratio: float = 0.0
     num_train_epochs: float = 3.0
     max_steps: int = -1
@@ -71,6 +71,11 @@ class TrainingConfig(metaclass=_Allowed):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        if isinstance(self.warmup_steps, bool) or not (
+                (isinstance(self.warmup_steps, int) and self.warmup_steps >= 0)
+                or (isinstance(self.warmup_steps, float) and 0.0 <= self.warmup_steps < 1.0)):
+            raise ConfigError(f"warmup_steps must be an integer >= 0 or a float in [0, 1) (a "
+                              f"ratio of the run, as transformers), got {self.warmup_steps!r}")
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ConfigError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.max_grad_norm is not None and self.max_grad_norm < 0:
@@ -117,6 +122,9 @@ class GRPOConfig(TrainingConfig):
     num_generations: int = 8
     max_completion_length: int = 512
     temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float | None = None
     beta: float = 0.0
     epsilon: float = 0.2
     epsilon_high: float | None = None
@@ -149,7 +157,9 @@ def total_steps(config: TrainingConfig, steps_per_epoch: int) -> int:
 
 
 def _schedule(config: TrainingConfig, steps: int):
-    warmup = config.warmup_steps or math.ceil(config.warmup_ratio * steps)
+    ratio = config.warmup_steps if isinstance(config.warmup_steps, float) else config.warmup_ratio
+    warmup = (config.warmup_steps if isinstance(config.warmup_steps, int) and config.warmup_steps
+              else math.ceil(ratio * steps))
     lr, kind = float(config.learning_rate), config.lr_scheduler_type
 
     def schedule(count):

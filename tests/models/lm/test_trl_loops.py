@@ -161,3 +161,16 @@ def test_a_non_finite_step_is_reported_at_that_step(setup):
             learning_rate=float("nan"), max_steps=1, per_device_train_batch_size=4,
             max_length=16, logging_steps=1), on_log=seen.append)
     assert seen and any("step 1:" in str(w.message) for w in caught)
+
+
+def test_warmup_steps_below_one_is_a_ratio_as_transformers():
+    config = SFTConfig(learning_rate=1.0, warmup_steps=0.5, max_grad_norm=None)
+    tx = make_optimizer(config, steps=4)
+    params = {"w": jnp.ones(2)}
+    state, rates = tx.init(params), []
+    for _ in range(4):
+        _, state = tx.update({"w": jnp.ones(2)}, state, params)
+        rates.append(float(state.hyperparams["learning_rate"]))
+    np.testing.assert_allclose(rates, [0.0, 0.5, 1.0, 0.5], atol=1e-6)
+    with pytest.raises(ConfigError, match="warmup_steps"):
+        SFTConfig(warmup_steps=1.5)
