@@ -11,6 +11,9 @@ completion_ids=, **columns) -> list[float | None]``, ``None`` for "cannot score"
 with TRL's ``loss_type``, ``epsilon``/``epsilon_high``, ``beta`` KL to a frozen reference:
 the policy without its adapters, or a copy of the model passed in).
 
+With ``output_dir``, the policy, optimizer state, sampling key and prompt order are saved
+every ``save_steps``; ``resume_from_checkpoint=True`` continues from the latest save.
+
 The models are placed on the device once, inside, so the step's outputs and the next
 rollout's inputs keep one placement and nothing compiles again after the first iteration.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import equinox as eqx
@@ -122,7 +126,18 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
     rng = np.random.default_rng(config.seed)
     key = jax.random.key(config.seed)
     order, position, history, tokens = rng.permutation(len(records)), 0, [], 0
-    for i in range(steps):
+    start, checkpointer = 0, None
+    if config.output_dir is not None:
+        from jaxlean.train.checkpoint import Checkpointer
+        checkpointer = Checkpointer(Path(config.output_dir) / "checkpoints",
+                                    keep=config.save_total_limit)
+        if config.resume_from_checkpoint and checkpointer.latest_step() is not None:
+            start = checkpointer.latest_step()
+            model, state, key = checkpointer.restore((model, state, key), start)
+            saved = checkpointer.metadata(start)
+            rng.bit_generator.state = saved["rng"]
+            order, position, tokens = np.asarray(saved["order"]), saved["position"], saved["tokens"]
+    for i in range(start, steps):
         if position + per_step > len(order):
             order, position = rng.permutation(len(records)), 0
         picked = [records[j] for j in order[position:position + per_step]]
@@ -172,4 +187,10 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
             history.append(row)
             if on_log is not None:
                 on_log(row)
+        if checkpointer is not None and ((i + 1) % config.save_steps == 0 or i + 1 == steps):
+            checkpointer.save(i + 1, (model, state, key),
+                              {"rng": rng.bit_generator.state, "order": order.tolist(),
+                               "position": position, "tokens": tokens})
+    if checkpointer is not None:
+        checkpointer.close()
     return TrainResult(model, state, history, steps)

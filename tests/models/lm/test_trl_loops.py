@@ -174,3 +174,46 @@ def test_warmup_steps_below_one_is_a_ratio_as_transformers():
     np.testing.assert_allclose(rates, [0.0, 0.5, 1.0, 0.5], atol=1e-6)
     with pytest.raises(ConfigError, match="warmup_steps"):
         SFTConfig(warmup_steps=1.5)
+
+
+def test_grpo_train_resumes_where_it_stopped(setup, tmp_path):
+    from jaxlean.models.lm.grpo_train import grpo_train
+    tokenizer, model = setup
+    policy = add_lora(model, rank=2, key=jax.random.key(3))
+    prompts = [{"prompt": f"What is {a} + 1?"} for a in range(4)]
+
+    def length(completions, **_):
+        return [float(len(c)) for c in completions]
+
+    def run(steps, **options):
+        config = GRPOConfig(max_steps=steps, per_device_train_batch_size=4, num_generations=2,
+                            max_completion_length=2, learning_rate=1e-2, logging_steps=1,
+                            lr_scheduler_type="constant", **options)
+        return grpo_train(policy, prompts, length, tokenizer, config)
+
+    whole = run(2)
+    run(1, output_dir=str(tmp_path))
+    resumed = run(2, output_dir=str(tmp_path), resume_from_checkpoint=True)
+    assert [r["step"] for r in resumed.history] == [2]
+    for a, b in zip(jax.tree.leaves(whole.model), jax.tree.leaves(resumed.model), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sft_train_resumes_where_it_stopped(setup, tmp_path):
+    from jaxlean.models.lm.post_train import sft_train
+    tokenizer, model = setup
+    texts = [{"text": f"What is {a} + {b}?"} for a in range(3) for b in range(3)]
+
+    def run(steps, **options):
+        return sft_train(model, texts, tokenizer, SFTConfig(
+            max_steps=steps, per_device_train_batch_size=2, max_length=16, learning_rate=1e-2,
+            lr_scheduler_type="constant", logging_steps=1, save_steps=1, **options))
+
+    whole = run(4)
+    run(2, output_dir=str(tmp_path))
+    resumed = run(4, output_dir=str(tmp_path), resume_from_checkpoint=True)
+    assert [r["step"] for r in resumed.history] == [3, 4]
+    np.testing.assert_allclose([r["loss"] for r in resumed.history],
+                               [r["loss"] for r in whole.history[2:]], rtol=1e-6)
+    for a, b in zip(jax.tree.leaves(whole.model), jax.tree.leaves(resumed.model), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
