@@ -174,6 +174,9 @@ def collate(examples: Sequence[Example], rows: Sequence[Sequence[int]], seq_leng
     its row, 0 at padding), ``positions`` (restarting at 0 in each segment, 0 at padding)
     and, unpacked, ``attention_mask`` (``segment_ids > 0``). An empty row is all padding.
     Packed, the result is a :class:`PackedBatch`, which refuses to give an attention mask.
+    Unpacked with at most one example per row (padded batches), it is Hugging Face's
+    ``input_ids``, ``labels``, ``attention_mask`` alone: segments and positions add nothing
+    there (the model counts positions from the mask) but work.
     """
     shape = (len(rows), seq_length)
     out = {"input_ids": np.full(shape, pad_id, np.int32),
@@ -200,4 +203,6 @@ def collate(examples: Sequence[Example], rows: Sequence[Sequence[int]], seq_leng
         _register_packed_batch()
         return PackedBatch(out)
     out["attention_mask"] = out["segment_ids"] > 0
+    if all(len(members) <= 1 for members in rows):
+        del out["segment_ids"], out["positions"]
     return out
