@@ -21,6 +21,7 @@ rollout's inputs keep one placement and nothing compiles again after the first i
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,17 @@ def loss_options(config: GRPOConfig) -> dict[str, Any]:
     if config.loss_type == "dr_grpo":
         options["max_completion_length"] = config.max_completion_length
     return options
+
+
+def _filters(config: GRPOConfig) -> dict[str, Any]:
+    """TRL's ``top_k=0`` / ``top_p=1.0`` turn the filters off. A ``generate`` that reads a
+    checkpoint's generation defaults (its ``generation_config`` argument: ``top_k=50``
+    unless set, as ``transformers``) is given them as they are, which turns them off there;
+    an older one takes None for off."""
+    if "generation_config" in inspect.signature(generate).parameters:
+        return dict(top_k=config.top_k, top_p=config.top_p, min_p=config.min_p)
+    return dict(top_k=config.top_k or None, top_p=None if config.top_p == 1.0 else config.top_p,
+                min_p=config.min_p)
 
 
 def _prompt_ids(tokenizer: Any, prompt: Any) -> list[int]:
@@ -147,8 +159,7 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
         rollout = generate(model, [_prompt_ids(tokenizer, r["prompt"]) for r in repeated],
                            max_new_tokens=config.max_completion_length,
                            temperature=config.temperature, key=sample,
-                           top_p=None if config.top_p == 1.0 else config.top_p,
-                           top_k=config.top_k or None, min_p=config.min_p,
+                           **_filters(config),
                            eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)
         texts = tokenizer.decode_batch(rollout)
         ids = [list(np.asarray(t)[:n]) for t, n in zip(rollout.tokens,
