@@ -66,7 +66,8 @@ def make_pairs(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.nda
 
 
 def loss_fn(model, tokens, targets, *, beta, loss_type):
-    out = dpo_loss(model, tokens, targets, reference="base", beta=beta, loss_type=loss_type)
+    out = dpo_loss(model, tokens, targets=targets, reference="base", beta=beta,
+                   loss_type=loss_type)
     return out.loss, out
 
 

@@ -43,13 +43,15 @@ import numpy as np
 import optax
 
 from jaxlean import cache_stats, packed
+from jaxlean.loss import group_advantages
 from jaxlean.models.lm.data import load_tokenizer
 from jaxlean.models.lm.data.toy_tokenizer import write_toy_tokenizer
-from jaxlean.models.lm.generate import Rollout, generate
+from jaxlean.models.lm.generate import generate
 from jaxlean.models.lm.heads import policy_loss
 from jaxlean.models.lm.hf import load_pretrained, save_pretrained
 from jaxlean.models.lm.lora import add_lora, is_lora_path
 from jaxlean.models.lm.peft import save_lora
+from jaxlean.models.lm.rollout_batch import rollout_batch
 from jaxlean.models.lm.tokens import count_tokens
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig, logprobs
 from jaxlean.train.metrics_log import MetricsLogger
@@ -91,29 +93,17 @@ def reward(completion: str, answer: int) -> float:
     return 0.5 * max(0.0, 1.0 - abs(int(number.group(1)) - answer) / 9)
 
 
-def grpo_loss(model, inputs, targets, old_logprobs, advantages, *, kl_coef, **batch):
-    """The GRPO objective and its statistics (``batch``: attention and loss masks, the
-    reference's log-probs)."""
-    out = policy_loss(model, inputs, targets, old_logprobs, advantages, kl_coef=kl_coef,
-                      clip_eps=0.2, **batch)
+def grpo_loss(model, *, kl_coef, **batch):
+    """The GRPO objective and its statistics (``batch``: ``rollout_batch``'s arrays, the
+    advantages and the reference's log-probs)."""
+    out = policy_loss(model, kl_coef=kl_coef, clip_eps=0.2, **batch)
     return out.loss, out
 
 
-def completion_tokens(inputs, targets, old, advantages, *, mask, **_):
+def completion_tokens(*, mask, **_):
     """What ``grpo_loss``'s mean divides by (it averages over completion tokens): the
     weight of a micro-batch when gradients are accumulated."""
     return jnp.sum(mask)
-
-
-@jax.jit
-def training_batch(rollout: Rollout) -> tuple[jax.Array, ...]:
-    """Next-token layout of prompt + completion (position t predicts token t + 1): inputs,
-    targets, attention mask, loss mask (completion tokens only) and the rollout's log-probs."""
-    ids, attention = rollout.sequences()
-    before = jnp.zeros((ids.shape[0], rollout.prompt.shape[1] - 1))
-    mask = jnp.concatenate([before, rollout.completion_mask], axis=1)
-    old = jnp.concatenate([before, rollout.logprobs], axis=1)
-    return ids[:, :-1], ids[:, 1:], attention[:, :-1], mask, old
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -160,7 +150,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"metrics: {out / 'metrics'} (tensorboard --logdir {out / 'metrics'}; "
           f"metrics.jsonl)", flush=True)
     for i in range(args.steps):
-        chosen = [questions[j] for j in rng.choice(len(questions), args.prompts)]
+        picked = rng.choice(len(questions), args.prompts)
+        chosen = [questions[j] for j in picked]
         prompts = [tokenizer.apply_chat_template(question(a, b), add_generation_prompt=True)
                    ["input_ids"] for a, b in chosen for _ in range(args.group)]
         answers = [a + b for a, b in chosen for _ in range(args.group)]
@@ -173,16 +164,17 @@ def main(argv: list[str] | None = None) -> dict:
         seconds = time.perf_counter() - start
         rewards = np.array([reward(text, answer)
                             for text, answer in zip(completions, answers, strict=True)])
-        grouped = rewards.reshape(args.prompts, args.group)
-        advantages = ((grouped - grouped.mean(1, keepdims=True))
-                      / (grouped.std(1, keepdims=True) + 1e-4)).reshape(-1)
+        # each prompt's completions are consecutive rows: group_advantages's groups (TRL's)
+        advantages = group_advantages(rewards, args.group,
+                                      group_ids=np.repeat(picked, args.group))
 
-        inputs, targets, attention, mask, old = training_batch(rollout)
-        ref = reference_logprobs(reference, inputs, targets, attention_mask=attention)
+        batch = rollout_batch(rollout)
+        ref = reference_logprobs(reference, batch["input_ids"], batch["targets"],
+                                 attention_mask=batch["attention_mask"])
         for _ in range(args.updates):
             policy, state, (metrics, stats) = step(
-                policy, state, inputs, targets, old, jnp.asarray(advantages, jnp.float32),
-                attention_mask=attention, mask=mask, ref_logprobs=ref)
+                policy, state, **batch, advantages=advantages.astype(jnp.float32),
+                ref_logprobs=ref)
         history.append(float(rewards.mean()))
         rollout_tokens = int(np.asarray(rollout.lengths).sum())
         log.log(i, {**metrics._asdict(), "reward": rewards.mean(), "kl": stats.kl,

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -103,9 +102,9 @@ def main(argv: list[str] | None = None) -> dict:
                      targets=("q_proj", "v_proj", "up_proj", "down_proj"))
     tx = packed(optax.adam(args.lr), trainable=is_lora_path)
     state = tx.init(model)
-    # loss(model, input_ids, labels=..., attention_mask=..., segment_ids=...) is transformers'
-    # causal-LM loss (labels shifted inside, -100 skipped); segment_ids keep packed
-    # conversations apart (attention within each, positions restarting in each).
+    # loss(model, **batch) is transformers' causal-LM loss (labels shifted inside, -100
+    # skipped); a packed batch's segment_ids and positions keep its conversations apart
+    # (attention within each, positions restarting in each).
     step = make_train_step(loss, tx, metrics=True, count_tokens=count_tokens)
     # loss, grad norm, tokens and tokens/s per step: TensorBoard event files (where
     # tensorboardX is installed) and metrics.jsonl
@@ -115,10 +114,7 @@ def main(argv: list[str] | None = None) -> dict:
     losses = []
     for i in range(args.steps):
         batch = next(batches)
-        model, state, metrics = step(model, state, jnp.asarray(batch["input_ids"]),
-                                     labels=jnp.asarray(batch["labels"]),
-                                     attention_mask=jnp.asarray(batch["attention_mask"]),
-                                     segment_ids=jnp.asarray(batch["segment_ids"]))
+        model, state, metrics = step(model, state, **batch)
         log.log(i, metrics)
         losses.append(float(metrics.loss))
         if i % 10 == 0 or i == args.steps - 1:

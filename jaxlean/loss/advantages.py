@@ -17,10 +17,12 @@ rule). The results feed :func:`jaxlean.loss.policy.policy_gradient_loss`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlean._args import as_int
 from jaxlean.errors import ConfigError, StructureError
@@ -28,6 +30,7 @@ from jaxlean.errors import ConfigError, StructureError
 __all__ = [
     "SCALE_REWARDS",
     "ScaleRewards",
+    "check_groups",
     "group_advantages",
     "overlong_penalty",
     "rloo_advantages",
@@ -63,9 +66,34 @@ def _nanstd(x: jax.Array, axis=None, keepdims: bool = False) -> jax.Array:
     return std if keepdims else jnp.squeeze(std, axis)
 
 
+def check_groups(group_ids: Any, group_size: int, where: str = "group_advantages") -> None:
+    """Raise :class:`StructureError` unless ``group_ids`` ``[N]`` (each completion's prompt)
+    come in runs of ``group_size`` consecutive equal values, one run per prompt.
+
+    The advantages compare each reward with its group's, and a group is
+    ``group_size`` consecutive rows (TRL's layout: each prompt repeated
+    ``num_generations`` times in a row). Completions laid out another way (prompts
+    interleaved, ``prompts * G``) would be compared with other prompts' rewards. A prompt
+    drawn twice may have two groups.
+    """
+    ids = np.asarray(group_ids).reshape(-1)
+    if ids.size % group_size:
+        raise StructureError(f"{where}: {ids.size} group_ids are not a multiple of "
+                             f"group_size={group_size}")
+    runs = ids.reshape(-1, group_size)
+    bad = np.flatnonzero((runs != runs[:, :1]).any(axis=1))
+    if bad.size:
+        g = int(bad[0])
+        raise StructureError(
+            f"{where}: rows {g * group_size}..{(g + 1) * group_size - 1} should be the "
+            f"completions of one prompt (groups are group_size={group_size} consecutive rows, "
+            f"as TRL lays them out) but hold the prompts {runs[g].tolist()}: repeat each prompt "
+            f"group_size times in a row (np.repeat), not the prompt list (list * group_size)")
+
+
 def group_advantages(rewards: jax.Array, group_size: int, *,
                      scale_rewards: ScaleRewards | bool = "group",
-                     eps: float = 1e-4) -> jax.Array:
+                     eps: float = 1e-4, group_ids: Any = None) -> jax.Array:
     """GRPO's advantages: each reward less its group's mean, over a standard deviation.
 
     ``A_i = (r_i - mean(group)) / (std + eps)`` with ``std`` (Bessel-corrected) of the
@@ -79,16 +107,29 @@ def group_advantages(rewards: jax.Array, group_size: int, *,
         group_size: completions per prompt (TRL's ``num_generations``).
         scale_rewards: ``"group"``, ``"batch"``, ``"none"``, ``True`` or ``False``.
         eps: added to the standard deviation (TRL: ``1e-4``).
+        group_ids: ``[N]`` each completion's prompt (any ids), checked eagerly to come in
+            ``group_size`` consecutive rows per prompt (:func:`check_groups`), so a batch
+            laid out another way is refused instead of mis-grouped.
 
     Returns:
         ``[N]`` advantages.
     """
+    if group_ids is not None:
+        check_groups(group_ids, as_int(group_size, "group_size", minimum=1))
     if isinstance(scale_rewards, bool):
         scale_rewards = "group" if scale_rewards else "none"
     if scale_rewards not in SCALE_REWARDS:
         raise ConfigError(f"unknown scale_rewards {scale_rewards!r}: use 'group', 'batch', "
                           "'none', True or False")
     grouped, group_size = _grouped(rewards, group_size, "group_advantages")
+    return _group_advantages(grouped, scale_rewards, float(eps))
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _group_advantages(grouped: jax.Array, scale_rewards: str, eps: float) -> jax.Array:
+    """:func:`group_advantages` on ``[groups, group_size]`` rewards, compiled as one program
+    (eagerly it would dispatch, and compile, a dozen small operations)."""
+    group_size = grouped.shape[1]
     flat = grouped.reshape(-1)
     centred = grouped - _nanmean(grouped, axis=1, keepdims=True)
     if scale_rewards == "none":

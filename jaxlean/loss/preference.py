@@ -8,7 +8,12 @@ and a rejected completion with a frozen reference's: with the log-ratios
 - ``"sigmoid"`` (DPO): ``-log sigmoid(beta * (c - r))``;
 - ``"hinge"`` (SLiC): ``relu(1 - beta * (c - r))``;
 - ``"ipo"``: ``(c / n_c - r / n_r - 1 / (2 beta))²`` with ``n`` the completions'
-  token counts (TRL's length normalisation, confirmed with IPO's authors).
+  token counts (TRL's length normalisation, confirmed with IPO's authors);
+- ``"robust"`` (rDPO, with ``label_smoothing`` ``e`` the chance a label is flipped):
+  ``(-(1 - e) log σ(βΔ) + e log σ(-βΔ)) / (1 - 2e)``;
+- ``"exo_pair"``, ``"nca_pair"``, ``"bco_pair"``, ``"sppo_hard"``, ``"aot"``,
+  ``"aot_unpaired"``, ``"apo_zero"``, ``"apo_down"``, ``"sigmoid_norm"``: as TRL 1.16
+  defines them (``label_smoothing`` also for ``exo_pair``, ``aot`` and ``aot_unpaired``).
 
 :func:`dpo_objective` is that arithmetic on per-sequence sums;
 :func:`dpo_loss` gets the policy's sums from hidden states and a head through the
@@ -38,8 +43,15 @@ from jaxlean.loss.vocab_parallel import VocabParallel
 __all__ = ["DPO_LOSS_TYPES", "DPOLoss", "DPOLossType", "dpo_loss", "dpo_objective",
            "sequence_logprobs"]
 
-DPOLossType = Literal["sigmoid", "hinge", "ipo"]
-DPO_LOSS_TYPES = ("sigmoid", "hinge", "ipo")
+DPOLossType = Literal["sigmoid", "hinge", "ipo", "robust", "exo_pair", "nca_pair", "bco_pair",
+                      "sppo_hard", "aot", "aot_unpaired", "apo_zero", "apo_down",
+                      "sigmoid_norm"]
+DPO_LOSS_TYPES = ("sigmoid", "hinge", "ipo", "robust", "exo_pair", "nca_pair", "bco_pair",
+                  "sppo_hard", "aot", "aot_unpaired", "apo_zero", "apo_down", "sigmoid_norm")
+#: The loss types that read ``label_smoothing`` (TRL ignores it for the others; here it is
+#: refused there, so a value that would change nothing is never given silently).
+SMOOTHED_LOSS_TYPES = ("robust", "exo_pair", "aot", "aot_unpaired")
+_LENGTH_NORMALISED = ("ipo", "sigmoid_norm")
 
 
 class DPOLoss(NamedTuple):
@@ -75,6 +87,7 @@ def _check_beta(beta: Any) -> float:
 def dpo_objective(chosen_logps: jax.Array, rejected_logps: jax.Array,
                   ref_chosen_logps: jax.Array, ref_rejected_logps: jax.Array, *,
                   beta: float = 0.1, loss_type: DPOLossType = "sigmoid",
+                  label_smoothing: float = 0.0,
                   chosen_lengths: jax.Array | None = None,
                   rejected_lengths: jax.Array | None = None) -> DPOLoss:
     """The DPO family's loss on per-sequence summed log-probs ``[B]`` (see the module).
@@ -84,16 +97,20 @@ def dpo_objective(chosen_logps: jax.Array, rejected_logps: jax.Array,
         ref_chosen_logps, ref_rejected_logps: the frozen reference's ``[B]`` (no
             gradient flows into them).
         beta: the KL strength (TRL's ``beta``, default 0.1); IPO's ``tau``.
-        loss_type: ``"sigmoid"``, ``"hinge"`` or ``"ipo"``.
+        loss_type: one of :data:`DPO_LOSS_TYPES` (TRL's names).
+        label_smoothing: TRL's ``label_smoothing``: the flip probability of ``"robust"``
+            (in ``[0, 0.5)``), the ``epsilon`` of ``"exo_pair"`` (in ``(0, 1)``), the
+            smoothing of ``"aot"``/``"aot_unpaired"``; refused (non-zero) for the others.
         chosen_lengths, rejected_lengths: completion token counts ``[B]``, needed by
-            ``"ipo"`` (counts below 1 count as 1, as in TRL).
+            ``"ipo"`` and ``"sigmoid_norm"`` (counts below 1 count as 1, as in TRL).
 
     Returns:
         A :class:`DPOLoss`.
     """
     beta = _check_beta(beta)
     if loss_type not in DPO_LOSS_TYPES:
-        raise ConfigError(f"unknown loss_type {loss_type!r}: use 'sigmoid', 'hinge' or 'ipo'")
+        raise ConfigError(f"unknown loss_type {loss_type!r}: use one of {list(DPO_LOSS_TYPES)}")
+    smoothing = _check_smoothing(label_smoothing, loss_type)
     chosen_logps, rejected_logps = jnp.asarray(chosen_logps), jnp.asarray(rejected_logps)
     shape = chosen_logps.shape
     for name, x in (("rejected_logps", rejected_logps), ("ref_chosen_logps", ref_chosen_logps),
@@ -105,22 +122,79 @@ def dpo_objective(chosen_logps: jax.Array, rejected_logps: jax.Array,
     stop = jax.lax.stop_gradient
     chosen = chosen_logps - stop(jnp.asarray(ref_chosen_logps, chosen_logps.dtype))
     rejected = rejected_logps - stop(jnp.asarray(ref_rejected_logps, rejected_logps.dtype))
-    delta = chosen - rejected
-    if loss_type == "sigmoid":
-        losses = -jax.nn.log_sigmoid(beta * delta)
-    elif loss_type == "hinge":
-        losses = jax.nn.relu(1 - beta * delta)
-    else:
+    lengths = None
+    if loss_type in _LENGTH_NORMALISED:
         if chosen_lengths is None or rejected_lengths is None:
-            raise ConfigError("loss_type='ipo' needs chosen_lengths and rejected_lengths "
-                              "(completion token counts)")
-        n_c = jnp.maximum(jnp.asarray(chosen_lengths, chosen.dtype), 1)
-        n_r = jnp.maximum(jnp.asarray(rejected_lengths, rejected.dtype), 1)
-        losses = jnp.square(chosen / n_c - rejected / n_r - 1 / (2 * beta))
+            raise ConfigError(f"loss_type={loss_type!r} needs chosen_lengths and "
+                              f"rejected_lengths (completion token counts)")
+        lengths = (jnp.maximum(jnp.asarray(chosen_lengths, chosen.dtype), 1),
+                   jnp.maximum(jnp.asarray(rejected_lengths, rejected.dtype), 1))
+    ref_delta = (stop(jnp.asarray(ref_chosen_logps, chosen.dtype))
+                 - stop(jnp.asarray(ref_rejected_logps, chosen.dtype)))
+    losses = _pair_losses(loss_type, chosen, rejected, chosen_logps - rejected_logps,
+                          ref_delta, beta, smoothing, lengths)
     chosen_rewards, rejected_rewards = stop(beta * chosen), stop(beta * rejected)
     return DPOLoss(jnp.mean(losses), chosen_rewards, rejected_rewards,
                    jnp.mean((chosen_rewards > rejected_rewards).astype(chosen.dtype)),
                    jnp.mean(chosen_rewards - rejected_rewards), chosen_logps, rejected_logps)
+
+
+def _check_smoothing(label_smoothing: Any, loss_type: str) -> float:
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, int | float):
+        raise ConfigError(f"label_smoothing must be a number, got {label_smoothing!r}")
+    e = float(label_smoothing)
+    if loss_type not in SMOOTHED_LOSS_TYPES:
+        if e != 0.0:
+            raise ConfigError(f"label_smoothing={e} has no effect with loss_type={loss_type!r} "
+                              f"(TRL reads it only for {list(SMOOTHED_LOSS_TYPES)})")
+    elif loss_type == "robust" and not 0.0 <= e < 0.5:
+        raise ConfigError(f"loss_type='robust' needs label_smoothing in [0, 0.5), got {e}")
+    elif loss_type == "exo_pair" and not 0.0 < e < 1.0:
+        raise ConfigError(f"loss_type='exo_pair' needs label_smoothing in (0, 1) (EXO's "
+                          f"epsilon, e.g. 1e-3), got {e}")
+    elif not 0.0 <= e < 1.0:
+        raise ConfigError(f"label_smoothing must be in [0, 1), got {e}")
+    return e
+
+
+def _pair_losses(loss_type: str, chosen: jax.Array, rejected: jax.Array,
+                 logratios: jax.Array, ref_logratios: jax.Array, beta: float, e: float,
+                 lengths: tuple[jax.Array, jax.Array] | None) -> jax.Array:
+    """Per-pair losses ``[B]`` of ``loss_type`` from the log-ratios to the reference
+    (``chosen``, ``rejected``) and the policy's and reference's chosen-minus-rejected
+    log-probs (for the ``aot`` kinds)."""
+    log_sigmoid, sigmoid = jax.nn.log_sigmoid, jax.nn.sigmoid
+    delta = chosen - rejected
+    smoothed = lambda d: -log_sigmoid(beta * d) * (1 - e) - log_sigmoid(-beta * d) * e
+    if loss_type == "sigmoid":
+        return -log_sigmoid(beta * delta)
+    if loss_type == "hinge":
+        return jax.nn.relu(1 - beta * delta)
+    if loss_type in _LENGTH_NORMALISED:
+        normalised = chosen / lengths[0] - rejected / lengths[1]
+        if loss_type == "ipo":
+            return jnp.square(normalised - 1 / (2 * beta))
+        return -log_sigmoid(beta * normalised)
+    if loss_type == "robust":
+        return (-(1 - e) * log_sigmoid(beta * delta) + e * log_sigmoid(-beta * delta)) / (1 - 2 * e)
+    if loss_type == "exo_pair":
+        z = beta * delta
+        return (sigmoid(z) * (log_sigmoid(z) - jnp.log1p(-e))
+                + sigmoid(-z) * (log_sigmoid(-z) - jnp.log(e)))
+    if loss_type == "nca_pair":
+        c, r = beta * chosen, beta * rejected
+        return -log_sigmoid(c) - 0.5 * log_sigmoid(-c) - 0.5 * log_sigmoid(-r)
+    if loss_type == "bco_pair":
+        return -log_sigmoid(beta * chosen) - log_sigmoid(-beta * rejected)
+    if loss_type == "sppo_hard":
+        return jnp.square(chosen - 0.5 / beta) + jnp.square(rejected + 0.5 / beta)
+    if loss_type == "aot":
+        return smoothed(jnp.sort(logratios) - jnp.sort(ref_logratios))
+    if loss_type == "aot_unpaired":
+        return smoothed(jnp.sort(chosen) - jnp.sort(rejected))
+    if loss_type == "apo_zero":
+        return 1 - sigmoid(beta * chosen) + sigmoid(beta * rejected)
+    return sigmoid(beta * chosen) + 1 - sigmoid(beta * delta)  # apo_down
 
 
 def sequence_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *,
@@ -153,7 +227,8 @@ def sequence_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *,
 
 def dpo_loss(hidden: jax.Array, head: Head, targets: jax.Array, ref_logprobs: jax.Array, *,
              mask: jax.Array | None = None, beta: float = 0.1,
-             loss_type: DPOLossType = "sigmoid", chunk_size: int = 1024,
+             loss_type: DPOLossType = "sigmoid", label_smoothing: float = 0.0,
+             chunk_size: int = 1024,
              vocab_chunk: int | None = None, vocab_parallel: VocabParallel | None = None,
              ignore_index: int | None = IGNORE_INDEX) -> DPOLoss:
     """DPO (sigmoid, hinge or IPO) of a batch of preference pairs, chunked over the head.
@@ -170,7 +245,7 @@ def dpo_loss(hidden: jax.Array, head: Head, targets: jax.Array, ref_logprobs: ja
             ``[2B, T]`` (weighted and summed here with ``mask``) or already summed per
             sequence ``[2B]`` (TRL's ``ref_chosen_logps`` then ``ref_rejected_logps``).
         mask: ``[2B, T]`` token weights (0 on prompts and padding); ``None``: all ones.
-        beta, loss_type: as in :func:`dpo_objective`.
+        beta, loss_type, label_smoothing: as in :func:`dpo_objective`.
         chunk_size, vocab_chunk, vocab_parallel, ignore_index: as in :func:`token_logprobs`.
 
     Returns:
@@ -193,5 +268,6 @@ def dpo_loss(hidden: jax.Array, head: Head, targets: jax.Array, ref_logprobs: ja
         ref = jnp.sum(jnp.where((weights != 0) & ~ignored, ref * weights, 0), -1)
     half = targets.shape[0] // 2
     return dpo_objective(logps[:half], logps[half:], ref[:half], ref[half:], beta=beta,
-                         loss_type=loss_type, chosen_lengths=lengths[:half],
+                         loss_type=loss_type, label_smoothing=label_smoothing,
+                         chosen_lengths=lengths[:half],
                          rejected_lengths=lengths[half:])

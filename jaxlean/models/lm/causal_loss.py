@@ -16,8 +16,9 @@ import jax.numpy as jnp
 from jax import Array
 
 from jaxlean._args import as_int, reject_renamed
-from jaxlean.errors import ConfigError, DataError
+from jaxlean.errors import DataError
 from jaxlean.loss.chunked import IGNORE_INDEX, VocabParallel, cross_entropy, token_logprobs
+from jaxlean.models.lm.token_args import packed_inputs, prediction_targets
 from jaxlean.train.accumulate import join_micro_batches, split_micro_batches
 
 if TYPE_CHECKING:  # transformer.py re-exports these functions, so it imports this module
@@ -36,6 +37,8 @@ def loss(
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
     segment_ids: Array | None = None,
+    positions: Array | None = None,
+    position_ids: Array | None = None,
     z_loss: float = 0.0,
     chunk_size: int = 1024,
     vocab_parallel: VocabParallel | None = None,
@@ -45,7 +48,8 @@ def loss(
     """Mean next-token cross-entropy, never building ``[tokens, vocab]`` logits.
 
     What to predict is given by keyword, in one of two conventions (a third
-    positional argument is refused, since it could mean either):
+    positional argument is refused, since it could mean either; see
+    :mod:`jaxlean.models.lm.token_args`):
 
     - ``labels`` as in Hugging Face: ``[B, T]`` aligned with ``input_ids`` (usually
       the ids themselves, ``-100`` where there is no loss) and shifted here, so
@@ -53,9 +57,10 @@ def loss(
       labels=labels, attention_mask=am)`` equals ``transformers``' causal-LM loss.
     - ``targets``: ``[B, T]`` the id to predict at each position, already shifted.
 
-    The layers run as ``model.config`` says (``remat``, ``nested``, ``scan``). The old
-    keywords ``mask=`` (now ``weights=``) and ``tokens=`` (now ``input_ids=``) raise an
-    error naming the new ones.
+    A batch of :class:`~jaxlean.models.lm.data.batches.Batches`, packed or not, is
+    passed whole: ``loss(model, **batch)``. The layers run as ``model.config`` says
+    (``remat``, ``nested``, ``scan``). The old keywords ``mask=`` (now ``weights=``) and
+    ``tokens=`` (now ``input_ids=``) raise an error naming the new ones.
 
     Args:
         model: the transformer.
@@ -75,6 +80,9 @@ def loss(
             :meth:`~jaxlean.models.lm.transformer.Transformer.last_hidden_state`); with
             ``labels``, no position predicts a label of the next segment, so the loss
             equals that of the sequences unpacked.
+        positions: ``[B, T]`` rotary positions; without ``segment_ids``, a restart at 0
+            starts a new packed sequence (Hugging Face's padding-free ``position_ids``).
+        position_ids: Hugging Face's name for ``positions`` (give one of the two).
         z_loss: weight of the ``logsumexp**2`` auxiliary loss.
         chunk_size: tokens per loss chunk.
         vocab_parallel: the head is split over a mesh axis's vocabulary; each
@@ -85,50 +93,44 @@ def loss(
 
     Raises:
         ConfigError: a third positional argument, both or neither of ``labels`` and
-            ``targets``, ``labels`` with ``ignore_index=None``, or an old keyword.
+            ``targets``, ``labels`` with ``ignore_index=None``, both ``positions`` and
+            ``position_ids``, or an old keyword.
         DataError: ``labels``, ``weights`` or ``attention_mask`` whose shape is not
             ``input_ids``'s, or ids outside the vocabulary (when concrete).
     """
     reject_renamed(renamed, {"mask": "weights", "tokens": "input_ids"}, "loss")
-    if positional:
-        raise ConfigError(
-            f"loss takes the ids to predict by keyword, not as argument {len(positional) + 2}: "
-            "labels=... (unshifted, as Hugging Face's; shifted here) or targets=... (already "
-            "shifted); loss weights are weights=...")
-    if input_ids is None:
-        raise TypeError("loss() missing the argument 'input_ids'")
-    if (labels is None) == (targets is None):
-        raise ConfigError("loss needs exactly one of labels= (unshifted, Hugging Face's) and "
-                          f"targets= (shifted), got {'both' if labels is not None else 'neither'}")
-    targets, weights = _targets(input_ids, labels, targets, weights, segment_ids, ignore_index)
+    positions, segment_ids = packed_inputs("loss", input_ids, positions, position_ids,
+                                           segment_ids)
+    targets, weights = _targets("loss", input_ids, positional, labels, targets, weights,
+                                segment_ids, ignore_index)
     hidden = model.last_hidden_state(input_ids, attention_mask=attention_mask,
-                                     adapter_ids=adapter_ids, segment_ids=segment_ids)
+                                     adapter_ids=adapter_ids, segment_ids=segment_ids,
+                                     positions=positions)
     inputs, head = model.head(hidden, adapter_ids)
     return cross_entropy(inputs, head, targets, mask=weights, z_loss=z_loss,
                          chunk_size=chunk_size, vocab_parallel=vocab_parallel,
                          ignore_index=ignore_index)
 
 
-def _targets(input_ids: Array, labels: Array | None, targets: Array | None,
-             weights: Array | None, segment_ids: Array | None, ignore_index: int | None
-             ) -> tuple[Array, Array | None]:
+def _targets(where: str, input_ids: Array | None, positional: tuple, labels: Array | None,
+             targets: Array | None, weights: Array | None, segment_ids: Array | None,
+             ignore_index: int | None) -> tuple[Array, Array | None]:
     """The shifted targets and their weights that :func:`loss` averages over."""
-    if labels is not None:
-        targets, weights = _shift_labels(input_ids, labels, weights, ignore_index)
-        if segment_ids is not None and jnp.shape(segment_ids) == jnp.shape(labels):
-            segment_ids = jnp.asarray(segment_ids)
-            crossing = jnp.concatenate([segment_ids[..., 1:] != segment_ids[..., :-1],
-                                        jnp.ones_like(segment_ids[..., :1], bool)], axis=-1)
-            targets = jnp.where(crossing, ignore_index, targets)
-    elif weights is not None and tuple(jnp.shape(weights)) != tuple(jnp.shape(targets)):
-        raise DataError(f"weights must have the shape of targets {tuple(jnp.shape(targets))}, "
+    if weights is not None and input_ids is not None and (
+            tuple(jnp.shape(weights)) != tuple(jnp.shape(input_ids))):
+        name = "input_ids" if labels is not None else "targets"
+        raise DataError(f"weights must have the shape of {name} {tuple(jnp.shape(input_ids))}, "
                         f"got {tuple(jnp.shape(weights))}")
-    return targets, weights
+    targets, extra = prediction_targets(where, input_ids, positional, labels, targets,
+                                        segment_ids=segment_ids, ignore_index=ignore_index,
+                                        per_token={"weights": weights})
+    return targets, extra["weights"]
 
 
 def loss_tokens(input_ids: Array | None = None, *positional: Any, labels: Array | None = None,
                 targets: Array | None = None, weights: Array | None = None,
-                segment_ids: Array | None = None, ignore_index: int | None = IGNORE_INDEX,
+                segment_ids: Array | None = None, positions: Array | None = None,
+                position_ids: Array | None = None, ignore_index: int | None = IGNORE_INDEX,
                 **_: Any) -> Array:
     """What :func:`loss`'s mean divides by: the number of positions with a target
     (``labels`` shifted, ``-100`` and segment ends left out), or their total ``weights``.
@@ -138,10 +140,11 @@ def loss_tokens(input_ids: Array | None = None, *positional: Any, labels: Array 
     ``make_train_step(loss, tx, micro_batches=k, loss_weight=loss_tokens)`` give exactly
     the full batch's loss and gradient however the padding falls across micro-batches.
     """
-    if positional or input_ids is None or (labels is None) == (targets is None):
-        raise ConfigError("loss_tokens takes the arguments of loss without the model: "
-                          "input_ids, then exactly one of labels= and targets= by keyword")
-    targets, weights = _targets(input_ids, labels, targets, weights, segment_ids, ignore_index)
+    if input_ids is not None:
+        _, segment_ids = packed_inputs("loss_tokens", input_ids, positions, position_ids,
+                                       segment_ids)
+    targets, weights = _targets("loss_tokens", input_ids, positional, labels, targets, weights,
+                                segment_ids, ignore_index)
     targets = jnp.asarray(targets)
     kept = (jnp.ones(targets.shape, bool) if ignore_index is None
             else targets != ignore_index)
@@ -149,28 +152,6 @@ def loss_tokens(input_ids: Array | None = None, *positional: Any, labels: Array 
         return jnp.sum(kept.astype(jnp.int32))
     weights = jnp.asarray(weights)
     return jnp.sum(jnp.where(kept, weights, jnp.zeros((), weights.dtype)).astype(jnp.float32))
-
-
-def _shift_labels(input_ids: Array, labels: Array, weights: Array | None,
-                  ignore_index: int | None) -> tuple[Array, Array | None]:
-    """Hugging Face's shift: position ``t`` predicts ``labels[:, t + 1]``; the last predicts
-    nothing (``ignore_index``). ``weights`` per label move with them (0 at the end)."""
-    if ignore_index is None:
-        raise ConfigError("loss: labels need an ignore_index (Hugging Face's -100) for the last "
-                          "position, which has no next token; use targets= with "
-                          "ignore_index=None")
-    shape = tuple(jnp.shape(input_ids))
-    for name, value in (("labels", labels), ("weights", weights)):
-        if value is not None and tuple(jnp.shape(value)) != shape:
-            raise DataError(f"{name} must have the shape of input_ids {shape}, got "
-                            f"{tuple(jnp.shape(value))}")
-    labels = jnp.asarray(labels)
-    end = jnp.full((*labels.shape[:-1], 1), ignore_index, labels.dtype)
-    targets = jnp.concatenate([labels[..., 1:], end], axis=-1)
-    if weights is not None:
-        weights = jnp.asarray(weights)
-        weights = jnp.concatenate([weights[..., 1:], jnp.zeros_like(weights[..., :1])], axis=-1)
-    return targets, weights
 
 
 def logprobs(

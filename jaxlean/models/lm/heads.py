@@ -17,10 +17,12 @@ from typing import Any
 
 from jax import Array
 
+from jaxlean.errors import ConfigError
 from jaxlean.loss.chunked import TokenStats
 from jaxlean.loss.chunked import token_stats as _token_stats
 from jaxlean.loss.distill import distill_loss
 from jaxlean.loss.policy import PolicyLoss, policy_gradient_loss
+from jaxlean.models.lm.token_args import packed_inputs, prediction_targets
 from jaxlean.models.lm.transformer import Transformer
 
 __all__ = ["distill", "policy_loss", "token_stats"]
@@ -52,26 +54,53 @@ def token_stats(model: Transformer, tokens: Array, targets: Array, *,
     return _token_stats(inputs, head, targets, **options)
 
 
-def policy_loss(model: Transformer, tokens: Array, targets: Array, old_logprobs: Array,
-                advantages: Array, *, attention_mask: Array | None = None,
-                adapter_ids: Array | None = None, **options: Any) -> PolicyLoss:
-    """The clipped PPO / GRPO objective of the sampled ``targets``, in one pass over the head.
+def policy_loss(model: Transformer, input_ids: Array | None = None, *positional: Any,
+                labels: Array | None = None, targets: Array | None = None,
+                old_logprobs: Array | None = None, advantages: Array | None = None,
+                attention_mask: Array | None = None, adapter_ids: Array | None = None,
+                segment_ids: Array | None = None, positions: Array | None = None,
+                position_ids: Array | None = None, **options: Any) -> PolicyLoss:
+    """The clipped PPO / GRPO objective of the sampled tokens, in one pass over the head.
+
+    Every array is passed by keyword (see :mod:`jaxlean.models.lm.token_args`); a batch of
+    :func:`~jaxlean.models.lm.rollout_batch.rollout_batch` is passed whole:
+    ``policy_loss(model, **batch, advantages=adv)``.
 
     Args:
         model: the policy.
-        tokens: ``[B, T]`` input ids (prompt and completion).
-        targets: ``[B, T]`` the sampled ids predicted at each position (``ignore_index``,
-            -100, where there is none: prompts, padding).
+        input_ids: ``[B, T]`` input ids (prompt and completion).
+        labels: ``[B, T]`` unshifted ids (Hugging Face's; ``-100`` on prompts and padding),
+            shifted here; then ``old_logprobs``, ``mask`` and ``ref_logprobs`` are per label
+            and shift with them (``advantages`` too when ``[B, T]``).
+        targets: ``[B, T]`` the sampled ids predicted at each position, already shifted
+            (``ignore_index``, -100, where there is none); give ``labels`` or ``targets``.
         old_logprobs: ``[B, T]`` their log-probs under the sampling policy.
         advantages: ``[B]`` or ``[B, T]``.
         attention_mask: ``[B, T]`` False at padding tokens.
         adapter_ids: ``[B]`` LoRA adapter per example.
+        segment_ids, positions, position_ids: packed rows, as for
+            :func:`~jaxlean.models.lm.causal_loss.loss`.
         **options: ``mask`` (0 on prompts and padding), ``clip_eps``, ``ref_logprobs``,
             ``kl_coef``, ``kl_estimator``, ``entropy_coef``, ``normalization``,
             ``temperature``, ``ignore_index``, ... of
             :func:`jaxlean.loss.policy.policy_gradient_loss`.
     """
-    inputs, head = _hidden_and_head(model, tokens, attention_mask, adapter_ids)
+    if old_logprobs is None or advantages is None:
+        raise ConfigError("policy_loss needs old_logprobs= and advantages= (by keyword)")
+    positions, segment_ids = packed_inputs("policy_loss", input_ids, positions, position_ids,
+                                           segment_ids)
+    per_token = {"old_logprobs": old_logprobs, "advantages": advantages,
+                 "mask": options.get("mask"),
+                 "ref_logprobs": options.get("ref_logprobs")}
+    targets, per_token = prediction_targets(
+        "policy_loss", input_ids, positional, labels, targets, segment_ids=segment_ids,
+        ignore_index=options.get("ignore_index", -100), per_token=per_token)
+    old_logprobs, advantages = per_token.pop("old_logprobs"), per_token.pop("advantages")
+    options.update({k: v for k, v in per_token.items() if v is not None})
+    hidden = model.last_hidden_state(input_ids, attention_mask=attention_mask,
+                                     adapter_ids=adapter_ids, segment_ids=segment_ids,
+                                     positions=positions)
+    inputs, head = model.head(hidden, adapter_ids)
     return policy_gradient_loss(inputs, head, targets, old_logprobs, advantages, **options)
 
 

@@ -136,7 +136,9 @@ def add_lora(
         num_adapters: how many adapters each projection holds (selected per example).
         alpha: LoRA scaling numerator; the update is scaled by ``alpha / rank``
             (default ``alpha = rank``, i.e. scale 1).
-        targets: attribute names of the projections to adapt (one string is one name).
+        targets: attribute names of the projections to adapt (one string is one name),
+            or ``"all-linear"`` (PEFT's ``target_modules="all-linear"``): every
+            projection but the output head.
         dtype: the adapters' dtype; default the projection's own (float32 for a
             tied head). ``jnp.float32`` on a bfloat16 base is mixed precision: the
             adapters are stored, differentiated and updated in float32 while every
@@ -157,6 +159,10 @@ def add_lora(
     _check_key(key)
     if dtype is not None and not jnp.issubdtype(dtype, jnp.floating):
         raise ConfigError(f"add_lora: dtype must be a floating-point dtype, got {dtype!r}")
+    if isinstance(targets, str) and targets == "all-linear":
+        targets = tuple(sorted({_name(path) for path, node in
+                                jax.tree_util.tree_flatten_with_path(model, is_leaf=_is_linear)[0]
+                                if _is_linear(node)} - {"lm_head"}))
     targets = as_names(targets, "add_lora: targets")
     scale = float(alpha if alpha is not None else rank) / rank
     found = [

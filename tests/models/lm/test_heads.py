@@ -86,9 +86,10 @@ def test_policy_loss_and_its_gradient_equal_full_logits(models, batch):
     tokens, targets, mask, old, ref, advantages = batch
 
     def ours(model):
-        return policy_loss(model, tokens, targets, old, advantages, adapter_ids=ADAPTER_IDS,
-                           mask=mask, clip_eps=0.2, ref_logprobs=ref, kl_coef=0.1,
-                           entropy_coef=0.01, chunk_size=5).loss
+        return policy_loss(model, tokens, targets=targets, old_logprobs=old,
+                           advantages=advantages, adapter_ids=ADAPTER_IDS, mask=mask,
+                           clip_eps=0.2, ref_logprobs=ref, kl_coef=0.1, entropy_coef=0.01,
+                           chunk_size=5).loss
 
     value, grads = eqx.filter_jit(eqx.filter_value_and_grad(ours))(student)
     want, want_grads = eqx.filter_jit(eqx.filter_value_and_grad(
@@ -140,8 +141,10 @@ def _ignore_cases():
                  lambda m: loss(m, tokens, targets=targets, weights=keep)),
         "token_stats": (lambda m, t: token_stats(m, tokens, t).logprobs,
                         lambda m: jnp.where(ignored, 0, token_stats(m, tokens, targets).logprobs)),
-        "policy_loss": (lambda m, t: policy_loss(m, tokens, t, old, adv).loss,
-                        lambda m: policy_loss(m, tokens, targets, old, adv, mask=keep).loss),
+        "policy_loss": (lambda m, t: policy_loss(m, tokens, targets=t, old_logprobs=old,
+                                                 advantages=adv).loss,
+                        lambda m: policy_loss(m, tokens, targets=targets, old_logprobs=old,
+                                                    advantages=adv, mask=keep).loss),
         "distill": (lambda m, t: distill(m, teacher, tokens, targets=t),
                     lambda m: distill(m, teacher, tokens, mask=keep)),
     }

@@ -50,7 +50,7 @@ def test_base_reference_is_the_base_model(setup):
 
 def test_fresh_adapters_start_at_log_2(setup):
     _, policy, _, tokens, targets = setup
-    out = dpo_loss(policy, tokens, targets, reference="base")
+    out = dpo_loss(policy, tokens, targets=targets, reference="base")
     np.testing.assert_allclose(out.loss, np.log(2), rtol=1e-5)
 
 
@@ -59,7 +59,8 @@ def test_dpo_loss_matches_full_logits_and_trains_only_adapters(setup, loss_type)
     base, _, trained, tokens, targets = setup
 
     def ours(model):
-        return dpo_loss(model, tokens, targets, reference="base", beta=0.2, loss_type=loss_type,
+        return dpo_loss(model, tokens, targets=targets, reference="base", beta=0.2,
+                        loss_type=loss_type,
                         chunk_size=5).loss
 
     def naive(model):
@@ -85,8 +86,10 @@ def test_reference_model_is_a_constant(setup):
     """A reference that is the policy itself gets no gradient: the same as precomputed."""
     _, _, trained, tokens, targets = setup
     ref = reference_logprobs(trained, tokens, targets)
-    by_model = eqx.filter_grad(lambda m: dpo_loss(m, tokens, targets, reference=trained).loss)
-    by_logprobs = eqx.filter_grad(lambda m: dpo_loss(m, tokens, targets, ref_logprobs=ref).loss)
+    by_model = eqx.filter_grad(
+        lambda m: dpo_loss(m, tokens, targets=targets, reference=trained).loss)
+    by_logprobs = eqx.filter_grad(
+        lambda m: dpo_loss(m, tokens, targets=targets, ref_logprobs=ref).loss)
     for a, b in zip(jax.tree.leaves(by_model(trained)), jax.tree.leaves(by_logprobs(trained)),
                     strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
@@ -95,8 +98,8 @@ def test_reference_model_is_a_constant(setup):
 def test_reference_must_be_given_once(setup):
     _, policy, _, tokens, targets = setup
     with pytest.raises(ConfigError, match="exactly one of reference="):
-        dpo_loss(policy, tokens, targets)
+        dpo_loss(policy, tokens, targets=targets)
     with pytest.raises(ConfigError, match="exactly one of reference="):
-        dpo_loss(policy, tokens, targets, reference="base", ref_logprobs=jnp.zeros(4))
+        dpo_loss(policy, tokens, targets=targets, reference="base", ref_logprobs=jnp.zeros(4))
     with pytest.raises(ConfigError, match="reference must be a model or 'base', got 'ref'"):
-        dpo_loss(policy, tokens, targets, reference="ref")
+        dpo_loss(policy, tokens, targets=targets, reference="ref")

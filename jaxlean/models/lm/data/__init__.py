@@ -7,6 +7,7 @@
 - :mod:`.conversations`: records to ``input_ids`` and ``labels`` as TRL's ``SFTTrainer``
   makes them (``assistant_only_loss``, ``completion_only_loss``).
 - :mod:`.packing`: best-fit-decreasing packing into rows with segment ids and positions.
+- :mod:`.preferences`: prompt/chosen/rejected records to DPO batches, as TRL's ``DPOTrainer``.
 - :mod:`.batches`: padded or packed batches, shuffled per epoch from a seed, resumable.
 
 Nothing here imports ``transformers``, ``tokenizers`` or ``datasets`` until it is used
@@ -24,11 +25,18 @@ from jaxlean.models.lm.data.conversations import (
     tokenize_records,
 )
 from jaxlean.models.lm.data.packing import (
+    PackedBatch,
     Packing,
     best_fit_decreasing,
     collate,
     pack,
     packing_efficiency,
+)
+from jaxlean.models.lm.data.preferences import (
+    PreferenceBatches,
+    PreferenceExample,
+    collate_preferences,
+    tokenize_preferences,
 )
 from jaxlean.models.lm.data.records import FORMATS, Record, read_records, record_format
 from jaxlean.models.lm.data.synthetic import synthetic_batch
@@ -40,11 +48,15 @@ __all__ = [
     "BatchState",
     "Batches",
     "Example",
+    "PackedBatch",
     "Packing",
+    "PreferenceBatches",
+    "PreferenceExample",
     "Record",
     "Tokenizer",
     "best_fit_decreasing",
     "collate",
+    "collate_preferences",
     "load_tokenizer",
     "pack",
     "packing_efficiency",
@@ -52,5 +64,6 @@ __all__ = [
     "record_format",
     "synthetic_batch",
     "tokenize_example",
+    "tokenize_preferences",
     "tokenize_records",
 ]

@@ -57,13 +57,16 @@ class Batches(Iterator[dict[str, np.ndarray]]):
     def __init__(self, examples: Sequence[Example], batch_size: int, seq_length: int, *,
                  pad_id: int, packing: bool = False, shuffle: bool = True,
                  seed: int | None = None, drop_last: bool = False, epochs: int | None = None,
-                 state: BatchState | Mapping[str, int] | None = None):
+                 state: BatchState | Mapping[str, int] | None = None,
+                 _rows: list[list[int]] | None = None, _examples: list | None = None):
         self.batch_size = as_int(batch_size, "batch_size", minimum=1)
         self.seq_length = as_int(seq_length, "seq_length", minimum=1)
         self.pad_id = as_int(pad_id, "pad_id", minimum=0)
         self.packing, self.shuffle, self.drop_last = bool(packing), bool(shuffle), bool(drop_last)
         self.epochs = None if epochs is None else as_int(epochs, "epochs", minimum=1)
-        if packing:
+        if _rows is not None:  # a subclass's own examples, one per row
+            self.examples, self.rows = _examples, _rows
+        elif packing:
             packed = pack(examples, self.seq_length)
             self.examples, self.rows = packed.examples, packed.rows
         else:
@@ -134,13 +137,16 @@ class Batches(Iterator[dict[str, np.ndarray]]):
             raise StopIteration
         take = self.order(epoch)[position:position + self.batch_size]
         rows = [self.rows[i] for i in take] + [[]] * (self.batch_size - len(take))
-        batch = collate(self.examples, rows, self.seq_length, self.pad_id,
-                        packed=self.packing)
+        batch = self._collate(rows)
         position += len(take)
         if position >= len(self.rows):
             epoch, position = epoch + 1, 0
         self._state = BatchState(epoch, position, seed)
         return batch
+
+    def _collate(self, rows: list[list[int]]) -> dict[str, np.ndarray]:
+        """The batch of these rows (an empty list: a filler row of padding)."""
+        return collate(self.examples, rows, self.seq_length, self.pad_id, packed=self.packing)
 
     def __iter__(self) -> Batches:
         return self

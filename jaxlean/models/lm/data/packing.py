@@ -9,12 +9,15 @@ Modeling", here over the whole dataset at once rather than per map batch of 1000
 padding) let the model attend within a segment only, ``positions`` restart at 0 in each
 segment, and the label of each segment's first token is ``-100`` (as TRL's padding-free
 collator sets it), so no token is predicted across a boundary and the loss equals the
-unpacked one.
+unpacked one. A packed batch (:class:`PackedBatch`) has no ``attention_mask``: a mask
+alone would let its sequences attend to each other, so asking for one raises, naming
+``segment_ids``; ``loss(model, **batch)`` passes what keeps them apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import defaultdict, deque
 from collections.abc import Sequence
 
@@ -24,7 +27,40 @@ from jaxlean._args import as_int
 from jaxlean.errors import DataError
 from jaxlean.models.lm.data.conversations import IGNORE_INDEX, Example
 
-__all__ = ["Packing", "best_fit_decreasing", "collate", "pack", "packing_efficiency"]
+__all__ = ["PackedBatch", "Packing", "best_fit_decreasing", "collate", "pack",
+           "packing_efficiency"]
+
+
+class PackedBatch(dict):
+    """The arrays of a packed batch: ``input_ids``, ``labels``, ``segment_ids``, ``positions``.
+
+    A plain dict (and a pytree like one) but for one thing: it has no ``attention_mask``,
+    and ``batch["attention_mask"]`` raises :class:`DataError`. Passing a packed row's ids
+    with only a padding mask (Hugging Face's usual call) would let its sequences attend to
+    each other and give a plausible, wrong loss; ``segment_ids`` and ``positions`` keep them
+    apart: pass the batch whole, ``loss(model, **batch)`` or ``step(model, state, **batch)``.
+    """
+
+    def __missing__(self, key: str) -> np.ndarray:
+        if key == "attention_mask":
+            raise DataError(
+                "a packed batch has no attention_mask: a padding mask alone lets the packed "
+                "sequences of a row attend to each other; pass segment_ids (and positions) "
+                "instead, e.g. loss(model, **batch) or step(model, state, **batch)")
+        raise KeyError(key)
+
+
+@functools.cache
+def _register_packed_batch() -> None:
+    """Make :class:`PackedBatch` a pytree like a dict (once, at the first packed batch: the
+    data package itself imports no JAX)."""
+    import jax
+
+    jax.tree_util.register_pytree_with_keys(
+        PackedBatch,
+        lambda b: ([(jax.tree_util.DictKey(k), b[k]) for k in sorted(b)], tuple(sorted(b))),
+        lambda keys, values: PackedBatch(zip(keys, values, strict=True)),
+        flatten_func=lambda b: ([b[k] for k in sorted(b)], tuple(sorted(b))))
 
 
 class _MaxTree:
@@ -136,7 +172,11 @@ def collate(examples: Sequence[Example], rows: Sequence[Sequence[int]], seq_leng
     Returns ``input_ids`` (``pad_id`` at padding), ``labels`` (``-100`` at padding and, when
     ``packed``, at each segment's first token), ``segment_ids`` (1, 2, ... per example in
     its row, 0 at padding), ``positions`` (restarting at 0 in each segment, 0 at padding)
-    and ``attention_mask`` (``segment_ids > 0``). An empty row is all padding.
+    and, unpacked, ``attention_mask`` (``segment_ids > 0``). An empty row is all padding.
+    Packed, the result is a :class:`PackedBatch`, which refuses to give an attention mask.
+    Unpacked with at most one example per row (padded batches), it is Hugging Face's
+    ``input_ids``, ``labels``, ``attention_mask`` alone: segments and positions add nothing
+    there (the model counts positions from the mask) but work.
     """
     shape = (len(rows), seq_length)
     out = {"input_ids": np.full(shape, pad_id, np.int32),
@@ -159,5 +199,10 @@ def collate(examples: Sequence[Example], rows: Sequence[Sequence[int]], seq_leng
             if packed:
                 out["labels"][r, start] = IGNORE_INDEX
             start = stop
+    if packed:
+        _register_packed_batch()
+        return PackedBatch(out)
     out["attention_mask"] = out["segment_ids"] > 0
+    if all(len(members) <= 1 for members in rows):
+        del out["segment_ids"], out["positions"]
     return out

@@ -72,8 +72,10 @@ def test_collate_restarts_positions_and_masks_each_segment_start():
                                   [[0, 1, 2, 0, 1, 0], [0] * 6, [0] * 6])
     x = IGNORE_INDEX
     np.testing.assert_array_equal(batch["labels"], [[x, 6, 7, x, 9, x], [x] * 6, [x] * 6])
-    np.testing.assert_array_equal(batch["attention_mask"], batch["segment_ids"] > 0)
+    assert "attention_mask" not in batch  # packed: segment_ids keep the sequences apart
     padded = collate(examples, [[0], [1]], 4, pad_id=0, packed=False)
+    np.testing.assert_array_equal(padded["attention_mask"], [[1, 1, 1, 0], [1, 1, 0, 0]])
+    assert "segment_ids" not in padded  # one example per row: Hugging Face's three arrays
     np.testing.assert_array_equal(padded["labels"], [[5, 6, 7, x], [8, 9, x, x]])
     with pytest.raises(DataError, match="a: row 0 needs 5 tokens but seq_length=4"):
         collate(examples, [[1, 0]], 4, pad_id=0, packed=True)
