@@ -53,11 +53,13 @@ class Stimulus:
     """Current clamp (nA) into one compartment or several.
 
     Attributes:
-      compartments: a compartment index, or a sequence of them.
+      compartments: a compartment index, or a sequence of them. In a network
+        (``simulate_network``), places as ``record`` takes them: ``(cell, location)``, the
+        forest's number, or a list of those.
       current: a scalar (constant for the whole run) or one value per time step.
     """
 
-    compartments: int | Sequence[int]
+    compartments: int | Sequence[int] | tuple
     current: jax.Array | float
 
 
