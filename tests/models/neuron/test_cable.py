@@ -76,7 +76,7 @@ def test_gradients_match_finite_differences_float64():
         grads = jax.jit(jax.grad(small_cell_loss(cell)))(params)
         rng = np.random.default_rng(0)
         for name in ["g_na", "g_k", "gl", "capacitance", "axial_resistivity", "radius",
-                     "length", "e_k", "v_init", "celsius"]:
+                     "length", "ek", "v_init", "celsius"]:
             direction = jnp.asarray(rng.uniform(0.5, 1.5, jnp.shape(params[name])))
             step = 1e-6 * jnp.maximum(jnp.abs(params[name]), 1e-3) * direction
 
@@ -135,7 +135,7 @@ def test_bad_inputs_are_named():
 @pytest.mark.parametrize("change,match", [
     ({"gnabar": 0.1}, r"unknown parameter\(s\) \['gnabar'\]"),
     ({"celsius": None}, r"missing parameter\(s\) \['celsius'\]"),
-    ({"e_k": None}, r"missing parameter\(s\) \['e_k'\] \(of hh: this cell has no inserted "
+    ({"ek": None}, r"missing parameter\(s\) \['ek'\] \(of hh: this cell has no inserted "
                     r"mechanism, and the preset 'hh' is simulated because"),
     ({"g_na": None}, r"missing parameter\(s\) \['g_na'\] \(of hh: this cell has no inserted"),
     ({"gl": jnp.ones(5)}, r"'gl' must be a scalar, one value per branch \(4,\) or per "

@@ -143,10 +143,7 @@ def assert_matches(fixture, out: dict) -> dict[str, float]:
             continue
         section, quantity = key.split("_", 1)
         column = RECORDED[quantity].index(section)
-        if quantity == "ik":  # NEURON's ik is the ion's total: hh's and sk's
-            ours = out["ik"][:, column] + out["i_k"][:, 0]
-        else:
-            ours = out[quantity][:, column]
+        ours = out[quantity][:, column]   # ik: the ion's total, hh's and sk's in both
         want = fixture[key]
         error = float(np.max(np.abs(np.asarray(ours) - want)))
         scale = TOLERANCE.get(quantity, 1e-9 * max(float(np.ptp(want)), 1e-12))

@@ -100,7 +100,7 @@ def test_ten_pieces_equal_the_whole_run_bit_for_bit_and_compile_once(runs):
 def test_a_second_call_with_new_values_compiles_nothing(runs):
     with jax.enable_x64():
         other = {**runs.params, "g_na": 0.1, "weight_expsyn": np.asarray([0.02, 0.0]),
-                 "e_k": jnp.asarray(-80.0)}  # Python and NumPy numbers: weak types do not matter
+                 "ek": jnp.asarray(-80.0)}  # Python and NumPy numbers: weak types do not matter
         current = runs.current * 0.5
         before = stats.snapshot().compiles
         again = runs.run(other, current, STEPS)

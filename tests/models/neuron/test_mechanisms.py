@@ -28,7 +28,8 @@ SLOW = Mechanism("slow", parameters={"gbar_slow": (0.002, "S/cm2"), "tau_slow": 
                  currents={"i_slow": (lambda s, p: p["gbar_slow"] * s["w_slow"] ** 2, "e_slow")})
 
 HH_GENERIC = Mechanism("hh", parameters=hh.parameters, states=hh.states, rates=hh.rates,
-                       q10=hh.q10, q10_celsius=hh.q10_celsius, currents=hh.currents)
+                       q10=hh.q10, q10_celsius=hh.q10_celsius, currents=hh.currents,
+                       ions=hh.ions)
 
 
 def _numpy_reference(cell, p, current, dt, steps, spike_times):
@@ -132,9 +133,9 @@ def test_insertion_selections():
     (lambda c: c.insert(hh).insert(Mechanism("hh2", {"g": (1.0, "S/cm2"), "e": (0.0, "mV")},
                                              {"i_na": (lambda s, p: p["g"], "e")})),
      r"both name the current \['i_na'\]"),
-    (lambda c: c.insert(hh).insert(Mechanism("k2", {"e_k": (-90.0, "mV")},
-                                             {"i_k2": (lambda s, p: 0.0, "e_k")})).params(),
-     "parameter 'e_k' is declared by 'hh'"),
+    (lambda c: c.insert(hh).insert(Mechanism("k2", {"ek": (-90.0, "mV")},
+                                             {"i_k2": (lambda s, p: 0.0, "ek")})).params(),
+     "parameter 'ek' is declared by 'hh'"),
     (lambda c: c.insert(pas).params("hh"), "has inserted mechanisms"),
     (lambda c: Mechanism("x", {"g": (1.0, "S/cm2")}, {"i_x": (lambda s, p: p["g"], "e")}),
      "reversal 'e', which is not one of its parameters"),

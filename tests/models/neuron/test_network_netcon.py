@@ -58,7 +58,7 @@ def build(case: dict, t_max: float):
         p.update(celsius=case["celsius"], v_init=case["v_init"],
                  axial_resistivity=case["Ra"], capacitance=case["cm"],
                  g_na=case["hh"]["gnabar"], g_k=case["hh"]["gkbar"], gl=case["hh"]["gl"],
-                 el=case["hh"]["el"], e_na=case["hh"]["ena"], e_k=case["hh"]["ek"],
+                 el=case["hh"]["el"], ena=case["hh"]["ena"], ek=case["hh"]["ek"],
                  g_leak=case["pas"]["g"], e_leak=case["pas"]["e"])
     spec = case["iclamp"]
     current = step_current(spec["amp"], spec["delay"], spec["dur"], case["dt"], t_max)

@@ -31,6 +31,7 @@ __all__ = [
     "CELL",
     "GEOMETRY",
     "PRESETS",
+    "RENAMED",
     "Compartments",
     "Params",
     "check",
@@ -50,6 +51,8 @@ CELL = {"capacitance": (1.0, "uF/cm2"), "axial_resistivity": (100.0, "ohm cm"),
 SCALAR_ONLY = ("celsius",)
 POSITIVE = ("length", "radius", "capacitance", "axial_resistivity")
 PRESETS = {"hh": (hh,), "passive": (pas,)}
+RENAMED = {"e_na": "ena", "e_k": "ek"}
+"""jaxlean's former names of values NEURON names otherwise: given, an error names NEURON's."""
 
 
 class Compartments(Protocol):
@@ -104,6 +107,10 @@ def check_names(params: Params, insertions: tuple[Insertion, ...]) -> None:
     declared = table(insertions)
     known = {*GEOMETRY, *CELL, *declared}
     unknown = sorted(set(params) - known)
+    for old in unknown:
+        if old in RENAMED and RENAMED[old] not in params:
+            raise ConfigError(f"parameter {old!r} is now called {RENAMED[old]!r}, NEURON's name"
+                              f"{_renamed_why(RENAMED[old])}; start from cell.params()")
     if unknown:
         raise ConfigError(f"unknown parameter(s) {unknown}; known: {sorted(known)}")
     missing = [name for name in known if name not in params]
@@ -116,6 +123,13 @@ def check_names(params: Params, insertions: tuple[Insertion, ...]) -> None:
                    f"{[k for k in hh.parameters if k in params]} were given)")
         raise ConfigError(f"missing parameter(s) {sorted(missing)}{why}; start from "
                           f"cell.params()")
+
+
+def _renamed_why(new: str) -> str:
+    if new in ("ena", "ek"):
+        return (f" (the ion's reversal, one per compartment, read by hh and by every "
+                f"mechanism that reads {new})")
+    return ""
 
 
 def check(cell: Compartments, params: Params, insertions: tuple[Insertion, ...]) -> None:
