@@ -156,3 +156,20 @@ def test_sigmoid_and_linear_forms():
     np.testing.assert_allclose(Exponential(1.0, 2.0, 0.01)(d), 1 + 2 * np.exp(0.01 * d),
                                rtol=1e-6)
     assert morphology_io.SUFFIXES   # the module imports without MorphIO
+
+
+@pytest.mark.parametrize("distance", [5.0, 60.0, 150.0, 333.3])
+def test_at_distance_is_bluepyopts_soma_distance_location(distance):
+    """BluePyOpt's ``NrnSomaDistanceCompLocation``: the last section of the region (in
+    NEURON's order) spanning the distance; checked against each compartment's own span."""
+    cell = Cell.from_swc(fixture("pyramidal"), ncomp=3)
+    d, half = distribution.path_distance(cell), 0.5 * cell.length
+    spanning = np.flatnonzero((cell.kind == 4) & (d - half <= distance) & (distance <= d + half))
+    if spanning.size == 0:
+        with pytest.raises(ConfigError, match="no section of region 'apical' spans"):
+            distribution.at_distance(cell, distance, "apical")
+        return
+    section, x = distribution.at_distance(cell, distance, "apical")
+    compartment = cell.location(section, x)
+    assert cell.branch[compartment] == cell.branch[spanning].max()
+    assert compartment in spanning

@@ -131,3 +131,11 @@ def test_the_gap_fixture_tells_a_one_percent_change_of_g():
         v = np.asarray(simulate_network(net, params, stimuli, case["dt"], case["t_max"],
                                         record=sites, progress=False)["v"])
     assert np.abs(v[::case["every"]] - fixture["v"][:, :len(sites)]).max() > 1e-1
+
+
+def test_the_coming_from_page_shows_netcons_between_cells():
+    """``docs/coming-from/jaxley-neuron.md`` maps ``h.NetCon`` between cells to
+    ``connect_spiking`` (it said "not yet" after they existed)."""
+    page = (SCRIPT.parents[1] / "docs" / "coming-from" / "jaxley-neuron.md").read_text()
+    row = next(line for line in page.splitlines() if "between cells" in line)
+    assert "connect_spiking" in row and "not yet" not in row

@@ -4,7 +4,7 @@
   ``insert``) and ``build_cell``: sections to compartments and junctions.
 * :mod:`~jaxlean.models.neuron.cell.params`: parameter names, defaults, shapes, presets.
 * :mod:`~jaxlean.models.neuron.cell.distribution`: parameters by region and by path
-  distance from the soma.
+  distance from the soma; the point at a distance (``at_distance``).
 * :mod:`~jaxlean.models.neuron.cell.transforms`: bounded and positive parameters for fitting.
 """
 
@@ -17,6 +17,7 @@ from jaxlean.models.neuron.cell.distribution import (
     Exponential,
     Linear,
     Sigmoid,
+    at_distance,
     by_region,
     distribute,
     path_distance,
@@ -43,6 +44,6 @@ from jaxlean.models.neuron.cell.transforms import (
 
 __all__ = ["ATTACH", "CELL", "GEOMETRY", "PRESETS", "REGIONS", "Cell", "Compartments",
            "Exponential", "Linear", "ParamTransform", "Params", "Sigmoid", "SigmoidTransform",
-           "SoftplusTransform", "Transform", "build_cell", "by_region", "check_names", "defaults",
-           "distribute", "distribution", "expand", "inferred_preset", "params", "path_distance",
-           "preset", "table", "transforms"]
+           "SoftplusTransform", "Transform", "at_distance", "build_cell", "by_region",
+           "check_names", "defaults", "distribute", "distribution", "expand", "inferred_preset",
+           "params", "path_distance", "preset", "table", "transforms"]
