@@ -105,8 +105,9 @@ def test_location_is_neurons_sec_x():
             cell.location(section, x)
     plain = Cell.from_parents([-1, 0, 1], 10.0, 1.0)
     assert plain.location(1, 0.9) == 2
-    with pytest.raises(ConfigError, match="built from parents and has no section names"):
-        plain.location("soma[0]")
+    with pytest.raises(ConfigError, match=r"no section named 'soma\[0\]'; this cell's sections "
+                                          r"are sec\[0\], sec\[1\]"):
+        plain.location("soma[0]")   # built without types: its sections are sec[0], sec[1]
 
 
 def test_insert_on_sections_by_name():
