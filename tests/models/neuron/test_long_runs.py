@@ -20,7 +20,7 @@ from jaxlean.models.neuron.simulation.cable import (
     step_current,
 )
 
-HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
+HH_LEAK = {"g_pas": hh.parameters["gl"][0], "e_pas": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the membrane these tests were written for."""
 
 DT, STEPS, PIECES = 0.05, 200, 10
@@ -138,7 +138,7 @@ def test_gradient_through_checkpointed_pieces_matches_finite_differences():
 
         grads = jax.jit(jax.grad(loss))(base)
         rng = np.random.default_rng(3)
-        for name in ("g_leak", "weight_expsyn", "tau_expsyn", "radius", "v_init"):
+        for name in ("g_pas", "weight_expsyn", "tau_expsyn", "radius", "v_init"):
             step = 1e-6 * jnp.asarray(rng.uniform(0.5, 1.5, jnp.shape(base[name]))) * \
                 jnp.abs(jnp.asarray(base[name]))
 

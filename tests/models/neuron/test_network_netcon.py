@@ -56,10 +56,10 @@ def build(case: dict, t_max: float):
     params = net.params()
     for p in params["cells"]:
         p.update(celsius=case["celsius"], v_init=case["v_init"],
-                 axial_resistivity=case["Ra"], capacitance=case["cm"],
+                 Ra=case["Ra"], cm=case["cm"],
                  g_na=case["hh"]["gnabar"], g_k=case["hh"]["gkbar"], gl=case["hh"]["gl"],
                  el=case["hh"]["el"], ena=case["hh"]["ena"], ek=case["hh"]["ek"],
-                 g_leak=case["pas"]["g"], e_leak=case["pas"]["e"])
+                 g_pas=case["pas"]["g"], e_pas=case["pas"]["e"])
     spec = case["iclamp"]
     current = step_current(spec["amp"], spec["delay"], spec["dur"], case["dt"], t_max)
     return net, params, [Stimulus(net.index(spec["cell"], 0), current)]

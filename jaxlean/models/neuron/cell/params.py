@@ -46,12 +46,13 @@ __all__ = [
 Params = dict[str, jax.Array]
 
 GEOMETRY = {"length": "um", "radius": "um"}
-CELL = {"capacitance": (1.0, "uF/cm2"), "axial_resistivity": (100.0, "ohm cm"),
+CELL = {"cm": (1.0, "uF/cm2"), "Ra": (100.0, "ohm cm"),
         "v_init": (-65.0, "mV"), "celsius": (6.3, "degC")}
 SCALAR_ONLY = ("celsius",)
-POSITIVE = ("length", "radius", "capacitance", "axial_resistivity")
+POSITIVE = ("length", "radius", "cm", "Ra")
 PRESETS = {"hh": (hh,), "passive": (pas,)}
-RENAMED = {"e_na": "ena", "e_k": "ek"}
+RENAMED = {"e_na": "ena", "e_k": "ek", "g_leak": "g_pas", "e_leak": "e_pas",
+           "capacitance": "cm", "axial_resistivity": "Ra"}
 """jaxlean's former names of values NEURON names otherwise: given, an error names NEURON's."""
 
 

@@ -125,7 +125,7 @@ reversals are the ions' (``USEION na READ ena WRITE ina``, ``USEION k READ ek WR
 the cell's parameters ``ena`` and ``ek`` (50 and -77 mV), shared with every mechanism that
 reads them, its currents adding to ``ina`` and ``ik``."""
 
-pas = Mechanism("pas", parameters={"g_leak": (1e-3, "S/cm2"), "e_leak": (-70.0, "mV")},
-                currents={"i_leak": (lambda s, p: p["g_leak"], "e_leak")})
-"""A leak ``g_leak (v - e_leak)``: NEURON's ``pas`` with its defaults (``g_pas`` 1e-3 S/cm2,
+pas = Mechanism("pas", parameters={"g_pas": (1e-3, "S/cm2"), "e_pas": (-70.0, "mV")},
+                currents={"i_leak": (lambda s, p: p["g_pas"], "e_pas")})
+"""A leak ``g_pas (v - e_pas)``: NEURON's ``pas`` with its defaults (``g_pas`` 1e-3 S/cm2,
 ``e_pas`` -70 mV)."""

@@ -86,7 +86,7 @@ def static_matrix(cell: Cell, p: dict[str, jax.Array]):
     parent = np.where(tree.parents < 0, np.arange(tree.n), tree.parents)
     is_root = tree.parents < 0
     area = 2e-8 * jnp.pi * p["radius"] * p["length"]
-    cylinder_half = p["axial_resistivity"] * 0.5e4 * p["length"] / (jnp.pi * p["radius"] ** 2)
+    cylinder_half = p["Ra"] * 0.5e4 * p["length"] / (jnp.pi * p["radius"] ** 2)
     halves = jnp.concatenate([cylinder_half * cell.taper[:, 0], cylinder_half * cell.taper[:, 1],
                               jnp.zeros(1, cylinder_half.dtype)])
     resistance = halves[cell.half_index[:, 0]] + halves[cell.half_index[:, 1]]
@@ -181,7 +181,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         return layout.put(to_nodes(x))
 
     has_membrane = layout.order < n
-    capacitance_dt = jnp.where(has_membrane, to_layout(p["capacitance"] / dt), 0.0)
+    capacitance_dt = jnp.where(has_membrane, to_layout(p["cm"] / dt), 0.0)
     celsius = p["celsius"][0]
     own, scale, speed, where = [], [], [], []
     for ins in plan.insertions:

@@ -29,7 +29,7 @@ def test_hh_mod_matches_the_hand_written_hh():
     cell = _ball_and_stick()
     stimuli = [Stimulus(0, step_current(0.5, 1.0, 15.0, DT, T_MAX))]
     with jax.enable_x64():
-        leak = {} if len(hh.currents) > 2 else {"g_leak": 3e-4, "e_leak": -54.3}
+        leak = {} if len(hh.currents) > 2 else {"g_pas": 3e-4, "e_pas": -54.3}
         hand = cell.insert(hh) if not leak else cell.insert(pas).insert(hh)  # hh.mod's leak
         hand_params = {**hand.params(), **leak, "celsius": 16.3, "g_na": 0.12, "g_k": 0.036,
                        "ena": 50.0, "ek": -77.0}
