@@ -69,7 +69,9 @@ def test_continuing_from_final_gives_the_whole_run():
         first = simulate_network(net, params, half, DT, 5.0, record=[(1, 2)], progress=False)
         second = simulate_network(net, params, rest, DT, 5.0, record=[(1, 2)], progress=False,
                                   initial=first["final"])
-    np.testing.assert_array_equal(np.asarray(whole["v"])[200:], np.asarray(second["v"]))
+    np.testing.assert_array_equal(np.asarray(whole["v"])[201:], np.asarray(second["v"]))
+    joined = np.concatenate([np.asarray(first["v"]), np.asarray(second["v"])])
+    np.testing.assert_array_equal(joined, np.asarray(whole["v"]))   # as NEURON's continuerun
 
 
 def test_building_by_lists_fully_randomly_and_by_matrix():

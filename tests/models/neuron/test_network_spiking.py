@@ -130,7 +130,7 @@ def test_continuing_a_run_keeps_the_events_in_flight():
                                  record=[0, 2, 3], progress=False)
         second = simulate_network(net, net.params(), [Stimulus(0, current[n:])], DT, 20.0 - cut,
                                   record=[0, 2, 3], progress=False, initial=first["final"])
-    np.testing.assert_array_equal(np.asarray(whole["v"])[n:], np.asarray(second["v"]))
+    np.testing.assert_array_equal(np.asarray(whole["v"])[n + 1:], np.asarray(second["v"]))
 
 
 def test_gradient_through_weights_matches_finite_differences():

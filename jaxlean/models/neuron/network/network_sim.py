@@ -181,7 +181,8 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
         ``threshold`` mV are recorded, as in ``simulate`` (``"spikes"``, ``"spike_count"``).
 
     Returns:
-      As ``simulate``: ``{name: (T // every + 1, len(record))}``, ``"t"`` and ``"final"``
+      As ``simulate``: ``{name: (T // every + 1, len(record))}`` (``T // every`` with
+        ``initial``: pieces concatenate to the whole run), ``"t"`` and ``"final"``
       (with ``"synapses"``: each synapse type's states per connection).
 
     Raises:

@@ -332,14 +332,18 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         carry["detect"] = (jnp.full((plan.detectors.size, plan.max_spikes), jnp.inf,
                                     capacitance_dt.dtype),
                            jnp.zeros(plan.detectors.size, jnp.int32))
-    _, _, flows, ions = membrane(carry["v"], carry["states"], carry.get("ions", {}))
-    if plan.clamped.size:
-        flows["i_clamp"] = (xs["on"][0] / clamp_values["rs"]) * (xs["vc"][0]
-                                                                 - carry["v"][clamped])
-    start = _record(plan, at, carry, flows, ions)  # the first sample: the starting state
+    if initial is None:   # a fresh run records its starting state; a continued one does not
+        _, _, flows, ions = membrane(carry["v"], carry["states"], carry.get("ions", {}))
+        if plan.clamped.size:
+            flows["i_clamp"] = (xs["on"][0] / clamp_values["rs"]) * (xs["vc"][0]
+                                                                     - carry["v"][clamped])
+        start = _record(plan, at, carry, flows, ions)  # the first sample: the starting state
     carry, trace = _loop(plan, step, carry, xs)
-    trace = {name: jnp.concatenate([start[name][None], values]) for name, values in trace.items()}
-    out = {**trace, "t": (first + jnp.arange(steps // plan.every + 1) * plan.every) * dt,
+    if initial is None:
+        trace = {name: jnp.concatenate([start[name][None], values])
+                 for name, values in trace.items()}
+    samples = jnp.arange(steps // plan.every + 1)[0 if initial is None else 1:]
+    out = {**trace, "t": (first + samples * plan.every) * dt,
            "final": {"v": layout.take(carry["v"], cell.tree.n),
                      "states": states_on(lambda a: layout.take(a, n), carry["states"]),
                      "step": carry["step"]}}
