@@ -11,6 +11,11 @@ Needs ``neuron`` (``pip install jaxlean[neuron-parity]``; ``gap2`` compiles
   cell 0; 1 s.
 * ``start_above``: two such cells, a ``NetCon`` whose threshold is below ``v_init``: NEURON
   counts a spike at ``t = 0`` (its flag starts down), delivered after the delay; 10 ms.
+* ``half5``: five such cells, each connection's ``delay`` an odd number of half steps
+  (1.2125 ms at dt 0.025: NEURON delivers it at the later step, its spike time being ``t +
+  1e-10``), in a ring of excitation closed by inhibition (:data:`HALF_STEP`); 1 s.
+* ``round5``: the same network at ``dt = 0.1`` ms with delays in round milliseconds and one
+  of 1.05 ms (10.5 steps) (:data:`ROUND_MS`); 1 s.
 * ``gap2``: two such cells joined by a gap junction (cell 0's dendrite tip to cell 1's soma),
   written as NEURON's usual pair of half-gaps (:data:`HALF_GAP_MOD`, a point process with a
   ``POINTER`` to the other side's voltage), cell 0 driven; 100 ms.
@@ -49,6 +54,28 @@ CONNECTIONS = [  # pre cell (soma), post cell, post segment (-1: soma), synapse,
     {"pre": 2, "post": 0, "segment": -1, "kind": "exp2syn", "weight": 0.03, "delay": 1.01,
      "threshold": -10.0, "tau1": 1.0, "tau2": 8.0, "e": -80.0},
 ]
+
+
+def _five(delays: list[float]) -> list[dict]:
+    """Five cells in a ring, 0 -> 1 -> 2 -> 3 -> 4 exciting, 4 inhibiting 0; one delay per
+    connection. One connection per presynaptic cell: NEURON's ``NetCon`` s on one source
+    share its threshold and its recorded spikes."""
+    ends = [(0, 1, 2, "expsyn", 0.02, -20.0), (1, 2, -1, "expsyn", 0.015, 0.0),
+            (2, 3, 1, "expsyn", 0.02, -10.0), (3, 4, -1, "expsyn", 0.015, 0.0),
+            (4, 0, -1, "exp2syn", 0.03, -30.0)]
+    out = []
+    for (pre, post, segment, kind, weight, threshold), delay in zip(ends, delays, strict=True):
+        synapse = ({"tau": 2.0, "e": 0.0} if kind == "expsyn"
+                   else {"tau1": 1.0, "tau2": 8.0, "e": -80.0})
+        out.append({"pre": pre, "post": post, "segment": segment, "kind": kind,
+                    "weight": weight, "delay": delay, "threshold": threshold, **synapse})
+    return out
+
+
+HALF_STEP = _five([1.2125, 2.0125, 0.5125, 3.3125, 0.0375])
+""":func:`_five` with every delay an odd number of half steps of 0.025 ms."""
+ROUND_MS = _five([1.0, 2.0, 1.05, 3.0, 5.0])
+""":func:`_five` with round delays at dt 0.1 ms, one of them (1.05 ms) 10.5 steps."""
 HALF_GAP_MOD = """
 NEURON {
     POINT_PROCESS HalfGap
@@ -68,6 +95,12 @@ CASES = {
     "loop3": {**CELL, "hh": HH, "pas": PAS, "celsius": 6.3, "v_init": -65.0, "dt": 0.025,
               "t_max": 1000.0, "every": EVERY, "connections": CONNECTIONS,
               "iclamp": {"cell": 0, "amp": 0.3, "delay": 5.0, "dur": 990.0}},
+    "half5": {**CELL, "hh": HH, "pas": PAS, "celsius": 6.3, "v_init": -65.0, "dt": 0.025,
+              "t_max": 1000.0, "every": EVERY, "cells": 5, "connections": HALF_STEP,
+              "iclamp": {"cell": 0, "amp": 0.3, "delay": 5.0, "dur": 990.0}},
+    "round5": {**CELL, "hh": HH, "pas": PAS, "celsius": 6.3, "v_init": -65.0, "dt": 0.1,
+               "t_max": 1000.0, "every": 5, "cells": 5, "connections": ROUND_MS,
+               "iclamp": {"cell": 0, "amp": 0.3, "delay": 5.0, "dur": 990.0}},
     "gap2": {**CELL, "hh": HH, "pas": PAS, "celsius": 6.3, "v_init": -65.0, "dt": 0.025,
              "t_max": 100.0, "every": EVERY, "cells": 2, "connections": [],
              "gaps": [{"a": [0, 4], "b": [1, -1], "g": 0.02}],

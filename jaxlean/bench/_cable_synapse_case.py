@@ -42,6 +42,7 @@ from jaxlean.bench._measure import SidesDisagreeError, aot_compile, time_alterna
 from jaxlean.bench._registry import BenchContext, BenchResult
 from jaxlean.models.neuron.cell.params import CELL
 from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.mechanisms.ions import UseIon
 from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.mechanisms.synapses import expsyn
 from jaxlean.models.neuron.simulation.cable import Cell, simulate
@@ -63,10 +64,10 @@ def _ka_gates(v, p):
             "b_ka": (1.0 / (1.0 + jnp.exp((v + 78.0) / 6.0)), 19.0 + tau)}
 
 
-KA = Mechanism("ka", parameters={"gbar_ka": (KA_GBAR, "S/cm2"), "e_k": (-77.0, "mV")},
+KA = Mechanism("ka", parameters={"gbar_ka": (KA_GBAR, "S/cm2")},
                states=("a_ka", "b_ka"), steady=_ka_gates, q10=KA_Q10,
-               q10_celsius=KA_Q10_CELSIUS,
-               currents={"i_ka": (lambda s, p: p["gbar_ka"] * s["a_ka"] ** 3 * s["b_ka"], "e_k")})
+               q10_celsius=KA_Q10_CELSIUS, ions=(UseIon("k", read=("ek",), write=("ik",)),),
+               currents={"i_ka": (lambda s, p: p["gbar_ka"] * s["a_ka"] ** 3 * s["b_ka"], "ek")})
 """A user-defined A-type K channel (``a^3 b``, q10 3 at 22 degC), as a neuroscientist writes it."""
 
 

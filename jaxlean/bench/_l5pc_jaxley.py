@@ -50,7 +50,7 @@ CHANNELS = {
     "gSKv3_1bar_SKv3_1": ("SKv3_1", "gSKv3_1"), "gSK_E2bar_SK_E2": ("SKE2", "gSKE2"),
     "gCa_HVAbar_Ca_HVA": ("CaHVA", "gCaHVA"), "gCa_LVAstbar_Ca_LVAst": ("CaLVA", "gCaLVA"),
     "gamma_CaDynamics_E2": ("CaPump", "gamma"), "decay_CaDynamics_E2": ("CaPump", "decay"),
-    "gImbar_Im": ("M", "gM"), "gIhbar_Ih": ("H", "gH"), "g_leak": ("Leak", "gLeak"),
+    "gImbar_Im": ("M", "gM"), "gIhbar_Ih": ("H", "gH"), "g_pas": ("Leak", "gLeak"),
 }
 # Update order: Ca channels, the shell, eCa, then the rest (SKE2 reads the new cai).
 _ORDER = ("Leak", "CaHVA", "CaLVA", "CaPump", "CaNernstReversal", "H", "M", "KPst", "KTst",
@@ -175,11 +175,11 @@ def jaxley_model(model, cylinders: Cell, params: dict, regions: dict, stimulus: 
     n = cylinders.n
     full = lambda value: np.broadcast_to(np.asarray(value, dtype=float), (n,))
     for key, value in (("length", cylinders.length), ("radius", cylinders.radius),
-                       ("axial_resistivity", params["axial_resistivity"]),
-                       ("capacitance", params["capacitance"])):
+                       ("axial_resistivity", params["Ra"]),   # jaxley's names
+                       ("capacitance", params["cm"])):
         cell.set(key, full(value))
     scalars = {"eNa": params["ena"], "eK": params["ek"], "eH": params["ehcn_Ih"],
-               "Leak_eLeak": params["e_leak"], "CaPump_depth": params["depth_CaDynamics_E2"],
+               "Leak_eLeak": params["e_pas"], "CaPump_depth": params["depth_CaDynamics_E2"],
                "CaPump_minCai": params["minCai_CaDynamics_E2"]}
     on = {}
     for key, (channel, short) in CHANNELS.items():

@@ -92,7 +92,7 @@ def check_against(fixture_file: Path) -> None:
                                    fx["stub_diameters"], rtol=1e-12)
     with jax.enable_x64():
         cell = cell.insert(hh)
-        params = {**cell.params(), "axial_resistivity": case["Ra"], "celsius": case["celsius"]}
+        params = {**cell.params(), "Ra": case["Ra"], "celsius": case["celsius"]}
         for name, rules in case.get("rules", {}).items():
             key = {"gnabar_hh": "g_na", "gl_hh": "gl"}[name]
             params[key] = distribution.by_region(cell, {r: _rule(v) for r, v in rules.items()})

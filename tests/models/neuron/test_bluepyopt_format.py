@@ -88,7 +88,7 @@ def check_l5pc(model: bluepyopt.BluePyOptModel, path: Path, t_max: float) -> Non
     with jax.enable_x64():
         params = model.params(json.loads(str(fx["params"])))
     for name, key in (("gIhbar_Ih", "gIhbar_Ih"), ("gNaTs2_tbar_NaTs2_t",) * 2,
-                      ("cm", "capacitance"), ("e_pas", "e_leak")):
+                      ("cm",) * 2, ("e_pas",) * 2):
         theirs = fx[f"value_{name}"]
         has = ~np.isnan(theirs)
         np.testing.assert_allclose(np.asarray(params[key])[has], theirs[has], rtol=1e-12,
@@ -113,9 +113,9 @@ def test_every_scaler_matches_bluepyopt(model):
     with jax.enable_x64():
         params = built.params()
     assert float(params["celsius"]) == 34.0
-    for name, key in (("g_pas", "g_leak"), ("gIhbar_Ih", "gIhbar_Ih"), ("gImbar_Im",) * 2,
+    for name, key in (("g_pas",) * 2, ("gIhbar_Ih", "gIhbar_Ih"), ("gImbar_Im",) * 2,
                       ("gSKv3_1bar_SKv3_1",) * 2, ("gNaTs2_tbar_NaTs2_t",) * 2,
-                      ("cm", "capacitance"), ("Ra", "axial_resistivity")):
+                      ("cm",) * 2, ("Ra",) * 2):
         theirs = fx[f"value_{name}"]
         has = ~np.isnan(theirs)
         ours = np.broadcast_to(np.asarray(params[key]), theirs.shape)

@@ -40,9 +40,9 @@ def test_a_small_cell_by_hand():
     basal = cell.kind == 3
     with jax.enable_x64():
         params = model.params({"g_pas.all": 5e-4})
-    np.testing.assert_array_equal(np.asarray(params["capacitance"]), np.where(basal, 2.0, 1.0))
+    np.testing.assert_array_equal(np.asarray(params["cm"]), np.where(basal, 2.0, 1.0))
     d = model.distances[("soma[0]", 0.5)]
-    np.testing.assert_allclose(np.asarray(params["g_leak"]),
+    np.testing.assert_allclose(np.asarray(params["g_pas"]),
                                np.where(basal, 1e-4 * (1 + d / 100), 5e-4), rtol=1e-12)
     assert float(params["v_init"]) == -70.0
 

@@ -9,7 +9,7 @@ import pytest
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron import swc
-from jaxlean.models.neuron.mechanisms.channels import hh
+from jaxlean.models.neuron.mechanisms.channels import hh, pas
 from jaxlean.models.neuron.simulation.cable import (
     Cell,
     Stimulus,
@@ -18,7 +18,7 @@ from jaxlean.models.neuron.simulation.cable import (
     step_current,
 )
 
-HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
+HH_LEAK = {"g_pas": hh.parameters["gl"][0], "e_pas": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the passive cell these tests were written for."""
 
 
@@ -30,16 +30,16 @@ def test_passive_sealed_cable_matches_cosh_steady_state():
         dt, t_max = 1.0, 150.0
         stimulus = Stimulus((0,), jnp.full(round(t_max / dt), current))
         v = simulate(cell, params, [stimulus], dt, t_max, record=range(n))["v"][-1]
-        rm = 1.0 / params["g_leak"]                                 # ohm cm2
-        ra = params["axial_resistivity"]                            # ohm cm
+        rm = 1.0 / params["g_pas"]                                 # ohm cm2
+        ra = params["Ra"]                            # ohm cm
         diameter, length = 2 * radius * 1e-4, n * dx * 1e-4         # cm
         space_constant = np.sqrt(rm * diameter / (4 * ra))
         axial_per_cm = 4 * ra / (np.pi * diameter**2)
         v_end = current * 1e-9 * axial_per_cm * space_constant / np.tanh(length / space_constant)
         x = (np.arange(n) + 0.5) * dx * 1e-4
-        expected = params["e_leak"] + 1e3 * v_end * np.cosh((length - x) / space_constant) \
+        expected = params["e_pas"] + 1e3 * v_end * np.cosh((length - x) / space_constant) \
             / np.cosh(length / space_constant)
-        np.testing.assert_allclose(v - params["e_leak"], expected - params["e_leak"], rtol=1e-2)
+        np.testing.assert_allclose(v - params["e_pas"], expected - params["e_pas"], rtol=1e-2)
         assert float(v[0] - v[-1]) > 1.0  # the profile is not flat: the test can fail
 
 
@@ -75,8 +75,8 @@ def test_gradients_match_finite_differences_float64():
         assert not any(x.weak_type for x in params.values())
         grads = jax.jit(jax.grad(small_cell_loss(cell)))(params)
         rng = np.random.default_rng(0)
-        for name in ["g_na", "g_k", "gl", "capacitance", "axial_resistivity", "radius",
-                     "length", "e_k", "v_init", "celsius"]:
+        for name in ["g_na", "g_k", "gl", "cm", "Ra", "radius",
+                     "length", "ek", "v_init", "celsius"]:
             direction = jnp.asarray(rng.uniform(0.5, 1.5, jnp.shape(params[name])))
             step = 1e-6 * jnp.maximum(jnp.abs(params[name]), 1e-3) * direction
 
@@ -135,7 +135,7 @@ def test_bad_inputs_are_named():
 @pytest.mark.parametrize("change,match", [
     ({"gnabar": 0.1}, r"unknown parameter\(s\) \['gnabar'\]"),
     ({"celsius": None}, r"missing parameter\(s\) \['celsius'\]"),
-    ({"e_k": None}, r"missing parameter\(s\) \['e_k'\] \(of hh: this cell has no inserted "
+    ({"ek": None}, r"missing parameter\(s\) \['ek'\] \(of hh: this cell has no inserted "
                     r"mechanism, and the preset 'hh' is simulated because"),
     ({"g_na": None}, r"missing parameter\(s\) \['g_na'\] \(of hh: this cell has no inserted"),
     ({"gl": jnp.ones(5)}, r"'gl' must be a scalar, one value per branch \(4,\) or per "
@@ -173,7 +173,7 @@ def _dense_neuron_matrix(cell, p, dt):
     compartment's distal end and one at the root's start; children join where they attach."""
     n = cell.n
     area = 2e-8 * np.pi * p["radius"] * p["length"]
-    half = p["axial_resistivity"] * 0.5e4 * p["length"] / (np.pi * p["radius"] ** 2)
+    half = p["Ra"] * 0.5e4 * p["length"] / (np.pi * p["radius"] ** 2)
     proximal, distal = half * cell.taper[:, 0], half * cell.taper[:, 1]
     size = 2 * n + 1
     matrix = np.zeros((size, size))
@@ -194,7 +194,7 @@ def _dense_neuron_matrix(cell, p, dt):
             at = {1.0: n + parent, 0.5: parent, 0.0: start_node}[float(cell.attach[c])]
             join(c, at, proximal[c])
     matrix[:n] /= area[:, None]
-    matrix[np.arange(n), np.arange(n)] += p["capacitance"] / dt + 1e3 * p["g_leak"]
+    matrix[np.arange(n), np.arange(n)] += p["cm"] / dt + 1e3 * p["g_pas"]
     return matrix, area
 
 
@@ -215,14 +215,14 @@ def test_one_step_matches_dense_backward_euler(parents, attach):
         n = cell.n
         params = {**cell.params("passive"), **HH_LEAK,
                   "v_init": jnp.asarray(rng.uniform(-70, -50, n)),
-                  "g_leak": jnp.asarray(rng.uniform(1e-4, 1e-3, n)),
-                  "capacitance": jnp.asarray(rng.uniform(0.5, 2, n))}
+                  "g_pas": jnp.asarray(rng.uniform(1e-4, 1e-3, n)),
+                  "cm": jnp.asarray(rng.uniform(0.5, 2, n))}
         dt, current = 0.1, 0.3
         v = simulate(cell, params, [Stimulus(4, current)], dt, dt, record=range(n))["v"][1]
         p = {name: np.broadcast_to(np.asarray(value), (n,)) for name, value in params.items()}
         matrix, area = _dense_neuron_matrix(cell, p, dt)
         rhs = np.zeros(matrix.shape[0])
-        rhs[:n] = p["capacitance"] / dt * p["v_init"] + 1e3 * p["g_leak"] * p["e_leak"]
+        rhs[:n] = p["cm"] / dt * p["v_init"] + 1e3 * p["g_pas"] * p["e_pas"]
         rhs[4] += 1e-3 * current / area[4]
         expected = np.linalg.solve(matrix, rhs)[:n]
         np.testing.assert_allclose(v, expected, rtol=1e-12)
@@ -317,7 +317,7 @@ def test_gate_step_derivative_matches_autodiff_of_the_formula(dtype):
                                           r"compartment 1"),
     ({"length": jnp.asarray([jnp.nan, 1.0])}, r"'length' must be finite and positive; got nan "
                                               r"at compartment 0"),
-    ({"axial_resistivity": -1.0}, r"'axial_resistivity' must be finite and positive"),
+    ({"Ra": -1.0}, r"'Ra' must be finite and positive"),
     ({"celsius": jnp.nan}, r"parameter 'celsius' must be finite; got nan$"),
 ])
 def test_non_finite_and_non_positive_values_are_named(change, match):
@@ -430,3 +430,16 @@ def test_unclear_inputs_are_named():
     for ncomp in (4.0, True, "4"):
         with pytest.raises(ConfigError, match="ncomp must be an integer, got"):
             Cell.from_swc(swc.fixture("y"), ncomp=ncomp)
+
+
+@pytest.mark.parametrize("old,new", [("g_leak", "g_pas"), ("e_leak", "e_pas"),
+                                     ("capacitance", "cm"), ("axial_resistivity", "Ra")])
+def test_neurons_names_for_pas_and_the_section_properties(old, new):
+    """A NEURON parameter file's names (``g_pas``, ``e_pas``, ``cm``, ``Ra``) are the
+    parameters; jaxlean's former names are refused, naming NEURON's."""
+    cell = Cell.from_parents([-1, 0], 20.0, 2.0).insert(pas)
+    params = cell.params()
+    assert {"g_pas", "e_pas", "cm", "Ra"} <= set(params)
+    renamed = {**{k: v for k, v in params.items() if k != new}, old: params[new]}
+    with pytest.raises(ConfigError, match=rf"parameter '{old}' is now called '{new}'"):
+        simulate(cell, renamed, [], 0.1, 1.0, progress=False)

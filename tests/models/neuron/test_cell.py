@@ -105,8 +105,9 @@ def test_location_is_neurons_sec_x():
             cell.location(section, x)
     plain = Cell.from_parents([-1, 0, 1], 10.0, 1.0)
     assert plain.location(1, 0.9) == 2
-    with pytest.raises(ConfigError, match="built from parents and has no section names"):
-        plain.location("soma[0]")
+    with pytest.raises(ConfigError, match=r"no section named 'soma\[0\]'; this cell's sections "
+                                          r"are sec\[0\], sec\[1\]"):
+        plain.location("soma[0]")   # built without types: its sections are sec[0], sec[1]
 
 
 def test_insert_on_sections_by_name():
@@ -117,3 +118,29 @@ def test_insert_on_sections_by_name():
                                   cell.compartments_of(1))
     with pytest.raises(ConfigError, match=r"insert 'hh': branches: no section named 'axon\[0\]'"):
         cell.insert(hh, branches="axon[0]")
+
+
+def test_insert_takes_region_names_as_by_region_does():
+    cell = Cell.from_swc(swc.fixture("pyramidal"), ncomp=2)
+    by_name = cell.insert(hh, types="apical").mechanisms[0].compartments
+    np.testing.assert_array_equal(by_name, np.flatnonzero(cell.kind == 4))
+    both = cell.insert(hh, types=["somatic", 4]).mechanisms[0].compartments
+    np.testing.assert_array_equal(both, np.flatnonzero(np.isin(cell.kind, [1, 4])))
+    assert cell.insert(hh, types="all").mechanisms[0].compartments is None
+    with pytest.raises(ConfigError, match=r"unknown region\(s\) \['apicall'\]"):
+        cell.insert(hh, types="apicall")
+
+
+def test_cells_from_parents_have_neurons_section_names():
+    """Named by type as Import3d names sections; ``"dend"`` alone is the only dend section,
+    as NEURON's ``h.Section(name="dend")``."""
+    ball = Cell.from_parents(np.arange(6) - 1, [20.0] + [40.0] * 5, [10.0] + [1.0] * 5,
+                             kind=[1] + [3] * 5)
+    assert ball.section_names == ("soma[0]", "dend[0]")
+    assert ball.location("dend", 0.3) == ball.location("dend[0]", 0.3) == 2
+    assert ball.location("soma", 0.5) == 0
+    fork = Cell.from_parents([-1, 0, 1, 1], 10.0, 1.0, kind=[1, 3, 3, 4])
+    assert fork.section_names == ("soma[0]", "dend[0]", "dend[1]", "apic[0]")
+    with pytest.raises(ConfigError, match=r"no section named 'dend'"):
+        fork.location("dend", 0.5)     # two dend sections: say which
+    assert Cell.from_parents([-1, 0], 10.0, 1.0).section_names == ("sec[0]", "sec[1]")

@@ -75,8 +75,8 @@ def test_regions_all_fill_and_swc_types():
     distance = distribution.path_distance(cell)
     values = np.asarray(by_region(cell, {"all": 0.0, "apic": lambda d: 1e-3 * d}))
     np.testing.assert_allclose(values, np.where(kind == 4, 1e-3 * distance, 0.0), rtol=1e-6)
-    spec = distribution.distribute(cell, {"g_leak": {"all": 1e-4}, "e_leak": {"all": -65.0}})
-    assert set(spec) == {"g_leak", "e_leak"} and spec["g_leak"].shape == (cell.n,)
+    spec = distribution.distribute(cell, {"g_pas": {"all": 1e-4}, "e_pas": {"all": -65.0}})
+    assert set(spec) == {"g_pas", "e_pas"} and spec["g_pas"].shape == (cell.n,)
 
 
 @pytest.mark.parametrize(("values", "kwargs", "match"), [
@@ -125,7 +125,7 @@ def test_gradient_of_a_simulation_matches_finite_differences():
 
     def soma_voltage(c):
         g = by_region(cell, {"soma": c["soma"], "dend": Sigmoid(*c["dend"])})
-        params = {**cell.params("passive"), "g_leak": g}
+        params = {**cell.params("passive"), "g_pas": g}
         trace = simulate(cell, params, [Stimulus(0, current)], 0.025, 4.0)
         return trace["v"][-1, 0]
 
@@ -156,3 +156,20 @@ def test_sigmoid_and_linear_forms():
     np.testing.assert_allclose(Exponential(1.0, 2.0, 0.01)(d), 1 + 2 * np.exp(0.01 * d),
                                rtol=1e-6)
     assert morphology_io.SUFFIXES   # the module imports without MorphIO
+
+
+@pytest.mark.parametrize("distance", [5.0, 60.0, 150.0, 333.3])
+def test_at_distance_is_bluepyopts_soma_distance_location(distance):
+    """BluePyOpt's ``NrnSomaDistanceCompLocation``: the last section of the region (in
+    NEURON's order) spanning the distance; checked against each compartment's own span."""
+    cell = Cell.from_swc(fixture("pyramidal"), ncomp=3)
+    d, half = distribution.path_distance(cell), 0.5 * cell.length
+    spanning = np.flatnonzero((cell.kind == 4) & (d - half <= distance) & (distance <= d + half))
+    if spanning.size == 0:
+        with pytest.raises(ConfigError, match="no section of region 'apical' spans"):
+            distribution.at_distance(cell, distance, "apical")
+        return
+    section, x = distribution.at_distance(cell, distance, "apical")
+    compartment = cell.location(section, x)
+    assert cell.branch[compartment] == cell.branch[spanning].max()
+    assert compartment in spanning

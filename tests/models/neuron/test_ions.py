@@ -55,7 +55,7 @@ def test_ion_parameters_have_neurons_defaults_and_are_checked():
     params = cell.params()
     assert float(params["eca"]) == float(np.float32(132.4579341637009))
     assert (float(params["cai0"]), float(params["cao0"])) == (float(np.float32(5e-5)), 2.0)
-    assert "ek" not in params and "cai" not in params
+    assert {"ena", "ek"} <= set(params) and "cai" not in params   # hh reads ena and ek
     assert {"ek", "eca", "cai0"} <= set(cell.insert(SK, types=1).params())
     with pytest.raises(ConfigError, match=r"missing parameter\(s\) \['cai0'\]"):
         simulate(cell, {k: v for k, v in params.items() if k != "cai0"}, [], 0.1, 1.0)
@@ -128,7 +128,43 @@ def test_a_continued_run_carries_the_concentrations():
     second = simulate(cell, params, stimulus, 0.025, 5.0, states=["v", "cai"], progress=False,
                       initial=first["final"])
     assert set(first["final"]["ions"]) == {"cai", "cao"}
-    np.testing.assert_array_equal(second["cai"][1:], whole["cai"][201:])
-    np.testing.assert_array_equal(second["v"][1:], whole["v"][201:])
+    np.testing.assert_array_equal(second["cai"], whole["cai"][201:])
+    np.testing.assert_array_equal(second["v"], whole["v"][201:])
     start = rest_state(cell, params)
     np.testing.assert_allclose(start["ions"]["cai"], 5e-5, rtol=1e-6)
+
+
+KDR = Mechanism("kdr", {"gbar_kdr": (0.03, "S/cm2")}, states=("n_kdr",),
+                steady=lambda v, p: {"n_kdr": (1.0 / (1.0 + jnp.exp(-(v + 40.0) / 10.0)), 5.0)},
+                ions=(UseIon("k", read=("ek",), write=("ik",)),),
+                currents={"i_kdr": (lambda s, p: p["gbar_kdr"] * s["n_kdr"] ** 4, "ek")})
+"""A delayed rectifier reading the ion's ``ek``, as ``USEION k READ ek WRITE ik``."""
+
+
+def test_hh_and_every_channel_read_one_reversal_per_ion():
+    """NEURON's ``hh.mod`` reads ``ena``/``ek`` as any ``.mod`` does: one value per ion per
+    compartment, so ``ek = -90`` changes ``hh``'s potassium current and ``kdr``'s alike, and
+    both add to ``ik``; jaxlean's former ``e_k`` is refused, naming ``ek``."""
+    cell = Cell.from_parents([-1], 20.0, 10.0).insert(hh).insert(KDR)
+    record = ("v", "n", "n_kdr", "i_k", "i_kdr", "ik", "ek")
+    stimuli = [Stimulus(0, 0.2)]
+    with jax.enable_x64():
+        params = cell.params()
+        assert {"ena", "ek"} <= set(params) and not {"e_na", "e_k"} & set(params)
+        runs = {ek: simulate(cell, {**params, "ek": ek}, stimuli, 0.025, 3.0, record=[0],
+                             states=record, progress=False) for ek in (-77.0, -90.0)}
+    for ek, out in runs.items():
+        x = {k: np.asarray(out[k])[1:, 0] for k in record}
+        np.testing.assert_allclose(x["ek"], ek)
+        # the currents of a step are computed at its start: the previous sample's states
+        start = {k: np.asarray(out[k])[:-1, 0] for k in ("v", "n", "n_kdr")}
+        np.testing.assert_allclose(x["i_k"], 0.036 * start["n"] ** 4 * (start["v"] - ek),
+                                   rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(x["i_kdr"], 0.03 * start["n_kdr"] ** 4 * (start["v"] - ek),
+                                   rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(x["ik"], x["i_k"] + x["i_kdr"], rtol=1e-12, atol=1e-15)
+    assert np.abs(np.asarray(runs[-90.0]["v"]) - np.asarray(runs[-77.0]["v"])).max() > 1.0
+    for old, new in (("e_k", "ek"), ("e_na", "ena")):
+        renamed = {**{k: v for k, v in params.items() if k != new}, old: params[new]}
+        with pytest.raises(ConfigError, match=rf"parameter '{old}' is now called '{new}'"):
+            simulate(cell, renamed, stimuli, 0.025, 1.0, progress=False)

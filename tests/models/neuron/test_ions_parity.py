@@ -111,8 +111,8 @@ def cell_and_params(case: dict, mechanisms: tuple | None = None):
             .insert(cat, types=1).insert(hva).insert(sk, types=[1, 3]))
     section = np.asarray([{1: "soma", 3: "dend", 4: "apic"}[k] for k in kind])
     params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
-              "axial_resistivity": case["Ra"], "capacitance": case["cm"],
-              "g_leak": case["pas"]["g"], "e_leak": case["pas"]["e"],
+              "Ra": case["Ra"], "cm": case["cm"],
+              "g_pas": case["pas"]["g"], "e_pas": case["pas"]["e"],
               "gbar_hva": jnp.asarray([case["hva"][s] for s in section]),
               "gbar_sk": jnp.asarray([case["sk"].get(s, 0.0) for s in section]),
               **{f"{k}_cad": v for k, v in case["cad"].items()}}
@@ -143,10 +143,7 @@ def assert_matches(fixture, out: dict) -> dict[str, float]:
             continue
         section, quantity = key.split("_", 1)
         column = RECORDED[quantity].index(section)
-        if quantity == "ik":  # NEURON's ik is the ion's total: hh's and sk's
-            ours = out["ik"][:, column] + out["i_k"][:, 0]
-        else:
-            ours = out[quantity][:, column]
+        ours = out[quantity][:, column]   # ik: the ion's total, hh's and sk's in both
         want = fixture[key]
         error = float(np.max(np.abs(np.asarray(ours) - want)))
         scale = TOLERANCE.get(quantity, 1e-9 * max(float(np.ptp(want)), 1e-12))

@@ -20,7 +20,7 @@ from jaxlean.models.neuron.simulation.cable import (
     step_current,
 )
 
-HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
+HH_LEAK = {"g_pas": hh.parameters["gl"][0], "e_pas": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the membrane these tests were written for."""
 
 DT, STEPS, PIECES = 0.05, 200, 10
@@ -80,11 +80,9 @@ def test_ten_pieces_equal_the_whole_run_bit_for_bit_and_compile_once(runs):
         outs = runs.pieces(runs.params, pieces=PIECES)
         assert stats.snapshot().compiles == before  # new initial states and currents: no compile
         whole = runs.whole
-        for name in (*runs.states, "t"):  # each piece starts with its initial state: dropped
-            joined = np.concatenate([outs[0][name], *(o[name][1:] for o in outs[1:])])
-            np.testing.assert_array_equal(joined, whole[name], err_msg=name)
-        for name in ("v", "m", "g_expsyn", "t"):  # that sample ends the piece before
-            np.testing.assert_array_equal(outs[1][name][0], outs[0][name][-1], err_msg=name)
+        for name in (*runs.states, "t"):  # continued pieces record from their first step on,
+            joined = np.concatenate([o[name] for o in outs])  # as NEURON's continuerun
+            np.testing.assert_array_equal(joined, whole[name][1:], err_msg=name)
         jax.tree.map(np.testing.assert_array_equal, outs[-1]["final"], whole["final"])
         spikes = [np.concatenate([o["spikes"][d, :int(o["spike_count"][d])] for o in outs])
                   for d in range(2)]
@@ -100,7 +98,7 @@ def test_ten_pieces_equal_the_whole_run_bit_for_bit_and_compile_once(runs):
 def test_a_second_call_with_new_values_compiles_nothing(runs):
     with jax.enable_x64():
         other = {**runs.params, "g_na": 0.1, "weight_expsyn": np.asarray([0.02, 0.0]),
-                 "e_k": jnp.asarray(-80.0)}  # Python and NumPy numbers: weak types do not matter
+                 "ek": jnp.asarray(-80.0)}  # Python and NumPy numbers: weak types do not matter
         current = runs.current * 0.5
         before = stats.snapshot().compiles
         again = runs.run(other, current, STEPS)
@@ -134,17 +132,17 @@ def test_gradient_through_checkpointed_pieces_matches_finite_differences():
             one = run(params, 0, 60, rest_state(cell, params), remat="sqrt",
                       progress=False)  # 8 x 8 steps: 4 padding steps keep the final state
             two = run(params, 60, steps, one["final"], remat="sqrt", progress=False)
-            return jnp.mean(weights * jnp.concatenate([one["v"], two["v"][1:]]))
+            return jnp.mean(weights[1:] * jnp.concatenate([one["v"], two["v"]]))
 
         grads = jax.jit(jax.grad(loss))(base)
         rng = np.random.default_rng(3)
-        for name in ("g_leak", "weight_expsyn", "tau_expsyn", "radius", "v_init"):
+        for name in ("g_pas", "weight_expsyn", "tau_expsyn", "radius", "v_init"):
             step = 1e-6 * jnp.asarray(rng.uniform(0.5, 1.5, jnp.shape(base[name]))) * \
                 jnp.abs(jnp.asarray(base[name]))
 
             def shifted(sign, name=name, step=step):
                 params = {**base, name: base[name] + sign * step}
-                return jnp.mean(weights * run(params, 0, steps)["v"])
+                return jnp.mean(weights[1:] * run(params, 0, steps)["v"][1:])
 
             numeric = (shifted(1) - shifted(-1)) / 2
             analytic = jnp.sum(grads[name] * step)
@@ -172,8 +170,8 @@ def test_100k_steps_in_ten_pieces_equal_the_whole_run_recorded_every_300():
             times.append(out["t"])
             state = out["final"]
         assert whole["v"].shape == (steps // every + 1, 2)
-        pieces = np.concatenate([pieces[0], *(piece[1:] for piece in pieces[1:])])
-        times = np.concatenate([times[0], *(t[1:] for t in times[1:])])
+        pieces = np.concatenate(pieces)    # the first from rest (t = 0), the others continued
+        times = np.concatenate(times)
         np.testing.assert_array_equal(pieces[::every][:334], whole["v"])
         np.testing.assert_array_equal(times[::every][:334], whole["t"])
         jax.tree.map(np.testing.assert_array_equal, state, whole["final"])

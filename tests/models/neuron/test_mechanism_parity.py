@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from jaxlean.models.neuron.mechanisms.channels import hh, pas
+from jaxlean.models.neuron.mechanisms.ions import UseIon
 from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.mechanisms.synapses import exp2syn, expsyn
 from jaxlean.models.neuron.simulation.cable import (
@@ -37,9 +38,9 @@ from tests.models.neuron.neuron_reference import run_fixture_script
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_neuron_mechanism_fixtures.py"
 CASES = ["ka_ball_stick", "synapses", "seclamp", "defaults"]
-NAMES = {"hh": {"gnabar": "g_na", "gkbar": "g_k", "gl": "gl", "el": "el", "ena": "e_na",
-                "ek": "e_k"},
-         "pas": {"g": "g_leak", "e": "e_leak"}}
+NAMES = {"hh": {"gnabar": "g_na", "gkbar": "g_k", "gl": "gl", "el": "el", "ena": "ena",
+                "ek": "ek"},
+         "pas": {"g": "g_pas", "e": "e_pas"}}
 """NEURON's names of the values a case sets -> jaxlean's."""
 TOLERANCE = {"v": 1e-3, "i_clamp": 1e-3}  # mV, nA; states and densities: 1e-5 of their range
 
@@ -50,10 +51,11 @@ def _ka_rates(v, p):
             "b_ka": (1.0 / (1.0 + jnp.exp((v + 78.0) / 6.0)), 19.0 + tau)}
 
 
-KA = Mechanism("ka", parameters={"gbar_ka": (0.01, "S/cm2"), "e_k": (-77.0, "mV")},
+KA = Mechanism("ka", parameters={"gbar_ka": (0.01, "S/cm2")},
                states=("a_ka", "b_ka"), steady=_ka_rates, q10=3.0, q10_celsius=22.0,
+               ions=(UseIon("k", read=("ek",), write=("ik",)),),
                currents={"i_ka": (lambda s, p: p["gbar_ka"] * s["a_ka"] ** 3 * s["b_ka"],
-                                  "e_k")})
+                                  "ek")})
 """The script's ``ka.mod``, written as data."""
 
 
@@ -77,7 +79,7 @@ def jaxlean_run(fixture) -> dict:
             cell = cell.insert(mechanism, compartments=[_site(case, case[name]["segment"])])
             spikes[name] = [case[name]["times"]]
     params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
-              "axial_resistivity": case["Ra"], "capacitance": case["cm"]}
+              "Ra": case["Ra"], "cm": case["cm"]}
     for mechanism, names in NAMES.items():  # absent: NEURON's defaults, which are jaxlean's
         params.update({names[k]: value for k, value in case.get(mechanism, {}).items()})
     if "gbar_ka" in case:
@@ -123,7 +125,7 @@ def test_neuron_habit_runs_neurons_hh_and_pas():
     """hh on the soma and pas on the dendrite with their defaults rest where NEURON's do (the
     soma at -65 mV at first, not hh without its leak), and the defaults are NEURON's."""
     assert {k: hh.parameters[k][0] for k in ("gl", "el")} == {"gl": 3e-4, "el": -54.3}
-    assert {k: v for k, (v, _) in pas.parameters.items()} == {"g_leak": 1e-3, "e_leak": -70.0}
+    assert {k: v for k, (v, _) in pas.parameters.items()} == {"g_pas": 1e-3, "e_pas": -70.0}
     with jax.enable_x64():
         fixture = np.load(FIXTURES / "mechanism_defaults.npz")
         assert "hh" not in json.loads(str(fixture["case"]))  # nothing set in NEURON

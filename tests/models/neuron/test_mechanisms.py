@@ -14,7 +14,7 @@ from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.mechanisms.synapses import expsyn
 from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
-HH_LEAK = {"g_leak": hh.parameters["gl"][0], "e_leak": hh.parameters["el"][0]}
+HH_LEAK = {"g_pas": hh.parameters["gl"][0], "e_pas": hh.parameters["el"][0]}
 """``pas`` set to ``hh``'s leak: the passive membrane these tests were written for."""
 
 
@@ -28,14 +28,15 @@ SLOW = Mechanism("slow", parameters={"gbar_slow": (0.002, "S/cm2"), "tau_slow": 
                  currents={"i_slow": (lambda s, p: p["gbar_slow"] * s["w_slow"] ** 2, "e_slow")})
 
 HH_GENERIC = Mechanism("hh", parameters=hh.parameters, states=hh.states, rates=hh.rates,
-                       q10=hh.q10, q10_celsius=hh.q10_celsius, currents=hh.currents)
+                       q10=hh.q10, q10_celsius=hh.q10_celsius, currents=hh.currents,
+                       ions=hh.ions)
 
 
 def _numpy_reference(cell, p, current, dt, steps, spike_times):
     """Two compartments, NEURON's step order, written out: arrivals, currents, dense solve,
     exponential Euler at the new voltage. ``pas`` on both, ``SLOW`` on 1, ``expsyn`` on 0."""
     area = 2e-8 * np.pi * cell.radius * cell.length
-    resistance = p["axial_resistivity"] * 0.5e4 * np.sum(cell.length / (np.pi * cell.radius**2))
+    resistance = p["Ra"] * 0.5e4 * np.sum(cell.length / (np.pi * cell.radius**2))
     axial = 1e3 / resistance / area
     speed = 2.5 ** ((p["celsius"] - 20.0) / 10.0)
     inf = 1.0 / (1.0 + np.exp(-(p["v_init"] + 50.0) / 6.0))
@@ -44,16 +45,16 @@ def _numpy_reference(cell, p, current, dt, steps, spike_times):
     trace = [[v[0], v[1], w, g]]  # the first sample: the state at t = 0
     for k in range(steps):
         g += p["weight_expsyn"] * arrive.count(k)
-        conductance = np.full(2, p["g_leak"])
-        drive = conductance * p["e_leak"]
+        conductance = np.full(2, p["g_pas"])
+        drive = conductance * p["e_pas"]
         g_slow = p["gbar_slow"] * w**2
         conductance[1] += g_slow
         drive[1] += g_slow * p["e_slow"]
         conductance[0] += 1e-6 * g / area[0]
         drive[0] += 1e-6 * g / area[0] * p["e_expsyn"]
-        matrix = np.diag(p["capacitance"] / dt + 1e3 * conductance + axial)
+        matrix = np.diag(p["cm"] / dt + 1e3 * conductance + axial)
         matrix[0, 1], matrix[1, 0] = -axial[0], -axial[1]
-        rhs = p["capacitance"] / dt * v + 1e3 * drive
+        rhs = p["cm"] / dt * v + 1e3 * drive
         rhs[1] += 1e-3 * current[k] / area[1]
         v = np.linalg.solve(matrix, rhs)
         inf = 1.0 / (1.0 + np.exp(-(v[1] + 50.0) / 6.0))
@@ -132,9 +133,9 @@ def test_insertion_selections():
     (lambda c: c.insert(hh).insert(Mechanism("hh2", {"g": (1.0, "S/cm2"), "e": (0.0, "mV")},
                                              {"i_na": (lambda s, p: p["g"], "e")})),
      r"both name the current \['i_na'\]"),
-    (lambda c: c.insert(hh).insert(Mechanism("k2", {"e_k": (-90.0, "mV")},
-                                             {"i_k2": (lambda s, p: 0.0, "e_k")})).params(),
-     "parameter 'e_k' is declared by 'hh'"),
+    (lambda c: c.insert(hh).insert(Mechanism("k2", {"ek": (-90.0, "mV")},
+                                             {"i_k2": (lambda s, p: 0.0, "ek")})).params(),
+     "parameter 'ek' is declared by 'hh'"),
     (lambda c: c.insert(pas).params("hh"), "has inserted mechanisms"),
     (lambda c: Mechanism("x", {"g": (1.0, "S/cm2")}, {"i_x": (lambda s, p: p["g"], "e")}),
      "reversal 'e', which is not one of its parameters"),

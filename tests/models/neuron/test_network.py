@@ -69,7 +69,9 @@ def test_continuing_from_final_gives_the_whole_run():
         first = simulate_network(net, params, half, DT, 5.0, record=[(1, 2)], progress=False)
         second = simulate_network(net, params, rest, DT, 5.0, record=[(1, 2)], progress=False,
                                   initial=first["final"])
-    np.testing.assert_array_equal(np.asarray(whole["v"])[200:], np.asarray(second["v"]))
+    np.testing.assert_array_equal(np.asarray(whole["v"])[201:], np.asarray(second["v"]))
+    joined = np.concatenate([np.asarray(first["v"]), np.asarray(second["v"])])
+    np.testing.assert_array_equal(joined, np.asarray(whole["v"]))   # as NEURON's continuerun
 
 
 def test_building_by_lists_fully_randomly_and_by_matrix():
@@ -144,3 +146,23 @@ def test_gradient_inside_a_transformation_follows_x64_both_ways(first):
             grad = jax.grad(loss)(jax.numpy.asarray([0.02]))
             assert grad.dtype == (np.float64 if x64 else np.float32)
             assert np.all(np.isfinite(np.asarray(grad)))
+
+
+def test_a_stimulus_takes_cell_and_location_as_record_does():
+    """``Stimulus((1, 0), I)`` in a network is cell 1's compartment 0 (as ``record=(1, 0)``),
+    not the forest's compartments 1 and 0 (both in cell 0)."""
+    net = Network(cells()[:2])
+    current = step_current(0.5, 1.0, 2.0, DT, 5.0)
+    with jax.enable_x64():
+        run = [simulate_network(net, net.params(), stimuli, DT, 5.0, record=[(0, 0), (1, 0)],
+                                progress=False)["v"]
+               for stimuli in ([Stimulus((1, 0), current)], [Stimulus(net.index(1, 0), current)],
+                               [Stimulus([(1, 0), (0, 1)], current)],
+                               [Stimulus([net.index(1, 0), net.index(0, 1)], current)])]
+    v = [np.asarray(r) for r in run]
+    np.testing.assert_array_equal(v[0], v[1])
+    assert v[0][:, 1].max() > 0 and v[0][:, 0].max() < -60   # cell 1 driven, cell 0 at rest
+    np.testing.assert_array_equal(v[2], v[3])
+    with pytest.raises(ConfigError, match=r"stimulus 0: .*cell 2 does not exist"):
+        simulate_network(net, net.params(), [Stimulus((2, 0), current)], DT, 5.0,
+                         progress=False)

@@ -4,7 +4,10 @@ against NEURON.
 The fixtures were written by ``scripts/make_netcon_fixtures.py`` (NEURON 9): ``loop3``,
 three ball-and-stick cells in a recurrent loop, two excitatory ``ExpSyn`` connections and
 one inhibitory ``Exp2Syn``, each ``NetCon`` with its own threshold and delay, 1 s at dt
-0.025 ms in float64; ``start_above``, a ``NetCon`` whose threshold is below ``v_init`` (a
+0.025 ms in float64; ``half5``, five cells in a ring closed by inhibition, every delay an odd
+number of half steps (NEURON delivers at the later step: its spike time is ``t + 1e-10``), and
+``round5``, the same at dt 0.1 ms with delays in round milliseconds and one of 1.05 ms;
+``start_above``, a ``NetCon`` whose threshold is below ``v_init`` (a
 spike at 0, NEURON's rule); ``gap2``, two cells joined by a gap junction (NEURON's half-gap
 pair), 100 ms. Every spike time each ``NetCon`` saw must match within 1e-3 ms and the voltages
 within 1e-3 mV. Live against NEURON when it is installed (``gap2`` compiles a ``.mod``).
@@ -53,10 +56,10 @@ def build(case: dict, t_max: float):
     params = net.params()
     for p in params["cells"]:
         p.update(celsius=case["celsius"], v_init=case["v_init"],
-                 axial_resistivity=case["Ra"], capacitance=case["cm"],
+                 Ra=case["Ra"], cm=case["cm"],
                  g_na=case["hh"]["gnabar"], g_k=case["hh"]["gkbar"], gl=case["hh"]["gl"],
-                 el=case["hh"]["el"], e_na=case["hh"]["ena"], e_k=case["hh"]["ek"],
-                 g_leak=case["pas"]["g"], e_leak=case["pas"]["e"])
+                 el=case["hh"]["el"], ena=case["hh"]["ena"], ek=case["hh"]["ek"],
+                 g_pas=case["pas"]["g"], e_pas=case["pas"]["e"])
     spec = case["iclamp"]
     current = step_current(spec["amp"], spec["delay"], spec["dur"], case["dt"], t_max)
     return net, params, [Stimulus(net.index(spec["cell"], 0), current)]
@@ -96,14 +99,14 @@ def assert_matches(fixture, t_max: float) -> None:
         assert jumps[arrival] > 1.0 > jumps[arrival - 1]
 
 
-@pytest.mark.parametrize("name", ["loop3", "gap2", "start_above"])
+@pytest.mark.parametrize("name", ["loop3", "half5", "round5", "gap2", "start_above"])
 def test_matches_committed_neuron_recordings(name):
     fixture = np.load(FIXTURES / f"netcon_{name}.npz")
     assert_matches(fixture, json.loads(str(fixture["case"]))["t_max"])
 
 
 @needs_neuron
-@pytest.mark.parametrize("name", ["loop3", "start_above"])
+@pytest.mark.parametrize("name", ["loop3", "half5", "round5", "start_above"])
 def test_netcons_match_neuron_live(name, tmp_path):
     run_fixture_script(SCRIPT, tmp_path, name)
     fixture = np.load(tmp_path / f"netcon_{name}.npz")
@@ -128,3 +131,11 @@ def test_the_gap_fixture_tells_a_one_percent_change_of_g():
         v = np.asarray(simulate_network(net, params, stimuli, case["dt"], case["t_max"],
                                         record=sites, progress=False)["v"])
     assert np.abs(v[::case["every"]] - fixture["v"][:, :len(sites)]).max() > 1e-1
+
+
+def test_the_coming_from_page_shows_netcons_between_cells():
+    """``docs/coming-from/jaxley-neuron.md`` maps ``h.NetCon`` between cells to
+    ``connect_spiking`` (it said "not yet" after they existed)."""
+    page = (SCRIPT.parents[1] / "docs" / "coming-from" / "jaxley-neuron.md").read_text()
+    row = next(line for line in page.splitlines() if "between cells" in line)
+    assert "connect_spiking" in row and "not yet" not in row

@@ -60,7 +60,7 @@ def jaxlean_trace(fixture) -> tuple[np.ndarray, Cell | None, np.ndarray | None]:
     if case["kind"] == "cable":
         cable = Cell.from_parents(np.arange(case["n"]) - 1, case["length"] / case["n"],
                                   case["diam"] / 2)
-        params = {**cable.params("passive"), "g_leak": case["g_pas"], "e_leak": case["e_pas"]}
+        params = {**cable.params("passive"), "g_pas": case["g_pas"], "e_pas": case["e_pas"]}
         sites, stimulated = fixture["sites"][:, 1], 0   # compartment k: segment k of cable
     else:
         cell, counts = swc_cell(case)
@@ -71,10 +71,10 @@ def jaxlean_trace(fixture) -> tuple[np.ndarray, Cell | None, np.ndarray | None]:
                  for name, x in zip(fixture["site_names"], fixture["site_x"], strict=True)]
         stimulated = cell.location(0, 0.5)   # the IClamp at root(0.5)
         params = cell.params()
-        if case["Ra"] == discretize.NEURON_DEFAULTS["axial_resistivity"]:
+        if case["Ra"] == discretize.NEURON_DEFAULTS["Ra"]:
             params = discretize.neuron_defaults(params)    # the corpus runs NEURON's defaults
         else:
-            params["axial_resistivity"] = jnp.asarray(case["Ra"])
+            params["Ra"] = jnp.asarray(case["Ra"])
         cable = cell
     params["celsius"] = jnp.asarray(case["celsius"])
     current = step_current(case["amp"], case["delay"], case["dur"], case["dt"], case["t_max"])

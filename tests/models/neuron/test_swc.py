@@ -226,5 +226,5 @@ def test_nseg_options_and_neuron_defaults():
     with pytest.raises(MorphologyError, match="ending at SWC id 4 has zero length"):
         Cell.from_swc(flat, ncomp=1)
     params = discretize.neuron_defaults(cell.params())
-    assert float(params["axial_resistivity"]) == pytest.approx(35.4)
+    assert float(params["Ra"]) == pytest.approx(35.4)
     assert set(params) == set(cell.params())

@@ -4,8 +4,8 @@
   ``insert``) and ``build_cell``: sections to compartments and junctions.
 * :mod:`~jaxlean.models.neuron.cell.params`: parameter names, defaults, shapes, presets.
 * :mod:`~jaxlean.models.neuron.cell.distribution`: parameters by region and by path
-  distance from the soma; :mod:`~jaxlean.models.neuron.cell.point_distance`: NEURON's
-  ``h.distance`` from any point.
+  distance from the soma, and the point at a distance (``at_distance``);
+  :mod:`~jaxlean.models.neuron.cell.point_distance`: NEURON's ``h.distance`` from any point.
 * :mod:`~jaxlean.models.neuron.cell.transforms`: bounded and positive parameters for fitting.
 """
 
@@ -18,6 +18,7 @@ from jaxlean.models.neuron.cell.distribution import (
     Exponential,
     Linear,
     Sigmoid,
+    at_distance,
     by_region,
     distribute,
     path_distance,
@@ -45,6 +46,7 @@ from jaxlean.models.neuron.cell.transforms import (
 
 __all__ = ["ATTACH", "CELL", "GEOMETRY", "PRESETS", "REGIONS", "Cell", "Compartments",
            "Exponential", "Linear", "ParamTransform", "Params", "Sigmoid", "SigmoidTransform",
-           "SoftplusTransform", "Transform", "build_cell", "by_region", "check_names", "defaults",
-           "distance_from", "distribute", "distribution", "expand", "inferred_preset", "params",
-           "path_distance", "point_distance", "preset", "table", "transforms"]
+           "SoftplusTransform", "Transform", "at_distance", "build_cell", "by_region",
+           "check_names", "defaults", "distance_from", "distribute", "distribution", "expand",
+           "inferred_preset", "params", "path_distance", "point_distance", "preset", "table",
+           "transforms"]

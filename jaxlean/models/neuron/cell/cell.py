@@ -62,8 +62,11 @@ class Cell:
       mechanisms: the inserted mechanisms; empty: a preset chosen by the
         parameters (see :mod:`jaxlean.models.neuron.cell.params`).
       section_names: NEURON's name of each branch of a cell from SWC (``"soma[0]"``,
-        ``"dend[3]"``, ``"apic[0]"``, ``"axon[0]"``, as Import3d names them); empty
-        for a cell from parents.
+        ``"dend[3]"``, ``"apic[0]"``, ``"axon[0]"``, as Import3d names them); in a cell
+        from parents, named the same way by the type of each branch's first compartment
+        (``"sec[0]"`` where it has none). A name without an index (``"dend"``) is the only
+        section of that name (``"dend[0]"`` with no ``"dend[1]"``), as a NEURON section
+        made by ``h.Section(name="dend")``.
     """
 
     parents: np.ndarray
@@ -122,6 +125,10 @@ class Cell:
 
     def _branch_index(self, branch: int | str, argument: str) -> int:
         if isinstance(branch, str):
+            alone = f"{branch}[0]"
+            if (branch not in self.section_names and alone in self.section_names
+                    and f"{branch}[1]" not in self.section_names):
+                branch = alone
             if branch not in self.section_names:
                 known = (f"this cell's sections are {_summary(self.section_names)}"
                          if self.section_names else
@@ -176,8 +183,14 @@ class Cell:
           attach: where each compartment joins its parent (``1`` end, ``0.5``
             centre, ``0`` start of a root); a scalar or one per compartment.
           kind: SWC type of each compartment (for :meth:`insert`), a scalar or one each.
+
+        Each branch (an unbranched run) is named as Import3d names sections, by the type
+        of its first compartment (:attr:`section_names`): ``location("dend", 0.3)``.
         """
-        return _build(parents, length, radius, attach, np.ones((np.size(parents), 2)), kind)
+        cell = _build(parents, length, radius, attach, np.ones((np.size(parents), 2)), kind)
+        first = [int(np.argmax(cell.branch == b)) for b in range(cell.n_branches)]
+        return dataclasses.replace(cell, section_names=swc.names_by_type(
+            cell.kind[first].tolist(), untyped="sec"))
 
     @classmethod
     def from_swc(cls, source: str | Path, ncomp: int | None = None,
@@ -206,10 +219,11 @@ class Cell:
         """This cell with ``mechanism`` on some compartments (a new ``Cell``).
 
         A density mechanism goes everywhere, or on the compartments of the given
-        SWC ``types``, ``branches`` (indices or section names, ``"soma[0]"``) or
-        ``compartments`` (give at most one); a
-        point mechanism (a synapse) needs ``compartments``, one instance per
-        entry. Inserting a mechanism again adds compartments (or instances).
+        SWC ``types`` (integers, or region names as ``by_region`` takes them: ``"apical"``,
+        ``"somatic"``, ``"dend"``; ``"all"`` is everywhere), ``branches`` (indices or
+        section names, ``"soma[0]"``) or ``compartments`` (give at most one); a point
+        mechanism (a synapse) needs ``compartments``, one instance per entry. Inserting a
+        mechanism again adds compartments (or instances).
 
         Raises:
           ConfigError: two selections, a selection that matches no compartment,
@@ -310,6 +324,8 @@ def _selection(cell: Cell, mechanism: Mechanism, types: object, branches: object
     if not given:
         return None
     (key, value), = given.items()
+    if key == "types" and (value := swc.region_types(value, what)) is None:
+        return None   # region names ("apical") stand for their SWC type; "all": everywhere
     if key == "branches":   # section names ("dend[3]") stand for their branch index
         listed = [value] if isinstance(value, str) else value
         if isinstance(listed, list | tuple) and any(isinstance(v, str) for v in listed):

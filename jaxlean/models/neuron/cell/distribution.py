@@ -32,8 +32,8 @@ import numpy as np
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.morphology.swc import REGIONS
 
-__all__ = ["REGIONS", "Exponential", "Linear", "Sigmoid", "by_region", "distribute",
-           "path_distance"]
+__all__ = ["REGIONS", "Exponential", "Linear", "Sigmoid", "at_distance", "by_region",
+           "distribute", "path_distance"]
 
 
 class Linear(eqx.Module):
@@ -95,6 +95,36 @@ def path_distance(cell, origin: int | None = None) -> np.ndarray:
     if int(origin) not in cached:
         cached[int(origin)] = _from(cell, int(origin))
     return cached[int(origin)].copy()
+
+
+def at_distance(cell, distance: float, region: str | int = "apical") -> tuple[str | int, float]:
+    """The point at path distance ``distance`` (um) from ``soma(0.5)`` in ``region``, as
+    ``(section, x)`` (``cell.location(*point)``; ``(cell_index, point)`` in a network):
+    BluePyOpt's ``NrnSomaDistanceCompLocation``. Of the region's sections (in NEURON's
+    order) whose span from their start to their end holds ``distance``, the last one, at
+    ``x = (distance - start) / (end - start)``; the distances are :func:`path_distance`'s.
+
+    Raises:
+      ConfigError: an unknown region, or no section of it spans ``distance`` (the
+        region's range named).
+    """
+    kind = _types(region, "at_distance")
+    centre = path_distance(cell)
+    found, span = None, [np.inf, -np.inf]
+    for branch in range(cell.n_branches):
+        members = np.flatnonzero(cell.branch == branch)
+        if kind is not None and cell.kind[members[0]] != kind:
+            continue
+        start = centre[members[0]] - 0.5 * cell.length[members[0]]
+        end = centre[members[-1]] + 0.5 * cell.length[members[-1]]
+        span = [min(span[0], start), max(span[1], end)]
+        if start <= distance <= end:
+            name = cell.section_names[branch] if cell.section_names else branch
+            found = (name, float((distance - start) / (end - start)))
+    if found is None:
+        raise ConfigError(f"at_distance: no section of region {region!r} spans {distance} um "
+                          f"from soma(0.5); its sections span {span[0]:.6g} to {span[1]:.6g} um")
+    return found
 
 
 def _from(cell, origin: int) -> np.ndarray:

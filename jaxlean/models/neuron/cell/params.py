@@ -31,6 +31,7 @@ __all__ = [
     "CELL",
     "GEOMETRY",
     "PRESETS",
+    "RENAMED",
     "Compartments",
     "Params",
     "check",
@@ -45,11 +46,14 @@ __all__ = [
 Params = dict[str, jax.Array]
 
 GEOMETRY = {"length": "um", "radius": "um"}
-CELL = {"capacitance": (1.0, "uF/cm2"), "axial_resistivity": (100.0, "ohm cm"),
+CELL = {"cm": (1.0, "uF/cm2"), "Ra": (100.0, "ohm cm"),
         "v_init": (-65.0, "mV"), "celsius": (6.3, "degC")}
 SCALAR_ONLY = ("celsius",)
-POSITIVE = ("length", "radius", "capacitance", "axial_resistivity")
+POSITIVE = ("length", "radius", "cm", "Ra")
 PRESETS = {"hh": (hh,), "passive": (pas,)}
+RENAMED = {"e_na": "ena", "e_k": "ek", "g_leak": "g_pas", "e_leak": "e_pas",
+           "capacitance": "cm", "axial_resistivity": "Ra"}
+"""jaxlean's former names of values NEURON names otherwise: given, an error names NEURON's."""
 
 
 class Compartments(Protocol):
@@ -104,6 +108,10 @@ def check_names(params: Params, insertions: tuple[Insertion, ...]) -> None:
     declared = table(insertions)
     known = {*GEOMETRY, *CELL, *declared}
     unknown = sorted(set(params) - known)
+    for old in unknown:
+        if old in RENAMED and RENAMED[old] not in params:
+            raise ConfigError(f"parameter {old!r} is now called {RENAMED[old]!r}, NEURON's name"
+                              f"{_renamed_why(RENAMED[old])}; start from cell.params()")
     if unknown:
         raise ConfigError(f"unknown parameter(s) {unknown}; known: {sorted(known)}")
     missing = [name for name in known if name not in params]
@@ -116,6 +124,13 @@ def check_names(params: Params, insertions: tuple[Insertion, ...]) -> None:
                    f"{[k for k in hh.parameters if k in params]} were given)")
         raise ConfigError(f"missing parameter(s) {sorted(missing)}{why}; start from "
                           f"cell.params()")
+
+
+def _renamed_why(new: str) -> str:
+    if new in ("ena", "ek"):
+        return (f" (the ion's reversal, one per compartment, read by hh and by every "
+                f"mechanism that reads {new})")
+    return ""
 
 
 def check(cell: Compartments, params: Params, insertions: tuple[Insertion, ...]) -> None:

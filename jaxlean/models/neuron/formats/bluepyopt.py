@@ -46,11 +46,8 @@ from jaxlean.models.neuron.mechanisms.channels import pas
 from jaxlean.models.neuron.morphology import axon_stub, discretize, morphology_io
 from jaxlean.models.neuron.nmodl.load import load_mod_dir
 
-__all__ = ["NEURON_NAMES", "BluePyOptModel", "load"]
+__all__ = ["BluePyOptModel", "load"]
 
-#: NEURON's names of the cell's own parameters and ``pas``'s, and jaxlean's.
-NEURON_NAMES = {"cm": "capacitance", "Ra": "axial_resistivity", "g_pas": "g_leak",
-                "e_pas": "e_leak", "v_init": "v_init", "celsius": "celsius"}
 _GLOBALS = ("v_init", "celsius")
 _BUILT_IN = {"pas": pas}
 
@@ -175,14 +172,14 @@ def _insert(cell: Cell, table: Mapping[str, tuple[str, ...]], mods: str | Path |
 
 def _key(entry: Entry, known: Mapping[str, object], origin: str) -> str:
     name = entry.param_name
-    key = name if name in known else NEURON_NAMES.get(name, name)
+    key = name                                       # jaxlean's names are NEURON's
     if entry.kind == "global" and name not in _GLOBALS:
         raise ConfigError(f"{origin}: entry {entry.index}: global parameter {name!r} is not one "
                           f"jaxlean simulates (it has {list(_GLOBALS)})")
     if key not in known:
         raise ConfigError(f"{origin}: entry {entry.index}: parameter {name!r} belongs to no "
                           f"mechanism inserted in this cell and is not one of the cell's "
-                          f"({sorted(NEURON_NAMES)})")
+                          f"({sorted(cell_params.CELL)})")
     return key
 
 

@@ -15,6 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from jaxlean.models.neuron.mechanisms.ions import UseIon
 from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 
 __all__ = ["GATES", "advance", "hh", "pas", "rates", "steady_state"]
@@ -107,20 +108,24 @@ def _advance_jvp(dt, primals, tangents):
 
 def _hh_advance(states, v, dt, speed, p):
     del p
-    return advance(states, v, dt, speed)
+    return advance({gate: states[gate] for gate in GATES}, v, dt, speed)
 
 
 hh = Mechanism(
     "hh", parameters={"g_na": (0.12, "S/cm2"), "g_k": (0.036, "S/cm2"), "gl": (3e-4, "S/cm2"),
-                      "e_na": (50.0, "mV"), "e_k": (-77.0, "mV"), "el": (-54.3, "mV")},
+                      "el": (-54.3, "mV")},
     states=GATES, rates=lambda v, p: rates(v), q10=3.0, q10_celsius=6.3, advance=_hh_advance,
-    currents={"i_na": (lambda s, p: p["g_na"] * s["m"] ** 3 * s["h"], "e_na"),
-              "i_k": (lambda s, p: p["g_k"] * s["n"] ** 4, "e_k"),
+    ions=(UseIon("na", read=("ena",), write=("ina",)), UseIon("k", read=("ek",), write=("ik",))),
+    currents={"i_na": (lambda s, p: p["g_na"] * s["m"] ** 3 * s["h"], "ena"),
+              "i_k": (lambda s, p: p["g_k"] * s["n"] ** 4, "ek"),
               "i_l": (lambda s, p: p["gl"], "el")})
 """NEURON's ``hh.mod``: sodium, potassium and its leak ``gl (v - el)`` (NEURON's ``gl_hh``
-3e-4 S/cm2, ``el_hh`` -54.3 mV), so ``soma.insert(hh)`` rests near -65 mV as in NEURON."""
+3e-4 S/cm2, ``el_hh`` -54.3 mV), so ``soma.insert(hh)`` rests near -65 mV as in NEURON. Its
+reversals are the ions' (``USEION na READ ena WRITE ina``, ``USEION k READ ek WRITE ik``):
+the cell's parameters ``ena`` and ``ek`` (50 and -77 mV), shared with every mechanism that
+reads them, its currents adding to ``ina`` and ``ik``."""
 
-pas = Mechanism("pas", parameters={"g_leak": (1e-3, "S/cm2"), "e_leak": (-70.0, "mV")},
-                currents={"i_leak": (lambda s, p: p["g_leak"], "e_leak")})
-"""A leak ``g_leak (v - e_leak)``: NEURON's ``pas`` with its defaults (``g_pas`` 1e-3 S/cm2,
+pas = Mechanism("pas", parameters={"g_pas": (1e-3, "S/cm2"), "e_pas": (-70.0, "mV")},
+                currents={"i_leak": (lambda s, p: p["g_pas"], "e_pas")})
+"""A leak ``g_pas (v - e_pas)``: NEURON's ``pas`` with its defaults (``g_pas`` 1e-3 S/cm2,
 ``e_pas`` -70 mV)."""

@@ -5,9 +5,11 @@ backward Euler with ``cnexp`` needs:
 
 * ``parameters``: ``{name: (default, unit)}``. Names are global, as in a
   parameter dict given to ``simulate``: use a suffix (``gbar_ka``) for a new
-  mechanism. A name declared by two mechanisms (``e_k`` of ``hh`` and of an
-  A-type K channel) is one parameter, like NEURON's ion reversal ``ek``; both
-  must declare the same default and unit (density mechanisms only).
+  mechanism. A name declared by two mechanisms is one parameter; both must
+  declare the same default and unit (density mechanisms only). An ion's reversal
+  is not a mechanism's parameter: a mechanism reads the ion's (``ek``, one per
+  compartment, shared by every mechanism that reads it, as in NEURON) through
+  ``ions`` (below).
 * ``states``: gate or synapse variables, each obeying ``x' = (inf(v) - x) / tau(v)``,
   given as ``rates(v, p) -> {state: (alpha, beta)}`` (1/ms) or
   ``steady(v, p) -> {state: (inf, tau)}`` (tau in ms). Every rate is multiplied
@@ -58,10 +60,11 @@ examples; an A-type K channel (q10 3 at 22 degC) is::
         return {"a_ka": (1 / (1 + jnp.exp(-(v + 60) / 8.5)), 0.37 + tau),
                 "b_ka": (1 / (1 + jnp.exp((v + 78) / 6)), 19 + tau)}
 
-    ka = Mechanism("ka", parameters={"gbar_ka": (0.01, "S/cm2"), "e_k": (-77.0, "mV")},
+    ka = Mechanism("ka", parameters={"gbar_ka": (0.01, "S/cm2")},
                    states=("a_ka", "b_ka"), steady=ka_gates, q10=3.0, q10_celsius=22.0,
+                   ions=(UseIon("k", read=("ek",), write=("ik",)),),
                    currents={"i_ka": (lambda s, p: p["gbar_ka"] * s["a_ka"]**3 * s["b_ka"],
-                                      "e_k")})
+                                      "ek")})
 
 Insert it with :meth:`Cell.insert <jaxlean.models.neuron.cell.cell.Cell.insert>`.
 """
@@ -317,8 +320,11 @@ def _check_ions(mechanism: Mechanism, where: str) -> None:
     if taken:
         raise ConfigError(f"{where}: current names {taken} are ion variables; name its own "
                           f"currents otherwise (the ion's total is recorded by that name)")
-    if mechanism.advance is not None and mechanism.ions:
-        raise ConfigError(f"{where}: advance cannot be combined with ions")
+    concentrations = [name for use in mechanism.ions for name in use.write
+                      if name != variables(use.ion)["current"]]
+    if mechanism.advance is not None and concentrations:
+        raise ConfigError(f"{where}: advance cannot be combined with writing a concentration "
+                          f"({concentrations}); it may read ion variables and write currents")
 
 
 @contextlib.contextmanager

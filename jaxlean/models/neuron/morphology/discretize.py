@@ -35,10 +35,10 @@ __all__ = ["NEURON_DEFAULTS", "DLambda", "Fixed", "MaxLength", "PerLength", "com
 #: NEURON users get without asking: ``Ra = 35.4`` ohm cm (jaxlean: 100), ``cm = 1``
 #: uF/cm2, ``v_init = -65`` mV, ``celsius = 6.3`` degC. Channel defaults are
 #: NEURON's in both: ``hh`` (its leak ``gl = 3e-4`` S/cm2, ``el = -54.3`` mV
-#: included) and ``pas`` (``g_leak = 1e-3`` S/cm2, ``e_leak = -70`` mV). NEURON's
+#: included) and ``pas`` (``g_pas = 1e-3`` S/cm2, ``e_pas = -70`` mV). NEURON's
 #: default ``nseg`` is 1 for every section (``Fixed(1)``); jaxlean's
 #: ``Cell.from_swc`` asks for a rule.
-NEURON_DEFAULTS = {"axial_resistivity": 35.4, "capacitance": 1.0, "v_init": -65.0,
+NEURON_DEFAULTS = {"Ra": 35.4, "cm": 1.0, "v_init": -65.0,
                    "celsius": 6.3}
 
 

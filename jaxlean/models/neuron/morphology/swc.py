@@ -22,8 +22,8 @@ from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.models.neuron.morphology import _import3d
 from jaxlean.models.neuron.morphology._section import Section
 
-__all__ = ["REGIONS", "TYPE_NAMES", "Morphology", "Section", "fixture", "read_swc", "section_names",
-           "sections"]
+__all__ = ["REGIONS", "TYPE_NAMES", "Morphology", "Section", "fixture", "names_by_type", "read_swc",
+           "region_types", "section_names", "sections"]
 
 Section.__module__ = __name__  # its public home (defined apart to break an import circle)
 
@@ -52,15 +52,35 @@ REGIONS = {"all": None, "soma": 1, "somatic": 1, "axon": 2, "axonal": 2, "basal"
 """The section name Import3d gives each SWC type (others: ``dend_<type>``)."""
 
 
+def region_types(types: object, what: str) -> object:
+    """``types`` with region names (:data:`REGIONS`: ``"apical"``) as their SWC types;
+    ``None`` where ``"all"`` is among them; anything else as given."""
+    listed = [types] if isinstance(types, str) else types
+    if not (isinstance(listed, list | tuple) and any(isinstance(v, str) for v in listed)):
+        return types
+    unknown = [v for v in listed if isinstance(v, str) and v not in REGIONS]
+    if unknown:
+        raise ConfigError(f"{what}: unknown region(s) {unknown}; regions are "
+                          f"{', '.join(REGIONS)} or SWC types (integers)")
+    return None if "all" in listed else [REGIONS[v] if isinstance(v, str) else v
+                                         for v in listed]
+
+
 def section_names(sections: list[Section]) -> tuple[str, ...]:
     """NEURON's names of ``sections`` (in Import3d's order): ``"dend[3]"`` is the fourth
     section of type 3, counted in that order, as Import3d's ``instantiate`` names them."""
-    count: dict[int, int] = {}
+    return names_by_type([section.kind for section in sections])
+
+
+def names_by_type(kinds: list[int], untyped: str | None = None) -> tuple[str, ...]:
+    """Import3d's names of sections of SWC types ``kinds``, in order (``"dend[3]"``); type 0
+    is named ``untyped`` when given (a cell built without types)."""
+    count: dict[str, int] = {}
     names = []
-    for section in sections:
-        k = count.get(section.kind, 0)
-        count[section.kind] = k + 1
-        names.append(f"{TYPE_NAMES.get(section.kind, f'dend_{section.kind}')}[{k}]")
+    for kind in kinds:
+        base = untyped if (kind == 0 and untyped) else TYPE_NAMES.get(kind, f"dend_{kind}")
+        names.append(f"{base}[{count.get(base, 0)}]")
+        count[base] = count.get(base, 0) + 1
     return tuple(names)
 
 

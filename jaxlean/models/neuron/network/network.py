@@ -34,7 +34,6 @@ import numbers
 from collections.abc import Mapping, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.errors import ConfigError
@@ -271,11 +270,12 @@ class Network:
 
     def params(self) -> dict:
         """Default parameters: ``{"cells": [cell.params() each], "synapses": {name:
-        {parameter: one value per connection}}}`` (each connection's own values)."""
+        {parameter: one value per connection}}}`` (each connection's own values, float64 NumPy
+        arrays: a run in float64 gets them as given, not rounded to float32 first)."""
         synapses = {}
         for name, (syn, ix) in self.synapse_groups().items():
             given = [dict(self.connections[i].values) for i in ix]
-            synapses[name] = {p: jnp.asarray([g.get(p, d) for g in given], dtype=float)
+            synapses[name] = {p: np.asarray([g.get(p, d) for g in given], dtype=np.float64)
                               for p, d in syn.defaults().items()}
         return {"cells": [cell.params() for cell in self.cells], "synapses": synapses}
 

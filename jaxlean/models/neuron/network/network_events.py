@@ -14,10 +14,11 @@ instance of that mechanism at its postsynaptic compartment and three values of N
   reports it (no interpolation; NEURON's recorded time adds its ``1e-10`` ms margin).
 * ``delay`` (ms, at least ``dt``): the event's time is the spike's plus ``delay``; it is
   delivered at the start of the first step ``[t, t + dt]`` with ``event <= t + dt/2``,
-  NEURON's fixed-step rule, comparing times as ``t = k dt`` (NEURON accumulates ``t`` by
-  adding ``dt/2`` twice per step, about 1.5e-9 ms away from ``k dt`` after 1 s at
-  ``dt = 0.025`` ms, and adds 1e-10 ms to spike times: in float64 the two choose another
-  step only for a delay within about that much of an odd multiple of ``dt/2``).
+  NEURON's fixed-step rule, with NEURON's own times and arithmetic in float64: the spike at
+  ``t + 1e-10`` and ``t`` accumulated by adding ``dt/2`` twice per step, so a delay of an odd
+  number of half steps (1.2125 ms at dt 0.025) is delivered at the later step, as in NEURON
+  (:mod:`~jaxlean.models.neuron.network._event_clock`; float32 runs apply the rule to the
+  delay alone).
 * ``weight`` (uS for the synapses here): what ``on_spike`` adds, as the ``NetCon``'s
   ``weight[0]``.
 
@@ -50,23 +51,17 @@ import numpy as np
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
+from jaxlean.models.neuron.network._event_clock import (
+    advance_clock,
+    exact_offset,
+    neuron_times,
+    rounded_offset,
+)
 
-__all__ = ["NETCON_DEFAULTS", "SpikingSynapse", "arrival_offset", "spiking"]
+__all__ = ["NETCON_DEFAULTS", "SpikingSynapse", "spiking"]
 
 NETCON_DEFAULTS = (("weight", 0.0, "uS"), ("delay", 1.0, "ms"), ("threshold", 10.0, "mV"))
 """NEURON's ``NetCon`` defaults: weight 0, delay 1 ms, threshold 10 mV."""
-
-
-def arrival_offset(k: jax.Array, delay: jax.Array, dt: float) -> jax.Array:
-    """Steps after a spike at ``k dt`` (the end of a step) at whose start its event arrives:
-    the first ``j >= 0`` with ``k dt + delay <= (k + j) dt + dt/2`` (times compared, as
-    NEURON compares them, not a rounded ratio)."""
-    k = jnp.asarray(k).astype(jnp.result_type(delay))
-    event = k * dt + delay
-    m = jnp.ceil(event / dt - 0.5)
-    m = jnp.where(event <= (m - 1.0) * dt + 0.5 * dt, m - 1.0, m)
-    m = jnp.where(event > m * dt + 0.5 * dt, m + 1.0, m)
-    return jnp.maximum(m - k, 0.0)
 
 
 def _reads_voltage(m: Mechanism) -> bool:
@@ -144,21 +139,26 @@ class SpikingSynapse:
     def rest(self, v_pre: jax.Array, p: dict) -> dict[str, jax.Array]:
         """No conductance; NEURON's first check, at ``t = 0``: a presynaptic voltage that
         starts above ``threshold`` is a spike at 0 (NEURON's flag starts down), its event in
-        flight."""
+        flight. In float64 the state carries NEURON's times of the coming steps (``clock``)."""
         start = self.mechanism.initial(v_pre, self._own(p))
         above = v_pre > jax.lax.stop_gradient(p["threshold"])
         zero = jnp.zeros((), jnp.int32)
         delay = jnp.broadcast_to(jax.lax.stop_gradient(p["delay"]), v_pre.shape)
+        clock = {}
+        if v_pre.dtype == jnp.float64:
+            clock = {"clock": jnp.asarray(neuron_times(self.dt, self.slots), jnp.float64)}
         return {**start, "above": above.astype(v_pre.dtype),
                 "queue": self._sent(jnp.zeros((v_pre.shape[0], self.slots), v_pre.dtype),
-                                    above, zero, delay.astype(v_pre.dtype)),
-                "k": zero}
+                                    above, zero, delay.astype(v_pre.dtype), clock),
+                "k": zero, **clock}
 
-    def _sent(self, queue: jax.Array, spike: jax.Array, k: jax.Array,
-              delay: jax.Array) -> jax.Array:
-        """``queue`` with the events of spikes at ``k dt`` in their arrival steps' slots."""
-        offset = arrival_offset(k, delay, self.dt)
-        slot = (k + jnp.clip(offset, 0, self.slots - 1).astype(jnp.int32)) % self.slots
+    def _sent(self, queue: jax.Array, spike: jax.Array, k: jax.Array, delay: jax.Array,
+              clock: dict) -> jax.Array:
+        """``queue`` with the events of spikes at the end of step ``k`` in the slots of the
+        steps they are delivered at (NEURON's times from ``clock`` when there is one)."""
+        offset = (exact_offset(clock["clock"], k, delay, self.dt) if clock
+                  else rounded_offset(delay, self.dt))
+        slot = (k + jnp.clip(offset, 0, self.slots - 1)) % self.slots
         return queue.at[jnp.arange(queue.shape[0]), slot].add(spike.astype(queue.dtype))
 
     def for_run(self, dt: float, delays, describe) -> SpikingSynapse:
@@ -192,16 +192,18 @@ class SpikingSynapse:
         threshold = jax.lax.stop_gradient(p["threshold"])
         delay = jax.lax.stop_gradient(p["delay"])
         k = states["k"] + 1                         # the step this one ends at
+        clock = ({"clock": advance_clock(states["clock"], k, self.dt)} if "clock" in states
+                 else {})
         above = v_pre > threshold
         spike = above & (states["above"] == 0)
         queue = self._sent(states["queue"], spike, k,
-                           jnp.broadcast_to(delay, v_pre.shape).astype(v_pre.dtype))
+                           jnp.broadcast_to(delay, v_pre.shape).astype(v_pre.dtype), clock)
         due = k % self.slots
         arrived = queue[:, due]
         queue = queue.at[:, due].set(0.0)
         for s, jump in self.mechanism.spike_increments(own).items():
             new[s] = new[s] + arrived * jump
-        return {**new, "above": above.astype(v_pre.dtype), "queue": queue, "k": k}
+        return {**new, "above": above.astype(v_pre.dtype), "queue": queue, "k": k, **clock}
 
     def conductance(self, states: dict, p: dict) -> tuple[jax.Array, jax.Array]:
         """Conductance (uS) and reversal (mV) of each connection's synapse."""

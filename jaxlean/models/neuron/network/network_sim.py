@@ -41,16 +41,24 @@ Site = int | tuple[int, object]
 
 def _sites(net: Network, where: object, what: str) -> list[int]:
     """Forest compartment numbers of ``where``: an int (the forest's number), ``(cell,
-    location)`` or a sequence of those."""
-    items = [where] if isinstance(where, int | tuple) and not (
-        isinstance(where, tuple) and where and isinstance(where[0], tuple)) else list(where)
+    location)`` or a sequence of those (a list or array of ints, or of pairs)."""
+    pair = isinstance(where, tuple) and not (where and isinstance(where[0], tuple))
+    if pair or isinstance(where, int | np.integer):
+        items = [where]
+    elif isinstance(where, np.ndarray | jax.Array):
+        items = np.asarray(where).reshape(-1).tolist()
+    else:
+        items = list(where)
     out = []
     for item in items:
         if isinstance(item, tuple):
             if len(item) != 2:
                 raise ConfigError(f"{what}: give (cell, compartment or (section, x)); got "
                                   f"{item!r}")
-            out.append(net.index(item[0], item[1]))
+            try:
+                out.append(net.index(item[0], item[1]))
+            except ConfigError as error:
+                raise ConfigError(f"{what}: {error}") from None
         elif isinstance(item, int | np.integer) and not isinstance(item, bool) and (
                 0 <= item < net.n):
             out.append(int(item))
@@ -58,6 +66,16 @@ def _sites(net: Network, where: object, what: str) -> list[int]:
             raise ConfigError(f"{what}: {item!r} is not a compartment of the network (0 to "
                               f"{net.n - 1}, or (cell, location))")
     return out
+
+
+def _network_stimuli(net: Network, stimuli: Sequence[cable.Stimulus]) -> list[cable.Stimulus]:
+    """``stimuli`` with their places read as ``record`` reads them (a tuple is ``(cell,
+    location)``, an int the forest's number), as the forest's numbers."""
+    if isinstance(stimuli, cable.Stimulus):
+        raise ConfigError("stimuli must be a list of Stimulus; got one Stimulus (wrap it in "
+                          "[...])")
+    return [cable.Stimulus(_sites(net, s.compartments, f"stimulus {i}"), s.current)
+            for i, s in enumerate(stimuli)]
 
 
 def _cell_values(net: Network, params: Mapping) -> tuple[list, list, list, bool]:
@@ -151,8 +169,10 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
         ``"types"`` in place of ``"cells"`` (one dict per cell type, each value stacked
         over the type's cells): the same run, in a program that does not grow with the
         number of cells. Cells must share ``celsius``.
-      stimuli: current clamps; their compartments are the forest's numbers
-        (:meth:`Network.index`).
+      stimuli: current clamps, each at places given as ``record`` gives them: ``(cell,
+        location)`` (``Stimulus((1, 0), I)``: cell 1's compartment 0; ``Stimulus((1,
+        ("dend", 0.3)), I)``), the forest's number (:meth:`Network.index`), or a list of
+        those.
       record: where ``states`` are recorded: the forest's numbers or ``(cell, location)``.
       states, remat, progress, every: as in
         :func:`~jaxlean.models.neuron.simulation.cable.simulate`.
@@ -161,7 +181,8 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
         ``threshold`` mV are recorded, as in ``simulate`` (``"spikes"``, ``"spike_count"``).
 
     Returns:
-      As ``simulate``: ``{name: (T // every + 1, len(record))}``, ``"t"`` and ``"final"``
+      As ``simulate``: ``{name: (T // every + 1, len(record))}`` (``T // every`` with
+        ``initial``: pieces concatenate to the whole run), ``"t"`` and ``"final"``
       (with ``"synapses"``: each synapse type's states per connection).
 
     Raises:
@@ -176,7 +197,7 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
         raise ConfigError(f"every must be an int in [1, {steps}] (the number of steps); "
                           f"got {every!r}")
     segment_lengths(remat, steps // every)
-    targets, currents = cable._stimuli(whole, stimuli, steps)
+    targets, currents = cable._stimuli(whole, _network_stimuli(net, stimuli), steps)
     record = np.asarray(_sites(net, record, "record"), dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     wanted = not (isinstance(detect, Sequence) and len(detect) == 0)

@@ -110,7 +110,7 @@ IH_EXPONENTIAL = {"offset": -0.8696, "scale": 2.087, "rate": 0.0031}
 HOT_ZONE = (685.0, 885.0)
 _OUTSIDE = {"gCa_HVAbar_Ca_HVA": 0.1, "gCa_LVAstbar_Ca_LVAst": 0.01}
 #: The cell's own values: ``Ra``, ``e_pas``, temperature, start, reversals.
-CELL = {"axial_resistivity": 100.0, "e_leak": -90.0, "celsius": 34.0, "v_init": -80.0,
+CELL = {"Ra": 100.0, "e_pas": -90.0, "celsius": 34.0, "v_init": -80.0,
         "ena": 50.0, "ek": -85.0}
 _CAPACITANCE = {"somatic": 1.0, "axonal": 1.0, "apical": 2.0, "basal": 2.0}
 
@@ -142,8 +142,8 @@ class L5PC:
         merged = {**HAY, **values}
         cell = self.cell
         out = {**cell.params(), **CELL}
-        out["capacitance"] = distribution.by_region(
-            cell, dict(_CAPACITANCE), name="capacitance")
+        out["cm"] = distribution.by_region(
+            cell, dict(_CAPACITANCE), name="cm")
         per_name: dict[str, dict[str, object]] = {}
         for key, value in merged.items():
             name, region = key.split(".")
@@ -158,8 +158,7 @@ class L5PC:
                     rules[region] = _hot_zone(value, _OUTSIDE[name], low, high)
                 else:
                     rules[region] = value
-            key = "g_leak" if name == "g_pas" else name
-            out[key] = distribution.by_region(cell, rules, fill=0.0, name=key)
+            out[name] = distribution.by_region(cell, rules, fill=0.0, name=name)
         return out
 
 

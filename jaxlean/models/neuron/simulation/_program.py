@@ -86,7 +86,7 @@ def static_matrix(cell: Cell, p: dict[str, jax.Array]):
     parent = np.where(tree.parents < 0, np.arange(tree.n), tree.parents)
     is_root = tree.parents < 0
     area = 2e-8 * jnp.pi * p["radius"] * p["length"]
-    cylinder_half = p["axial_resistivity"] * 0.5e4 * p["length"] / (jnp.pi * p["radius"] ** 2)
+    cylinder_half = p["Ra"] * 0.5e4 * p["length"] / (jnp.pi * p["radius"] ** 2)
     halves = jnp.concatenate([cylinder_half * cell.taper[:, 0], cylinder_half * cell.taper[:, 1],
                               jnp.zeros(1, cylinder_half.dtype)])
     resistance = halves[cell.half_index[:, 0]] + halves[cell.half_index[:, 1]]
@@ -181,7 +181,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         return layout.put(to_nodes(x))
 
     has_membrane = layout.order < n
-    capacitance_dt = jnp.where(has_membrane, to_layout(p["capacitance"] / dt), 0.0)
+    capacitance_dt = jnp.where(has_membrane, to_layout(p["cm"] / dt), 0.0)
     celsius = p["celsius"][0]
     own, scale, speed, where = [], [], [], []
     for ins in plan.insertions:
@@ -332,14 +332,18 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         carry["detect"] = (jnp.full((plan.detectors.size, plan.max_spikes), jnp.inf,
                                     capacitance_dt.dtype),
                            jnp.zeros(plan.detectors.size, jnp.int32))
-    _, _, flows, ions = membrane(carry["v"], carry["states"], carry.get("ions", {}))
-    if plan.clamped.size:
-        flows["i_clamp"] = (xs["on"][0] / clamp_values["rs"]) * (xs["vc"][0]
-                                                                 - carry["v"][clamped])
-    start = _record(plan, at, carry, flows, ions)  # the first sample: the starting state
+    if initial is None:   # a fresh run records its starting state; a continued one does not
+        _, _, flows, ions = membrane(carry["v"], carry["states"], carry.get("ions", {}))
+        if plan.clamped.size:
+            flows["i_clamp"] = (xs["on"][0] / clamp_values["rs"]) * (xs["vc"][0]
+                                                                     - carry["v"][clamped])
+        start = _record(plan, at, carry, flows, ions)  # the first sample: the starting state
     carry, trace = _loop(plan, step, carry, xs)
-    trace = {name: jnp.concatenate([start[name][None], values]) for name, values in trace.items()}
-    out = {**trace, "t": (first + jnp.arange(steps // plan.every + 1) * plan.every) * dt,
+    if initial is None:
+        trace = {name: jnp.concatenate([start[name][None], values])
+                 for name, values in trace.items()}
+    samples = jnp.arange(steps // plan.every + 1)[0 if initial is None else 1:]
+    out = {**trace, "t": (first + samples * plan.every) * dt,
            "final": {"v": layout.take(carry["v"], cell.tree.n),
                      "states": states_on(lambda a: layout.take(a, n), carry["states"]),
                      "step": carry["step"]}}

@@ -53,11 +53,13 @@ class Stimulus:
     """Current clamp (nA) into one compartment or several.
 
     Attributes:
-      compartments: a compartment index, or a sequence of them.
+      compartments: a compartment index, or a sequence of them. In a network
+        (``simulate_network``), places as ``record`` takes them: ``(cell, location)``, the
+        forest's number, or a list of those.
       current: a scalar (constant for the whole run) or one value per time step.
     """
 
-    compartments: int | Sequence[int]
+    compartments: int | Sequence[int] | tuple
     current: jax.Array | float
 
 
@@ -397,13 +399,15 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
 
     Returns:
       ``{name: array (T // every + 1, len(record) or instances)}`` for each recorded
-      name, ``"t"`` (ms) of those samples, ``"final"`` (the state to continue
-      from) and, with ``detect``: ``"spikes"`` ``(detectors, max_spikes)``
-      (``inf`` after the last) and ``"spike_count"``. As NEURON's ``Vector.record``,
-      the first sample is the state the run starts from, at ``t = 0`` (``v_init``)
-      for a fresh run, at the time it continues from with ``initial`` (drop it
-      when joining a continued run to the earlier one); a current's first sample
-      is computed at that state, the others at the start of their step.
+      name (``T // every`` with ``initial``), ``"t"`` (ms) of those samples, ``"final"``
+      (the state to continue from) and, with ``detect``: ``"spikes"`` ``(detectors,
+      max_spikes)`` (``inf`` after the last) and ``"spike_count"``. As NEURON's
+      ``Vector.record`` after ``finitialize`` and ``continuerun``: a fresh run's first
+      sample is the state it starts from, at ``t = 0`` (``v_init``); a run continued with
+      ``initial`` records from its first step on (as ``continuerun`` does, its start was
+      the earlier run's last sample), so pieces concatenate to the whole run. A current's
+      first sample is computed at the starting state, the others at the start of their
+      step.
     """
     reject_renamed(renamed, {"checkpoint": "remat"}, "simulate")
     steps = n_steps(dt, t_max)

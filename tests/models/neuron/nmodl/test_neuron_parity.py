@@ -61,7 +61,7 @@ def jaxlean_run(case: dict) -> dict:
         cell = cell.insert(mechanisms["ExpSynM"], compartments=[1 + case["expsyn"]["segment"]])
         spikes["ExpSynM"] = [case["expsyn"]["times"]]
     params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
-              "axial_resistivity": case["Ra"], "capacitance": case["cm"]}
+              "Ra": case["Ra"], "cm": case["cm"]}
     factors = unit_factors()
     for region, index in (("soma", np.array([0])), ("dend", np.arange(1, n + 1))):
         for name, values in case[region].items():

@@ -29,10 +29,10 @@ def test_hh_mod_matches_the_hand_written_hh():
     cell = _ball_and_stick()
     stimuli = [Stimulus(0, step_current(0.5, 1.0, 15.0, DT, T_MAX))]
     with jax.enable_x64():
-        leak = {} if len(hh.currents) > 2 else {"g_leak": 3e-4, "e_leak": -54.3}
+        leak = {} if len(hh.currents) > 2 else {"g_pas": 3e-4, "e_pas": -54.3}
         hand = cell.insert(hh) if not leak else cell.insert(pas).insert(hh)  # hh.mod's leak
         hand_params = {**hand.params(), **leak, "celsius": 16.3, "g_na": 0.12, "g_k": 0.036,
-                       "e_na": 50.0, "e_k": -77.0}
+                       "ena": 50.0, "ek": -77.0}
         mod = cell.insert(load_mod(MODS / "hh.mod"))
         mod_params = {**mod.params(), "celsius": 16.3}
         a = simulate(hand, hand_params, stimuli, DT, T_MAX, record=[0, 5], states=("v", "m"))
@@ -49,7 +49,8 @@ def test_names_units_and_temperature_factor():
     hh_mod = mechanisms["hh"]
     assert set(hh_mod.parameters) == {"gnabar_hh", "gkbar_hh", "gl_hh", "el_hh"}
     # the reversals are the ions' parameters, NEURON's ena and ek, at hh's defaults
-    assert ion_parameters(hh_mod) == {"ena": hh.parameters["e_na"], "ek": hh.parameters["e_k"]}
+    assert ion_parameters(hh_mod) == ion_parameters(hh) == {"ena": (50.0, "mV"),
+                                                            "ek": (-77.0, "mV")}
     assert hh_mod.currents["ina_hh"][1] == "ena" and hh_mod.ion_writes() == ("ina", "ik")
     assert (hh_mod.q10, hh_mod.q10_celsius) == (3.0, 6.3)
     kdr = mechanisms["kdrq"]  # q10 = 2.3 and temp = 23 are PARAMETERs folded into the factor
