@@ -194,6 +194,6 @@ def test_bluepyopt_example_is_built_from_bluepyopts_own_files():
     theirs = fx["value_gNaTs2_tbar_NaTs2_t"]
     has = ~np.isnan(theirs)
     np.testing.assert_array_equal(np.asarray(params["gNaTs2_tbar_NaTs2_t"])[has], theirs[has])
-    assert float(params["v_init"]) == -65.0 and np.all(np.asarray(params["e_leak"]) == -75.0)
+    assert float(params["v_init"]) == -65.0 and np.all(np.asarray(params["e_pas"]) == -75.0)
     with pytest.raises(ConfigError, match="does not hold BluePyOpt's l5pc example"):
         l5pc.bluepyopt_example(HERE / "fixtures")
