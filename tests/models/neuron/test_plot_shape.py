@@ -172,10 +172,11 @@ def test_the_asc_cell_with_its_axon_stub(tmp_path):
     assert len(drawn.collection.get_paths()) == cell.n
     start = np.round(tree.sections[0].xyz[-1])
     for name, diameter in (("axon[0]", tree.cylinders[-2]), ("axon[1]", tree.cylinders[-1])):
-        for c in cell.compartments_of(name):                   # cylinders along +x
+        pieces = cell.compartments_of(name)        # the stub's own nseg, whatever max_length
+        for c in pieces:                                       # cylinders along +x
             polygon = drawn.collection.get_paths()[c].vertices
             assert np.ptp(polygon[:, 1]) == pytest.approx(diameter, rel=1e-12)
-            assert np.ptp(polygon[:, 0]) == pytest.approx(15.0)   # 30 um in 2 segments
+            assert np.ptp(polygon[:, 0]) == pytest.approx(30.0 / pieces.size)
             assert polygon[:, 0].min() >= start[0] - 1e-9
     stub = cell.compartments_of("axon[1]")
     np.testing.assert_allclose(drawn.geometry.points[stub[-1]][-1], start + np.array([60.0, 0, 0]))
