@@ -106,9 +106,12 @@ def _check_same(paths: dict[str, str | None], depth: int, ctx: BenchContext
 
 
 def _first_epochs(depths: tuple[int, ...], rounds: int, paths: dict[str, str | None],
-                  ctx: BenchContext) -> dict[tuple[int, str], Timing]:
-    """Seconds of each side's first epoch, a fresh process per sample, the sides in turn."""
+                  ctx: BenchContext) -> tuple[dict[tuple[int, str], Timing],
+                                              dict[tuple[int, str], Timing]]:
+    """Wall and CPU seconds of each side's first epoch, a fresh process per sample, the sides
+    in turn."""
     samples: dict[tuple[int, str], list[float]] = {}
+    cpu: dict[tuple[int, str], list[float]] = {}
     for depth in depths:
         sides = ["jaxlean", "aot_step", *paths,
                  *(["jaxlean_optimised", "aot_step_quick"] if not ctx.quick else [])]
@@ -120,7 +123,9 @@ def _first_epochs(depths: tuple[int, ...], rounds: int, paths: dict[str, str | N
                 out = _child(side, depth, paths.get(side))
                 seconds = out["compile_s"] if "compile_s" in out else out["first_epoch_s"]
                 samples.setdefault((depth, side), []).append(seconds)
-    return {key: Timing(tuple(values)) for key, values in samples.items()}
+                cpu.setdefault((depth, side), []).append(out["cpu_s"])
+    return ({key: Timing(tuple(values)) for key, values in samples.items()},
+            {key: Timing(tuple(values)) for key, values in cpu.items()})
 
 
 def _quick_compile_effect(rounds: int, ctx: BenchContext) -> dict[str, dict[str, Timing]]:
@@ -160,12 +165,15 @@ def run(ctx: BenchContext) -> BenchResult:
     else:
         result.notes.append("pyPMM is not installed (see this module's docstring for "
                             "$JAXLEAN_PYPMM_BRANCH): the comparison with pyPMM was skipped.")
-    measured = _first_epochs(depths, rounds, paths, ctx)
+    measured, cpu = _first_epochs(depths, rounds, paths, ctx)
     ours = SIDES["jaxlean"]
     for depth in depths:
         for side in [s for s in SIDES if s != "jaxlean" and (depth, s) in measured]:
             result.compare(f"depth {depth}", "first epoch (fresh process)", "s",
                            measured[depth, side], measured[depth, "jaxlean"], variant=ours,
+                           baseline_name=SIDES[side])
+            result.compare(f"depth {depth}", "CPU seconds of the first epoch", "s",
+                           cpu[depth, side], cpu[depth, "jaxlean"], variant=ours,
                            baseline_name=SIDES[side])
     for depth, goal in ((16, 3.0), (32, 5.0)):
         if (depth, "pypmm_branch") in measured:
@@ -195,8 +203,11 @@ def run(ctx: BenchContext) -> BenchResult:
         "steps were not slower in this run")
     result.notes.append(
         f"fit turns quick_compile on by default for runs of at most {QUICK_COMPILE_MAX_STEPS} "
-        "steps on XLA:CPU without a checkpoint (the seed's run is 1 step). First epochs are "
-        "medians of "
+        "steps on XLA:CPU without a checkpoint (the seed's run is 1 step). CPU seconds count "
+        "every thread of the process over the same call: their ratio says how much work each "
+        "side does, the wall-time ratio how much of it the machine's cores overlap (pyPMM's "
+        "optimised compiles run on several threads, most of fit's first epoch on one), so the "
+        "wall-time ratio depends on the core count and load. First epochs are medians of "
         f"{rounds} fresh process(es) per side, the sides in turn; a process's time is its "
         "train()/fit() call after imports and model construction (the AOT side: trace, lower "
         "and compile of the step), as the seed's test times it.")
