@@ -52,3 +52,20 @@ def test_a_childs_counts_join_the_process_counts(tmp_path):
         suite.counts = saved  # the made-up counts stay out of the run's summary
     assert added == (2, 1)
     assert not counts.exists()
+
+
+@on_the_suite_cache
+def test_turning_the_cache_off_is_honoured():
+    """``jaxlean bench`` turns the cache off to time compiles: with the suite's store
+    installed, nothing is served then (JAX reads the flag at each compile)."""
+    x = jnp.arange(4.0)
+    program = lambda: jax.jit(lambda v: jnp.cumprod(v + 2.0))
+    program().lower(x).compile()  # on disk now
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        before = cache_stats()
+        program().lower(x).compile()
+        after = cache_stats()
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)
+    assert after.hits == before.hits
