@@ -381,15 +381,37 @@ On the bench's 10k-compartment cell at 10,000 steps, segments of 16 and 32 steps
 within 3 % of each other's time and 8 took 3-5 % more; at 16 the gradient's temp memory
 was 503 MB, 415 MB of it the kept voltages (every step's state kept: 1,660 MB)."""
 
+KEEP_STATES_BYTES = 256 * 2**20
+"""``remat=None`` keeps every step's whole state (as ``remat=(T // every,)``: JAX's own
+gradient of the loop, each step recomputed once in the backward pass) when that takes at
+most this many bytes (:func:`kept_state_bytes`); above it, segments of
+:data:`SEGMENT_STEPS` steps. Segments need three compiled copies of the step (the forward,
+a segment's recomputation storing every intermediate of its steps, their transpose), the
+whole state two; on the L5PC of ``jaxlean bench l5pc`` (45 compartments, 20,000 steps,
+83 MB of states) the whole state compiled the gradient in about 0.55x the CPU time and ran
+it in about 0.5x (figures in BENCHMARKS.md). Under ``vmap`` the bytes are per example."""
+
+
+def kept_state_bytes(carry: dict, steps: int) -> int:
+    """Bytes of keeping a loop's state (``carry``) and its solve's result at each of
+    ``steps`` steps: what ``remat=(T // every,)`` stores for the backward pass."""
+    leaves = jax.tree.leaves(carry)
+    step = sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for leaf in leaves)
+    return steps * (step + int(np.prod(carry["v"].shape)) * np.dtype(carry["v"].dtype).itemsize)
+
 
 def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
     """Blocks of ``every`` steps, recording after each block, then the steps left over,
-    unrecorded. ``remat=None`` differentiates blocks in segments of about
+    unrecorded. ``remat=None`` keeps every step's state when that fits
+    :data:`KEEP_STATES_BYTES`, else differentiates blocks in segments of about
     :data:`SEGMENT_STEPS` steps, keeping only each step's solve; a ``remat`` option nests
     checkpointed segments of blocks (:func:`scan_steps`) around steps that keep their solve."""
     every, blocks = plan.every, plan.steps // plan.every
     kept = jax.checkpoint(step, policy=_save_only_solves)
-    segmented = plan.remat is None
+    remat = plan.remat
+    if remat is None and kept_state_bytes(carry, plan.steps) <= KEEP_STATES_BYTES:
+        remat = (blocks,)
+    segmented = remat is None
     # inside a segment steps keep all their residuals, unless a block alone is longer
     unit = step if segmented and every <= SEGMENT_STEPS else kept
 
@@ -412,7 +434,7 @@ def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
         carry, trace = scan_in_segments(block, carry, xs_blocked, _save_only_solves,
                                         max(1, SEGMENT_STEPS // every))
     else:
-        carry, trace = scan_steps(block, carry, xs_blocked, plan.remat,
+        carry, trace = scan_steps(block, carry, xs_blocked, remat,
                                   "simulate" if plan.progress else None)
     if plan.steps > blocks * every:
         carry, _ = lax.scan(functools.partial(quiet, kept), carry,
