@@ -11,7 +11,7 @@ from jax.ad_checkpoint import checkpoint_name
 
 from jaxlean.models.neuron.mechanisms.channels import hh, pas
 from jaxlean.models.neuron.mechanisms.synapses import expsyn
-from jaxlean.models.neuron.simulation import _program
+from jaxlean.models.neuron.simulation import _program, _time
 from jaxlean.models.neuron.simulation._time import _even_length, scan_in_segments
 from jaxlean.models.neuron.simulation.cable import (
     Cell,
@@ -141,7 +141,7 @@ def cell():
 def segments(monkeypatch):
     """``remat=None`` in segments even on this small cell (whose every step's state fits
     ``KEEP_STATES_BYTES``)."""
-    monkeypatch.setattr(_program, "KEEP_STATES_BYTES", 0)
+    monkeypatch.setattr(_time, "KEEP_STATES_BYTES", 0)
 
 
 def _gradient_temp_bytes(cell, checkpoint) -> int:
@@ -156,14 +156,14 @@ def test_default_keeps_every_state_below_the_budget_and_segments_above(cell, mon
     """Below ``KEEP_STATES_BYTES`` the default's gradient is ``remat=(T,)``'s program (the
     same temp memory), one byte under the run's kept states it is in segments (less)."""
     seen = []
-    measure = _program.kept_state_bytes
-    monkeypatch.setattr(_program, "kept_state_bytes", lambda *a: seen.append(measure(*a))
+    measure = _time.kept_state_bytes
+    monkeypatch.setattr(_time, "kept_state_bytes", lambda *a: seen.append(measure(*a))
                         or seen[-1])
     with jax.enable_x64():
         whole = _gradient_temp_bytes(cell, (cell.steps,))
         assert _gradient_temp_bytes(cell, None) == whole
-        assert 0 < seen[-1] <= _program.KEEP_STATES_BYTES
-        monkeypatch.setattr(_program, "KEEP_STATES_BYTES", seen[-1] - 1)
+        assert 0 < seen[-1] <= _time.KEEP_STATES_BYTES
+        monkeypatch.setattr(_time, "KEEP_STATES_BYTES", seen[-1] - 1)
         assert _gradient_temp_bytes(cell, None) < whole
 
 

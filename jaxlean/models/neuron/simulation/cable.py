@@ -36,7 +36,7 @@ from jaxlean.models.neuron.cell import params as parameters
 from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.mechanisms.ions import variables
 from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
-from jaxlean.models.neuron.simulation import _program
+from jaxlean.models.neuron.simulation import _time
 from jaxlean.models.neuron.simulation import clamp as clamps_
 from jaxlean.models.neuron.simulation import spikes as spikes_
 from jaxlean.models.neuron.simulation._initial import initial_state
@@ -280,7 +280,7 @@ def _cached_program(plan: Plan, with_initial: bool) -> Callable:
            tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
            plan.remat if isinstance(plan.remat, str | None) else tuple(plan.remat),
            plan.progress and interval(), with_initial,  # the interval is read when traced
-           _program.KEEP_STATES_BYTES,  # read when traced
+           _time.KEEP_STATES_BYTES,  # read when traced
            tuple((syn, tuple(pre.tolist()), tuple(post.tolist()))
                  for syn, pre, post in plan.couplings))
 
@@ -369,7 +369,7 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
       remat: memory of the backward pass over time (rematerialisation; formerly
         ``checkpoint``, which now raises an error naming ``remat``). ``None`` (the
         default): a run whose every step's whole state fits in 256 MiB
-        (``_program.KEEP_STATES_BYTES``, per example under ``vmap``) keeps it, as
+        (``_time.KEEP_STATES_BYTES``, per example under ``vmap``) keeps it, as
         ``(T // every,)`` below (quicker to compile and to run); a longer or larger one
         keeps each step's voltage, the solve's result, and recomputes the
         rest of the state 16 steps at a time (``_program.SEGMENT_STEPS``), solving
