@@ -154,7 +154,8 @@ def _gradient_temp_bytes(cell, checkpoint) -> int:
 
 def test_default_keeps_every_state_below_the_budget_and_segments_above(cell, monkeypatch):
     """Below ``KEEP_STATES_BYTES`` the default's gradient is ``remat=(T,)``'s program (the
-    same temp memory), one byte under the run's kept states it is in segments (less)."""
+    same temp memory), one byte under the run's kept states it is in segments (less), as
+    it always is with ``remat="segments"``."""
     seen = []
     measure = _time.kept_state_bytes
     monkeypatch.setattr(_time, "kept_state_bytes", lambda *a: seen.append(measure(*a))
@@ -165,6 +166,8 @@ def test_default_keeps_every_state_below_the_budget_and_segments_above(cell, mon
         assert 0 < seen[-1] <= _time.KEEP_STATES_BYTES
         monkeypatch.setattr(_time, "KEEP_STATES_BYTES", seen[-1] - 1)
         assert _gradient_temp_bytes(cell, None) < whole
+        monkeypatch.undo()
+        assert _gradient_temp_bytes(cell, "segments") < whole  # segments whatever the size
 
 
 @pytest.mark.parametrize("every", [1, 3, 2 * _program.SEGMENT_STEPS + 1])

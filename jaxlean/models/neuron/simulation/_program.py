@@ -392,7 +392,8 @@ was 503 MB, 415 MB of it the kept voltages (every step's state kept: 1,660 MB)."
 def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
     """Blocks of ``every`` steps, recording after each block, then the steps left over,
     unrecorded. ``remat=None`` keeps every step's state when that fits
-    :data:`~._time.KEEP_STATES_BYTES`, else differentiates blocks in segments of about
+    :data:`~._time.KEEP_STATES_BYTES`; else, and with ``"segments"``, it differentiates
+    blocks in segments of about
     :data:`SEGMENT_STEPS` steps, keeping only each step's solve; a ``remat`` option nests
     checkpointed segments of blocks (:func:`scan_steps`) around steps that keep their solve."""
     every, blocks = plan.every, plan.steps // plan.every
@@ -400,7 +401,7 @@ def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
     remat = plan.remat
     if remat is None and _time.kept_state_bytes(carry, plan.steps) <= _time.KEEP_STATES_BYTES:
         remat = (blocks,)
-    segmented = remat is None
+    segmented = remat is None or remat == "segments"
     # inside a segment steps keep all their residuals, unless a block alone is longer
     unit = step if segmented and every <= SEGMENT_STEPS else kept
 

@@ -35,8 +35,9 @@ from jaxlean.errors import ConfigError
 __all__ = ["KEEP_STATES_BYTES", "Remat", "SegmentProgress", "kept_state_bytes",
            "scan_in_segments", "scan_steps", "segment_lengths"]
 
-Remat = Literal["sqrt"] | Sequence[int] | None
-"""``simulate``'s ``remat`` option: ``None``, ``"sqrt"`` or segment lengths, outermost first."""
+Remat = Literal["sqrt", "segments"] | Sequence[int] | None
+"""``simulate``'s ``remat`` option: ``None``, ``"segments"``, ``"sqrt"`` or segment lengths,
+outermost first."""
 
 
 def segment_lengths(remat: Remat, steps: int) -> tuple[int, ...]:
@@ -46,14 +47,14 @@ def segment_lengths(remat: Remat, steps: int) -> tuple[int, ...]:
       ConfigError: an unknown option, a length below 1, or lengths whose
         product is smaller than ``steps``.
     """
-    if remat is None:
+    if remat is None or remat == "segments":
         return (steps,)
     if remat == "sqrt":
         inner = max(1, math.isqrt(steps - 1) + 1) if steps > 1 else 1
         return (-(-steps // inner), inner)
     if isinstance(remat, str) or not all(isinstance(k, int) for k in remat):
-        raise ConfigError(f"remat must be None, 'sqrt' or a sequence of segment lengths; "
-                          f"got {remat!r}")
+        raise ConfigError(f"remat must be None, 'segments', 'sqrt' or a sequence of segment "
+                          f"lengths; got {remat!r}")
     lengths = tuple(remat)
     if not lengths or min(lengths) < 1 or math.prod(lengths) < steps:
         raise ConfigError(f"remat lengths must be >= 1 with a product of at least {steps} "

@@ -370,8 +370,9 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         ``checkpoint``, which now raises an error naming ``remat``). ``None`` (the
         default): a run whose every step's whole state fits in 256 MiB
         (``_time.KEEP_STATES_BYTES``, per example under ``vmap``) keeps it, as
-        ``(T // every,)`` below (quicker to compile and to run); a longer or larger one
-        keeps each step's voltage, the solve's result, and recomputes the
+        ``(T // every,)`` below (quicker to compile and to run); a longer or larger one,
+        or any with ``"segments"``, keeps each step's voltage, the solve's result, and
+        recomputes the
         rest of the state 16 steps at a time (``_program.SEGMENT_STEPS``), solving
         nothing again: memory grows with the number of steps T by one vector per
         compartment and step. A single length equal to
