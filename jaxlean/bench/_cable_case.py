@@ -184,7 +184,7 @@ def cable_timings(ctx: BenchContext, result: BenchResult, n_compartments: int,
     for steps in step_counts:
         ctx.step(f"cable: jaxlean, {n_compartments} compartments, {steps} steps: the default "
                  "gradient, every step's state kept, remat='sqrt'")
-        measured = _measure({None: (*_ours(cell, steps, None), True),
+        measured = _measure({None: (*_ours(cell, steps, "segments"), True),
                              "kept": (*_ours(cell, steps, (steps,)), False),
                              "sqrt": (*_ours(cell, steps, "sqrt"), True)}, steps, cell.n)
         ours[steps, None] = {**measured[None], **{f"kept_{key}": value

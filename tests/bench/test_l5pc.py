@@ -32,7 +32,11 @@ def test_a_neuron_run_that_disagrees_is_not_timed(monkeypatch):
     steps = round(case["t_max"] / case["dt"])
     wrong = {"v": np.full((steps // case["every"] + 1, 3), -70.0), "seconds": np.asarray(0.1)}
     result = bench.measure(BenchContext(), BenchResult("l5pc", ""), case, wrong)
-    assert "disagree" in result.headline and not result.targets
+    assert "disagree" in result.headline
+    assert [t.description for t in result.targets] == [  # jaxlean's own, none against NEURON
+        "jaxlean gradient's first call (trace, lower, compile, run) / a later call"]
+    first = next(c for c in result.comparisons if c.metric == "gradient first call / later call")
+    assert first.value > 1.0
     assert [c.metric for c in result.comparisons if c.baseline_name == "NEURON"] == [
         "max |v - NEURON's|"]
     assert any("jaxley not installed" in note and "jaxlean[peers]" in note

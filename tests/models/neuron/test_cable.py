@@ -268,7 +268,8 @@ def test_time_checkpointing_gives_the_same_values_and_gradients(checkpointing, c
 
 def test_bad_checkpoint_options():
     cell = Cell.from_parents([-1, 0], 10.0, 1.0)
-    for option, match in (((2, 3), "product of at least 10"), ("log", "must be None, 'sqrt'"),
+    for option, match in (((2, 3), "product of at least 10"),
+                          ("log", "must be None, 'segments', 'sqrt'"),
                           ((0, 20), "product of at least")):
         with pytest.raises(ConfigError, match=match):
             simulate(cell, cell.params(), [], 0.1, 1.0, remat=option)

@@ -11,7 +11,7 @@ from jax.ad_checkpoint import checkpoint_name
 
 from jaxlean.models.neuron.mechanisms.channels import hh, pas
 from jaxlean.models.neuron.mechanisms.synapses import expsyn
-from jaxlean.models.neuron.simulation import _program
+from jaxlean.models.neuron.simulation import _program, _time
 from jaxlean.models.neuron.simulation._time import _even_length, scan_in_segments
 from jaxlean.models.neuron.simulation.cable import (
     Cell,
@@ -137,8 +137,41 @@ def cell():
         return _Cell()
 
 
+@pytest.fixture
+def segments(monkeypatch):
+    """``remat=None`` in segments even on this small cell (whose every step's state fits
+    ``KEEP_STATES_BYTES``)."""
+    monkeypatch.setattr(_time, "KEEP_STATES_BYTES", 0)
+
+
+def _gradient_temp_bytes(cell, checkpoint) -> int:
+    def loss(params):
+        return cell.run(params, cell.current, 1, checkpoint)[0]
+
+    compiled = jax.jit(jax.grad(loss)).lower(cell.params).compile()
+    return compiled.memory_analysis().temp_size_in_bytes
+
+
+def test_default_keeps_every_state_below_the_budget_and_segments_above(cell, monkeypatch):
+    """Below ``KEEP_STATES_BYTES`` the default's gradient is ``remat=(T,)``'s program (the
+    same temp memory), one byte under the run's kept states it is in segments (less), as
+    it always is with ``remat="segments"``."""
+    seen = []
+    measure = _time.kept_state_bytes
+    monkeypatch.setattr(_time, "kept_state_bytes", lambda *a: seen.append(measure(*a))
+                        or seen[-1])
+    with jax.enable_x64():
+        whole = _gradient_temp_bytes(cell, (cell.steps,))
+        assert _gradient_temp_bytes(cell, None) == whole
+        assert 0 < seen[-1] <= _time.KEEP_STATES_BYTES
+        monkeypatch.setattr(_time, "KEEP_STATES_BYTES", seen[-1] - 1)
+        assert _gradient_temp_bytes(cell, None) < whole
+        monkeypatch.undo()
+        assert _gradient_temp_bytes(cell, "segments") < whole  # segments whatever the size
+
+
 @pytest.mark.parametrize("every", [1, 3, 2 * _program.SEGMENT_STEPS + 1])
-def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, every):
+def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, every, segments):
     """211 steps recorded every 1 (14 segments of 16 steps, 13 padding steps), 3 (70 blocks
     in segments of 5, 1 step left over) and 33 (longer than a segment): values, spikes and the
     gradient of every parameter as with ``remat=(blocks,)``, JAX's gradient of the
@@ -165,7 +198,7 @@ def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, every):
         assert float(jnp.abs(grads[0]["g_na"])) > 0 and float(jnp.abs(grads[1]).max()) > 0
 
 
-def test_forward_mode_through_the_default_loop(cell):
+def test_forward_mode_through_the_default_loop(cell, segments):
     """``jax.jvp`` of a run (forward mode, which a custom VJP would refuse) equals the plain
     loop's, and the directional derivative its gradient's projection."""
     with jax.enable_x64():

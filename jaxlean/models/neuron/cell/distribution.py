@@ -216,7 +216,10 @@ def by_region(cell, values: Mapping[str | int, object], *, fill: float | None = 
             raise ConfigError(f"{name}: the value of region {region!r} must be a scalar or "
                               f"one value per compartment of the region ({where.size},); "
                               f"got shape {result.shape}")
-        out = out.at[where].set(jnp.broadcast_to(result, (where.size,)).astype(dtype))
+        if result.ndim == 0:  # a select, not a scatter: one kernel fewer in a compiled run
+            out = jnp.where(np.isin(np.arange(cell.n), where), result.astype(dtype), out)
+        else:
+            out = out.at[where].set(result.astype(dtype))
     return out
 
 

@@ -36,7 +36,8 @@ from jaxlean.models.neuron.cell import params as parameters
 from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.mechanisms.ions import variables
 from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
-from jaxlean.models.neuron.simulation import clamp, spikes
+from jaxlean.models.neuron.simulation import _time, clamp, spikes
+from jaxlean.models.neuron.simulation._batched import Sums, gather_each
 from jaxlean.models.neuron.simulation._initial import initial_state
 from jaxlean.models.neuron.simulation._ion_pool import ion_uses, reversals, view, written
 from jaxlean.models.neuron.simulation._time import Remat, scan_in_segments, scan_steps
@@ -211,8 +212,6 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
     def gather(k, x):
         return x if where[k] is None else x[where[k]]
 
-    def add(k, total, x):
-        return total + x if where[k] is None else total.at[where[k]].add(x)
 
     uses = ion_uses(n, plan.insertions)
     computed = {ion: np.append(np.concatenate([use.computed, use.computed[cell.junction_owner]]),
@@ -229,9 +228,17 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                                     lambda use: computed[use.ion])}
         totals = {variables(u.ion)["current"]: jnp.zeros_like(v) for u in uses.values()
                   if u.current}
-        for k, ins in enumerate(plan.insertions):
+        sums = Sums()  # what mechanisms on some compartments add, added at once
+
+        def add(k, key, total, x):
+            if where[k] is None:
+                return total + x
+            sums.add(key, where[k], x)
+            return total
+
+        for k, (ins, local) in enumerate(zip(plan.insertions, gather_each(v, where),
+                                             strict=True)):
             mechanism, name = ins.mechanism, ins.mechanism.name
-            local = gather(k, v)
             if mechanism.voltage_dependent:
                 given = {**states[name], **view(mechanism, ions, functools.partial(gather, k)),
                          "celsius": celsius}
@@ -241,11 +248,11 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                     i = jnp.broadcast_to(i, local.shape)
                     slope = (later[current] - i) / _DV  # NEURON's di/dv
                     flows[current] = i
-                    diag, rhs = add(k, diag, scale[k] * slope), add(k, rhs, scale[k] * (
-                        slope * local - i))
+                    diag = add(k, "diag", diag, scale[k] * slope)
+                    rhs = add(k, "rhs", rhs, scale[k] * (slope * local - i))
                     carrier = mechanism.ion_of(mechanism.currents[current][1])
                     if carrier is not None:
-                        totals[f"i{carrier}"] = add(k, totals[f"i{carrier}"], i)
+                        totals[f"i{carrier}"] = add(k, f"i{carrier}", totals[f"i{carrier}"], i)
                 continue
             given = states[name]
             if mechanism.ions:
@@ -253,25 +260,25 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
             for current, (g, e) in mechanism.conductances(given, own[k], given).items():
                 g = jnp.broadcast_to(g, local.shape)
                 flows[current] = g * (local - e)
-                if where[k] is None:
-                    diag, rhs = diag + scale[k] * g, rhs + scale[k] * g * e
-                else:
-                    diag = diag.at[where[k]].add(scale[k] * g)
-                    rhs = rhs.at[where[k]].add(scale[k] * g * e)
+                diag = add(k, "diag", diag, scale[k] * g)
+                rhs = add(k, "rhs", rhs, scale[k] * g * e)
                 carrier = mechanism.ion_of(mechanism.currents[current][1])
                 if carrier is not None:
-                    totals[f"i{carrier}"] = add(k, totals[f"i{carrier}"], flows[current])
-        return diag, rhs, flows, {**ions, **totals}
+                    totals[f"i{carrier}"] = add(k, f"i{carrier}", totals[f"i{carrier}"],
+                                                flows[current])
+        totals = {key: sums.into(key, total) for key, total in totals.items()}
+        return sums.into("diag", diag), sums.into("rhs", rhs), flows, {**ions, **totals}
 
-    def advance(k, states, pool, ions, v_new):
-        """Mechanism ``k``'s states after a step; the concentrations it writes in ``pool``."""
+    def advance(k, states, pool, ions, local):
+        """Mechanism ``k``'s states after a step at its voltage ``local``; the concentrations
+        it writes in ``pool``."""
         ins = plan.insertions[k]
         mechanism, name = ins.mechanism, ins.mechanism.name
         if not (mechanism.ions or mechanism.dstate):
-            return ins.mechanism.step(states[name], gather(k, v_new), dt, speed[k], own[k])
+            return ins.mechanism.step(states[name], local, dt, speed[k], own[k])
         given = {**states[name], **view(mechanism, {**ions, **pool},
                                         functools.partial(gather, k)), "celsius": celsius}
-        new = mechanism.step(given, gather(k, v_new), dt, speed[k], own[k])
+        new = mechanism.step(given, local, dt, speed[k], own[k])
         for conc in written(mechanism):
             pool[conc] = new[conc] if where[k] is None else pool[conc].at[where[k]].set(
                 new[conc])
@@ -301,8 +308,9 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         # no membrane at junctions and the dummy: drop what mechanisms inserted everywhere put there
         diag, rhs = jnp.where(has_membrane, diag, 0.0), jnp.where(has_membrane, rhs, 0.0)
         v_new = tree_solve_in_layout(layout.tree, lower, diag_axial + diag, upper, rhs)
-        for k, ins in enumerate(plan.insertions):
-            states[ins.mechanism.name] = advance(k, states, pool, ions, v_new)
+        for k, (ins, local) in enumerate(zip(plan.insertions, gather_each(v_new, where),
+                                             strict=True)):
+            states[ins.mechanism.name] = advance(k, states, pool, ions, local)
         if plan.clamped.size:
             flows["i_clamp"] = g_clamp * (x["vc"] - v_new[clamped])
         new = {"v": v_new, "states": states, "step": carry["step"] + 1}
@@ -385,15 +393,19 @@ On the bench's 10k-compartment cell at 10,000 steps, segments of 16 and 32 steps
 within 3 % of each other's time and 8 took 3-5 % more; at 16 the gradient's temp memory
 was 503 MB, 415 MB of it the kept voltages (every step's state kept: 1,660 MB)."""
 
-
 def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
     """Blocks of ``every`` steps, recording after each block, then the steps left over,
-    unrecorded. ``remat=None`` differentiates blocks in segments of about
+    unrecorded. ``remat=None`` keeps every step's state when that fits
+    :data:`~._time.KEEP_STATES_BYTES`; else, and with ``"segments"``, it differentiates
+    blocks in segments of about
     :data:`SEGMENT_STEPS` steps, keeping only each step's solve; a ``remat`` option nests
     checkpointed segments of blocks (:func:`scan_steps`) around steps that keep their solve."""
     every, blocks = plan.every, plan.steps // plan.every
     kept = jax.checkpoint(step, policy=_save_only_solves)
-    segmented = plan.remat is None
+    remat = plan.remat
+    if remat is None and _time.kept_state_bytes(carry, plan.steps) <= _time.KEEP_STATES_BYTES:
+        remat = (blocks,)
+    segmented = remat is None or remat == "segments"
     # inside a segment steps keep all their residuals, unless a block alone is longer
     unit = step if segmented and every <= SEGMENT_STEPS else kept
 
@@ -416,7 +428,7 @@ def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
         carry, trace = scan_in_segments(block, carry, xs_blocked, _save_only_solves,
                                         max(1, SEGMENT_STEPS // every))
     else:
-        carry, trace = scan_steps(block, carry, xs_blocked, plan.remat,
+        carry, trace = scan_steps(block, carry, xs_blocked, remat,
                                   "simulate" if plan.progress else None)
     if plan.steps > blocks * every:
         carry, _ = lax.scan(functools.partial(quiet, kept), carry,

@@ -26,15 +26,18 @@ from typing import Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxlean._progress import interval
 from jaxlean.errors import ConfigError
 
-__all__ = ["Remat", "SegmentProgress", "scan_in_segments", "scan_steps", "segment_lengths"]
+__all__ = ["KEEP_STATES_BYTES", "Remat", "SegmentProgress", "kept_state_bytes",
+           "scan_in_segments", "scan_steps", "segment_lengths"]
 
-Remat = Literal["sqrt"] | Sequence[int] | None
-"""``simulate``'s ``remat`` option: ``None``, ``"sqrt"`` or segment lengths, outermost first."""
+Remat = Literal["sqrt", "segments"] | Sequence[int] | None
+"""``simulate``'s ``remat`` option: ``None``, ``"segments"``, ``"sqrt"`` or segment lengths,
+outermost first."""
 
 
 def segment_lengths(remat: Remat, steps: int) -> tuple[int, ...]:
@@ -44,19 +47,39 @@ def segment_lengths(remat: Remat, steps: int) -> tuple[int, ...]:
       ConfigError: an unknown option, a length below 1, or lengths whose
         product is smaller than ``steps``.
     """
-    if remat is None:
+    if remat is None or remat == "segments":
         return (steps,)
     if remat == "sqrt":
         inner = max(1, math.isqrt(steps - 1) + 1) if steps > 1 else 1
         return (-(-steps // inner), inner)
     if isinstance(remat, str) or not all(isinstance(k, int) for k in remat):
-        raise ConfigError(f"remat must be None, 'sqrt' or a sequence of segment lengths; "
-                          f"got {remat!r}")
+        raise ConfigError(f"remat must be None, 'segments', 'sqrt' or a sequence of segment "
+                          f"lengths; got {remat!r}")
     lengths = tuple(remat)
     if not lengths or min(lengths) < 1 or math.prod(lengths) < steps:
         raise ConfigError(f"remat lengths must be >= 1 with a product of at least {steps} "
                           f"(the number of steps); got {lengths}")
     return lengths
+
+
+KEEP_STATES_BYTES = 256 * 2**20
+"""``remat=None`` keeps every step's whole state (as ``remat=(T // every,)``: JAX's own
+gradient of the loop, each step recomputed once in the backward pass) when that takes at
+most this many bytes (:func:`kept_state_bytes`); above it, segments of
+:data:`~._program.SEGMENT_STEPS` steps. Segments need three compiled copies of the step
+(the forward, a segment's recomputation storing every intermediate of its steps, their
+transpose), the whole state two; on the L5PC of ``jaxlean bench l5pc`` (45 compartments,
+20,000 steps, 82 MB of states) the whole state compiled the gradient in about 0.6x the
+CPU time and ran it in about 0.4x (figures in BENCHMARKS.md). Under ``vmap`` the bytes are
+per example."""
+
+
+def kept_state_bytes(carry: dict, steps: int) -> int:
+    """Bytes of keeping a loop's state (``carry``) and its solve's result at each of
+    ``steps`` steps: what ``remat=(T // every,)`` stores for the backward pass."""
+    leaves = jax.tree.leaves(carry)
+    step = sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for leaf in leaves)
+    return steps * (step + int(np.prod(carry["v"].shape)) * np.dtype(carry["v"].dtype).itemsize)
 
 
 class SegmentProgress:

@@ -36,6 +36,7 @@ from jaxlean.models.neuron.cell import params as parameters
 from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.mechanisms.ions import variables
 from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
+from jaxlean.models.neuron.simulation import _time
 from jaxlean.models.neuron.simulation import clamp as clamps_
 from jaxlean.models.neuron.simulation import spikes as spikes_
 from jaxlean.models.neuron.simulation._initial import initial_state
@@ -281,6 +282,7 @@ def _cached_program(plan: Plan, with_initial: bool) -> Callable:
            tuple(plan.detectors.tolist()), plan.threshold, plan.max_spikes,
            plan.remat if isinstance(plan.remat, str | None) else tuple(plan.remat),
            plan.progress and interval(), with_initial,  # the interval is read when traced
+           _time.KEEP_STATES_BYTES,  # read when traced
            tuple((syn, tuple(pre.tolist()), tuple(post.tolist()))
                  for syn, pre, post in plan.couplings))
 
@@ -368,12 +370,16 @@ def simulate(cell: Cell, params: parameters.Params, stimuli: Sequence[Stimulus],
         (instead of ``record``).
       remat: memory of the backward pass over time (rematerialisation; formerly
         ``checkpoint``, which now raises an error naming ``remat``). ``None`` (the
-        default) keeps each step's voltage, the solve's result, and recomputes the
+        default): a run whose every step's whole state fits in 256 MiB
+        (``_time.KEEP_STATES_BYTES``, per example under ``vmap``) keeps it, as
+        ``(T // every,)`` below (quicker to compile and to run); a longer or larger one,
+        or any with ``"segments"``, keeps each step's voltage, the solve's result, and
+        recomputes the
         rest of the state 16 steps at a time (``_program.SEGMENT_STEPS``), solving
         nothing again: memory grows with the number of steps T by one vector per
         compartment and step. A single length equal to
         the number of recorded blocks, ``(T // every,)``, keeps every step's whole state
-        instead (JAX's own gradient of the loop, several times the memory of ``None``:
+        (JAX's own gradient of the loop, several times the memory of segments:
         ``jaxlean bench solver``, figures in BENCHMARKS.md). ``"sqrt"`` runs segments of
         about ``sqrt(T)`` steps and keeps only each segment's first state, recomputing one
         segment at a time in the backward pass:
