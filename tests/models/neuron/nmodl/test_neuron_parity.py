@@ -20,8 +20,6 @@ import pytest
 from jaxlean.models.neuron.cable import Cell, Stimulus, simulate, step_current
 from jaxlean.models.neuron.mechanisms import ion_parameters
 from jaxlean.models.neuron.nmodl import load_mod_dir
-from jaxlean.models.neuron.nmodl.parser import parse
-from jaxlean.models.neuron.nmodl.units import canonical_unit
 from tests.conftest import needs_nrnivmodl
 from tests.models.neuron.neuron_reference import run_fixture_script
 
@@ -31,16 +29,6 @@ SCRIPT = HERE.parents[3] / "scripts" / "make_nmodl_fixtures.py"
 CASES = ["hh", "hay", "custom"]
 SITES = [0, 3, 5]  # the soma, dendrite segments 2 and 4
 VOLTAGE_TOLERANCE = 1e-7  # mV (measured: at most 1e-9)
-
-
-def unit_factors() -> dict[str, float]:
-    """``{jaxlean parameter: factor}`` from each file's units to jaxlean's (pS/um2 -> S/cm2)."""
-    out = {}
-    for path in MODS.glob("*.mod"):
-        model = parse(path.read_text(), str(path))
-        for name, variable in model.parameters.items():
-            out[f"{name}_{model.suffix}"] = canonical_unit(variable.unit)[1]
-    return out
 
 
 def jaxlean_run(case: dict) -> dict:
@@ -62,13 +50,12 @@ def jaxlean_run(case: dict) -> dict:
         spikes["ExpSynM"] = [case["expsyn"]["times"]]
     params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
               "axial_resistivity": case["Ra"], "capacitance": case["cm"]}
-    factors = unit_factors()
     for region, index in (("soma", np.array([0])), ("dend", np.arange(1, n + 1))):
         for name, values in case[region].items():
             for key, value in values.items():
                 full = f"{key}_{name}"
                 per_compartment = np.broadcast_to(np.asarray(params[full]), (cell.n,)).copy()
-                per_compartment[index] = value * factors[full]
+                per_compartment[index] = value  # NEURON's value: never rescaled
                 params[full] = per_compartment
     for key in ("tau", "e", "weight"):
         if "expsyn" in case:
