@@ -18,6 +18,7 @@ Names: parameters are NEURON's hoc names (``gnabar_hh``) in jaxlean's units
 them in.
 """
 
-from jaxlean.models.neuron.nmodl.load import load_mod, load_mod_dir
+from jaxlean.models.neuron.nmodl.load import Mechanisms, ModDirError, load_mod, load_mod_dir
+from jaxlean.models.neuron.nmodl.model import ModFileError
 
-__all__ = ["load_mod", "load_mod_dir"]
+__all__ = ["Mechanisms", "ModDirError", "ModFileError", "load_mod", "load_mod_dir"]

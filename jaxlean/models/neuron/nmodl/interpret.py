@@ -62,17 +62,21 @@ class Interpreter:
                 value = self.eval(statement.value, local, names)
                 (local if statement.target in local else names)[statement.target] = value
             elif isinstance(statement, s.Derivative):
-                if self.on_derivative is None:
-                    raise self.model.error(statement.line, f"{statement.state}' outside a "
-                                           f"DERIVATIVE block")
-                self.on_derivative(statement.state, self.eval(statement.value, local, names),
-                                   statement.line)
+                self.derivative(statement, local, names)
             elif isinstance(statement, s.If):
                 self.branch(statement, local, names)
             elif isinstance(statement, s.CallStatement):
                 self.call(statement.call, local, names)
             elif isinstance(statement, s.Solve):
                 raise self.model.error(statement.line, "SOLVE outside BREAKPOINT")
+
+    def derivative(self, statement: s.Derivative, local: dict, names: dict) -> None:
+        """``x' = f``: ``on_derivative(x, f, line)`` (a SOLVE method may update ``x`` here)."""
+        if self.on_derivative is None:
+            raise self.model.error(statement.line, f"{statement.state}' outside a "
+                                   f"DERIVATIVE block")
+        self.on_derivative(statement.state, self.eval(statement.value, local, names),
+                           statement.line)
 
     def branch(self, statement: s.If, local: dict, names: dict) -> None:
         condition = self.eval(statement.condition, local, names)

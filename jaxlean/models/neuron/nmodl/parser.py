@@ -54,7 +54,8 @@ _REFUSED_STATEMENTS = {
 
 def parse(text: str, where: str = "<mod text>") -> Model:
     """The :class:`Model` of the NMODL source ``text`` (``where`` names it in errors)."""
-    return _Parser(tokenize(text, where), Model(where)).model()
+    tokens, problems = tokenize(text, where)
+    return _Parser(tokens, Model(where, problems=problems)).model()
 
 
 class _Parser:
@@ -123,7 +124,9 @@ class _Parser:
             token = self.name()
             keyword = token.text
             if keyword in _REFUSED_BLOCKS:
-                raise self.m.error(token.line, _REFUSED_BLOCKS[keyword])
+                self.m.refuse(token.line, _REFUSED_BLOCKS[keyword])
+                self.skip_block()
+                continue
             if keyword == "NEURON":
                 self.neuron_block()
             elif keyword == "UNITS":
@@ -139,11 +142,36 @@ class _Parser:
                 continue
             elif keyword in _STATEMENT_BLOCKS:
                 self.statement_block(keyword, token.line)
+            elif self.skip_block():
+                self.m.refuse(token.line, f"{keyword} is not a supported NMODL block")
             else:
                 raise self.m.error(token.line, f"{keyword} is not a supported NMODL block")
         if not self.m.suffix:
             raise self.m.error(1, "no SUFFIX or POINT_PROCESS in the NEURON block")
         return self.m
+
+    def skip_block(self) -> bool:
+        """Skip a refused block: its header up to ``{`` on the same line, then the braces.
+        False (nothing skipped) when no ``{`` follows on that line."""
+        line = self.tokens[self.i - 1].line
+        ahead = 0
+        while self.peek(ahead).line == line and self.peek(ahead).text != "{":
+            if self.peek(ahead).kind == "end":
+                return False
+            ahead += 1
+        if self.peek(ahead).text != "{" or self.peek(ahead).line != line:
+            return False
+        self.i += ahead
+        self.skip_braces()
+        return True
+
+    def skip_statement(self, line: int) -> None:
+        """Skip the rest of a refused statement: the tokens of its line, braces included."""
+        while self.peek().kind != "end" and self.peek().line == line and not self.at("}"):
+            if self.at("{"):
+                self.skip_braces()
+            else:
+                self.next()
 
     def skip_braces(self) -> None:
         self.expect("{")
@@ -166,7 +194,9 @@ class _Parser:
             token = self.name()
             keyword = token.text
             if keyword in _REFUSED_NEURON:
-                raise self.m.error(token.line, _REFUSED_NEURON[keyword])
+                self.m.refuse(token.line, _REFUSED_NEURON[keyword])
+                self.name_list()
+                continue
             if keyword in ("SUFFIX", "POINT_PROCESS"):
                 self.m.suffix, self.m.suffix_line = self.name().text, token.line
                 self.m.point = keyword == "POINT_PROCESS"
@@ -290,7 +320,9 @@ class _Parser:
             raise self.m.error(token.line, f"unexpected {token.text or 'end of file'!r}")
         word = token.text
         if word in _REFUSED_STATEMENTS:
-            raise self.m.error(token.line, _REFUSED_STATEMENTS[word])
+            self.m.refuse(token.line, _REFUSED_STATEMENTS[word])
+            self.skip_statement(token.line)
+            return None
         if word == "LOCAL":
             self.next()
             local_names.extend(self.name_list())
@@ -308,7 +340,8 @@ class _Parser:
             if self.accept("METHOD"):
                 method = self.name().text
             elif self.accept("STEADYSTATE"):
-                raise self.m.error(token.line, "SOLVE ... STEADYSTATE is not supported")
+                self.m.refuse(token.line, "SOLVE ... STEADYSTATE is not supported")
+                self.name()
             return s.Solve(block, method, token.line)
         if word == "if":
             return self.if_statement(local_names)
@@ -321,7 +354,9 @@ class _Parser:
         if self.at("("):
             return s.CallStatement(self.call(token), token.line)
         if self.at("~"):
-            raise self.m.error(token.line, "reaction statements (~) are not supported")
+            self.m.refuse(token.line, "reaction statements (~) are not supported")
+            self.skip_statement(token.line)
+            return None
         raise self.m.error(token.line, f"unexpected {word!r}: expected an assignment, "
                            f"a derivative or a call")
 

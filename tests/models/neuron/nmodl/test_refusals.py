@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jaxlean.errors import ConfigError
-from jaxlean.models.neuron.nmodl import load_mod
+from jaxlean.models.neuron.nmodl import ModFileError, load_mod
 
 REFUSED = Path(__file__).parent / "refused"
 
@@ -81,7 +81,7 @@ def test_unsupported_files_are_refused_by_name(file, line, words):
     ("NEURON { SUFFIX x }\nKINETIC scheme { ~ c <-> o (1, 1) }", 2,
      r"KINETIC blocks \(reaction schemes\) are not supported"),
     ("NEURON { SUFFIX x }\nVERBATIM\nstatic int x;\nENDVERBATIM", 2,
-     r"VERBATIM blocks \(C code\) are not supported"),
+     r"VERBATIM C code is not supported \(line 3: 'static int x;'\)"),
     ("NEURON { SUFFIX x }\nPARAMETER { g = 1 (S/cm2) }\nFOO { }", 3,
      "FOO is not a supported NMODL block"),
     ("NEURON { SUFFIX x }\nPARAMETER { g = (S/cm2) }", 2, "expected a number"),
@@ -117,5 +117,46 @@ def test_missing_files_and_directories_are_named(tmp_path):
         load_mod_dir(tmp_path)
     for name in ("a.mod", "b.mod"):
         (tmp_path / name).write_text(channel())
-    with pytest.raises(ConfigError, match=r"b\.mod and another file both define the mechanism"):
+    with pytest.raises(ConfigError, match=r"b\.mod and a\.mod both define the mechanism"):
         load_mod_dir(tmp_path)
+
+
+def test_every_problem_of_a_file_is_named_at_once():
+    """One error lists each refused construct at its own line (not the first only)."""
+    text = ("NEURON { SUFFIX x POINTER p NONSPECIFIC_CURRENT i }\n"
+            "PARAMETER { g = 1 (S/cm2) }\n"
+            "ASSIGNED { v (mV) i (mA/cm2) p }\n"
+            "VERBATIM\n#include <math.h>\nstatic double q;\nENDVERBATIM\n"
+            "BREAKPOINT {\n i = g*(v + 70)\n WATCH (v > 0) 2\n}\n"
+            "KINETIC scheme { ~ c <-> o (1, 1) }\n")
+    with pytest.raises(ModFileError) as caught:
+        load_mod(text)
+    assert [line for line, _ in caught.value.problems] == [1, 4, 10, 12]
+    message = str(caught.value)
+    for words in ("<mod text>:1: POINTER", "<mod text>:4: VERBATIM C code is not supported "
+                  "(line 6: 'static double q;')", "<mod text>:10: WATCH",
+                  "<mod text>:12: KINETIC"):
+        assert words in message
+
+
+def test_verbatim_idioms_that_change_nothing_are_accepted():
+    text = channel().replace("INITIAL {", "VERBATIM\n#include <math.h>\nENDVERBATIM\n"
+                             "FUNCTION one() {\n one = 1\nVERBATIM\n return 0;\nENDVERBATIM\n}"
+                             "\nINITIAL {") + "\x1a"
+    assert load_mod(text).states == ("m_x",)
+
+
+def test_a_directory_loads_what_it_can_and_names_every_refused_file(tmp_path):
+    from jaxlean.models.neuron.nmodl import ModDirError, load_mod_dir
+
+    (tmp_path / "good.mod").write_text(channel())
+    (tmp_path / "bad1.mod").write_text(channel(neuron="USEION k READ ek WRITE ik POINTER p"))
+    (tmp_path / "bad2.mod").write_text("NEURON { SUFFIX y }\nKINETIC s { ~ a <-> b (1, 1) }")
+    with pytest.raises(ModDirError, match=r"2 of 3 \.mod files") as caught:
+        load_mod_dir(tmp_path)
+    error = caught.value
+    assert sorted(error.refused) == ["bad1.mod", "bad2.mod"] and list(error.loaded) == ["x"]
+    assert "bad1.mod:1: POINTER" in str(error) and "bad2.mod:2: KINETIC" in str(error)
+    with pytest.warns(UserWarning, match="bad1.mod, bad2.mod"):
+        loaded = load_mod_dir(tmp_path, skip_refused=True)
+    assert list(loaded) == ["x"] and sorted(loaded.refused) == ["bad1.mod", "bad2.mod"]
