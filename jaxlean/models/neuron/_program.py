@@ -267,6 +267,9 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                          "celsius": celsius}
                 now = mechanism.currents_at(local, given, own[k], given)
                 later = mechanism.currents_at(local + _DV, given, own[k], given)
+                kept = mechanism.currents_kept(local, given, own[k])
+                if kept:  # values NEURON's BREAKPOINT leaves in its range variables
+                    states[name] = {**states[name], **kept}
                 for current, i in now.items():
                     i = jnp.broadcast_to(i, local.shape)
                     slope = (later[current] - i) / _DV  # NEURON's di/dv

@@ -289,6 +289,12 @@ class Mechanism:
             out[name] = value
         return out
 
+    def currents_kept(self, v: Array, states: Values, p: Values) -> dict[str, Array]:
+        """States a ``voltage_dependent`` mechanism's current code sets at ``v``, at the
+        start of a step (an NMODL BREAKPOINT's ASSIGNED values, which NEURON keeps: see
+        :mod:`~jaxlean.models.neuron.nmodl.generated`); none for a mechanism of functions."""
+        return {}
+
     def spike_increments(self, p: Values) -> Mapping[str, Array]:
         """``on_spike(params)``: what one input spike adds to each state."""
         with _reads(self, "on_spike(params)", {"params": self.parameters}):

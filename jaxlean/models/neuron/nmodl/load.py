@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.nmodl.generated import generate
 from jaxlean.models.neuron.nmodl.model import ModFileError
 from jaxlean.models.neuron.nmodl.parser import parse
 from jaxlean.models.neuron.nmodl.translate import translate
@@ -21,10 +22,15 @@ __all__ = ["Mechanisms", "ModDirError", "load_mod", "load_mod_dir"]
 
 
 def _load(text: str, where: str) -> Mechanism:
+    """The compact form of the file where it fits (:mod:`.translate`), else NEURON's
+    generated code (:mod:`.generated`), which refuses with every problem of the file."""
     model = parse(text, where)
     if model.problems:
         raise ModFileError(where, model.problems)
-    return translate(model)
+    try:
+        return translate(model)
+    except ConfigError:
+        return generate(parse(text, where))
 
 
 def load_mod(source: str | Path) -> Mechanism:

@@ -13,10 +13,16 @@ import jax.numpy as jnp
 from jaxlean.models.neuron.nmodl.ions import IonPlan, ion_plan
 from jaxlean.models.neuron.nmodl.model import Model
 
-__all__ = ["SPECIAL", "Naming"]
+__all__ = ["SPECIAL", "Naming", "parameter_default"]
 
 SPECIAL = ("v", "celsius", "dt", "t")
 """Names NEURON provides (a file may declare them in PARAMETER or ASSIGNED)."""
+
+
+def parameter_default(variable) -> float:
+    """A PARAMETER's value as NEURON 9 runs it: the declared default to 6 significant digits
+    (``nocmodl`` writes it with ``%g``: ``15.87301587302`` runs as ``15.873``), 0 if none."""
+    return 0.0 if variable.default is None else float(f"{variable.default:.6g}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +55,7 @@ class Naming:
         for name, variable in model.parameters.items():
             if name in SPECIAL or name in reversals or name in ions.read:
                 continue
-            default = 0.0 if variable.default is None else variable.default
+            default = parameter_default(variable)
             if name in frozen:
                 fixed[name] = default
                 continue

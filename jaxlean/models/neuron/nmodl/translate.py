@@ -37,7 +37,7 @@ from jaxlean.models.neuron.nmodl.functions import Plan, build
 from jaxlean.models.neuron.nmodl.interpret import Interpreter
 from jaxlean.models.neuron.nmodl.ions import ion_currents
 from jaxlean.models.neuron.nmodl.model import Model
-from jaxlean.models.neuron.nmodl.names import SPECIAL, Naming
+from jaxlean.models.neuron.nmodl.names import SPECIAL, Naming, parameter_default
 
 __all__ = ["translate"]
 
@@ -91,7 +91,7 @@ def _abstract_names(model: Model, naming: Naming, states: bool) -> dict[str, Abs
              "celsius": Abstract(frozenset({"celsius"}), hom=None, affine=(1.0, 0.0))}
     for name, variable in model.parameters.items():
         if name not in SPECIAL and name not in naming.reversals and name not in naming.ions.read:
-            names[name] = Abstract(frozenset({name}), const=variable.default or 0.0)
+            names[name] = Abstract(frozenset({name}), const=parameter_default(variable))
     names.update({name: Abstract(frozenset({name})) for name in naming.reversals})
     names.update({name: Abstract(frozenset({name})) for name in naming.ions.read})
     if model.net_receive is not None and model.net_receive.args:

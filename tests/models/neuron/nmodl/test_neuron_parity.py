@@ -31,9 +31,10 @@ SITES = [0, 3, 5]  # the soma, dendrite segments 2 and 4
 VOLTAGE_TOLERANCE = 1e-7  # mV (measured: at most 1e-9)
 
 
-def jaxlean_run(case: dict) -> dict:
-    """The case simulated by jaxlean with the translated mechanisms."""
-    mechanisms = load_mod_dir(MODS)
+def jaxlean_run(case: dict, mechanisms: dict | None = None) -> dict:
+    """The case simulated by jaxlean with the translated mechanisms (``load_mod_dir``'s
+    unless given)."""
+    mechanisms = load_mod_dir(MODS) if mechanisms is None else mechanisms
     n = case["dend_nseg"]
     cell = Cell.from_parents(np.arange(n + 1) - 1, [case["soma_L"]] + [case["dend_L"] / n] * n,
                              [case["soma_diam"] / 2] + [case["dend_diam"] / 2] * n,
@@ -69,9 +70,9 @@ def jaxlean_run(case: dict) -> dict:
     return simulate(cell, params, stimuli, dt, t_max, states=states, spikes=spikes)
 
 
-def assert_matches(fixture) -> None:
+def assert_matches(fixture, mechanisms: dict | None = None) -> dict:
     case = json.loads(str(fixture["case"]))
-    out = jaxlean_run(case)
+    out = jaxlean_run(case, mechanisms)
     reference = fixture["v"]
     assert np.ptp(reference[:, 0]) > 20.0  # the cell responds (hh, hay: it spikes)
     np.testing.assert_array_less(np.abs(np.asarray(out["v"]) - reference).max(),
@@ -79,6 +80,7 @@ def assert_matches(fixture) -> None:
     for state in case["record"]:
         np.testing.assert_allclose(np.asarray(out[state]), fixture[state], rtol=1e-6,
                                    atol=1e-9, err_msg=state)
+    return out
 
 
 @pytest.mark.parametrize("name", CASES)

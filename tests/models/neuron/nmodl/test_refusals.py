@@ -52,8 +52,6 @@ def test_unsupported_files_are_refused_by_name(file, line, words):
      "STATE"),
     (channel(neuron="USEION k READ ek WRITE ik, ek"), 1, "USEION k WRITE ek: writing a "
      "reversal potential is not supported"),
-    (channel(neuron="USEION k READ ek, ki WRITE ik", method="derivimplicit"), 1,
-     r"USEION k uses \['ki'\] with METHOD derivimplicit"),
     (channel(neuron="USEION k READ ek WRITE ik USEION mg READ mgo"), 1,
      "USEION mg: .*give its valence"),
     (channel(neuron="USEION k READ ek WRITE ik USEION ca READ cai VALENCE 1"), 1,
@@ -62,20 +60,6 @@ def test_unsupported_files_are_refused_by_name(file, line, words):
      "USEION ca READ cax: not a variable of the ion ca"),
     ("NEURON { POINT_PROCESS y USEION ca READ eca WRITE ica }\nPARAMETER { g = 1 (uS) }\n"
      "BREAKPOINT {\n ica = g*(v - eca)\n}", 1, "USEION ca in a POINT_PROCESS"),
-    (channel(method="euler"), 6, r"SOLVE \.\.\. METHOD euler is not supported"),
-    (channel(derivative="m' = -m*m/5"), 11, "m' is not linear in m"),
-    (channel(states="c", initial="m = 0 c = 1",
-             derivative="m' = a0*c - b0*m  c' = b0*m - a0*c"), 11,
-     r"m' depends on the states \['c'\]: coupled equations are not supported"),
-    (channel(assigned="tadj", current="tadj*gbar*m*(v - ek)",
-             initial="m = 1/(1 + exp(-v/10))",
-             derivative="tadj = 3^((celsius - 23)/10)\n m' = (1/(1 + exp(-v/10)) - m)/5"),
-     7, r"tadj \(ASSIGNED\) is read before this block assigns it; values kept between "
-        "blocks are not supported"),
-    (channel(initial="m = 0"), 9, "INITIAL sets m_x to 0.0 at v = -100.0 mV, not its steady "
-     "state"),
-    (channel(derivative="m' = 3^((celsius - 6.3)/10)*(1/(1 + exp(-v/10)) - m)/5 + celsius"), 11,
-     "m' depends on celsius other than through one factor"),
     (channel(neuron="USEION k READ ek WRITE ik POINTER p"), 1,
      "POINTER variables are not supported"),
     ("NEURON { SUFFIX x }\nKINETIC scheme { ~ c <-> o (1, 1) }", 2,
@@ -91,21 +75,28 @@ def test_refusals_name_the_line_and_construct(text, line, words):
         load_mod(text)
 
 
-def test_temperature_in_a_conductance_is_refused():
-    text = channel(neuron="USEION k READ ek WRITE ik RANGE gk", assigned="gk",
-                   current="gk*(v - ek)").replace(
-        "    ik = gk*(v - ek)", "    gk = 3^((celsius - 23)/10)*gbar*m\n    ik = gk*(v - ek)")
-    with pytest.raises(ConfigError, match=r"<mod text>:8: the conductance of ik depends on "
-                                          r"celsius through a temperature factor"):
-        load_mod(text)
+@pytest.mark.parametrize("text", [
+    channel(neuron="USEION k READ ek, ki WRITE ik", method="derivimplicit"),
+    channel(method="euler"),
+    channel(derivative="m' = -m*m/5"),  # nonlinear: cnexp as nocmodl writes it
+    channel(states="c", initial="m = 0 c = 1", derivative="m' = a0*c - b0*m  c' = b0*m - a0*c"),
+    channel(assigned="tadj", current="tadj*gbar*m*(v - ek)",  # an ASSIGNED kept from DERIVATIVE
+            derivative="tadj = 3^((celsius - 23)/10)\n m' = (1/(1 + exp(-v/10)) - m)/5"),
+    channel(initial="m = 0"),  # not the steady state: NEURON starts where INITIAL says
+    channel(derivative="m' = 3^((celsius - 6.3)/10)*(1/(1 + exp(-v/10)) - m)/5 + celsius"),
+    channel(neuron="USEION k READ ek WRITE ik RANGE gk", assigned="gk",  # celsius in g
+            current="gk*(v - ek)").replace(
+        "    ik = gk*(v - ek)", "    gk = 3^((celsius - 23)/10)*gbar*m\n    ik = gk*(v - ek)"),
+    channel(states="h", initial="m = 1/(1 + exp(-v/10)) h = 1/(1 + exp(v/10))",
+            derivative="m' = 3^((celsius - 23)/10)*(1/(1 + exp(-v/10)) - m)/5\n"
+                       "h' = 2^((celsius - 23)/10)*(1/(1 + exp(v/10)) - h)/5"),
+])
+def test_what_neuron_accepts_loads_in_the_general_form(text):
+    """Constructs outside the compact Mechanism form that NEURON runs load as NEURON's
+    generated code (:mod:`~jaxlean.models.neuron.nmodl.generated`)."""
+    from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism
 
-
-def test_two_temperature_factors_are_refused():
-    text = channel(states="h", initial="m = 1/(1 + exp(-v/10)) h = 1/(1 + exp(v/10))",
-                   derivative="m' = 3^((celsius - 23)/10)*(1/(1 + exp(-v/10)) - m)/5\n"
-                              "h' = 2^((celsius - 23)/10)*(1/(1 + exp(v/10)) - h)/5")
-    with pytest.raises(ConfigError, match="different temperature factors"):
-        load_mod(text)
+    assert isinstance(load_mod(text), GeneratedMechanism)
 
 
 def test_missing_files_and_directories_are_named(tmp_path):

@@ -1,0 +1,146 @@
+"""``SOLVE block METHOD m`` as NEURON's generated C code advances the states by ``dt``.
+
+The block's statements run in order, each over the names kept per compartment
+(``names``, updated in place: ASSIGNED values set by its procedures persist).
+
+* ``cnexp``: each ``x' = f`` becomes, where it stands, ``x = x + (1 - exp(b dt))
+  (-a/b - x)`` with ``a = f`` at ``x = 0`` and ``b = df/dx`` at the present ``x``
+  (``jax.jvp``), as ``nocmodl`` writes it (exact for ``f`` linear in ``x``; for a
+  nonlinear ``f`` the same formula NEURON runs). The statements after it see the new
+  ``x`` (coupled equations are advanced one after the other, as in NEURON);
+  ``x' = f`` with ``f`` free of ``x`` is ``x = x + dt f``.
+* ``derivimplicit``: backward Euler, ``x_new = x + dt f(x_new)`` for every state of
+  the block together, solved by Newton's method as NEURON does (NEURON stops when a
+  step changes no state by more than 1e-6 with a finite-difference Jacobian; here
+  :data:`NEWTON_STEPS` steps with the exact Jacobian: the same root, to round-off
+  for ``f`` linear in the states, as in channels and calcium shells). The block then
+  runs once more at the solution, leaving its ASSIGNED values there.
+* ``euler``: ``x = x + dt f(x)``, every ``f`` from the values before the step.
+* ``SOLVE procedure`` (no METHOD): the PROCEDURE runs.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
+from jaxlean.models.neuron.nmodl.model import Model
+
+__all__ = ["METHODS", "NEWTON_STEPS", "mentions", "solve"]
+
+METHODS = ("cnexp", "derivimplicit", "euler")
+NEWTON_STEPS = 3
+"""Newton steps of ``derivimplicit`` (from the states before the step)."""
+
+
+def mentions(model: Model, expr: s.Expr, name: str, seen: frozenset = frozenset()) -> bool:
+    """Whether ``expr`` reads ``name``, directly or in a FUNCTION it calls."""
+    if isinstance(expr, s.Name):
+        return expr.id == name
+    if isinstance(expr, s.Unary):
+        return mentions(model, expr.operand, name, seen)
+    if isinstance(expr, s.Binary):
+        return mentions(model, expr.left, name, seen) or mentions(model, expr.right, name, seen)
+    if isinstance(expr, s.Call):
+        if any(mentions(model, arg, name, seen) for arg in expr.args):
+            return True
+        block = model.blocks.get(expr.name)
+        if block is None or block.name in seen or name in (*block.args, *block.locals):
+            return False
+        return any(_statement_mentions(model, st, name, seen | {block.name})
+                   for st in block.body)
+    return False
+
+
+def _statement_mentions(model, statement, name, seen) -> bool:
+    if isinstance(statement, s.Assign | s.Derivative):
+        return mentions(model, statement.value, name, seen)
+    if isinstance(statement, s.If):
+        return mentions(model, statement.condition, name, seen) or any(
+            _statement_mentions(model, st, name, seen)
+            for st in (*statement.then, *statement.otherwise))
+    if isinstance(statement, s.CallStatement):
+        return mentions(model, statement.call, name, seen)
+    return False
+
+
+class _Cnexp(Interpreter):
+    """Runs a DERIVATIVE block, replacing each ``x' = f`` by its exponential step."""
+
+    def __init__(self, model: Model, dt):
+        super().__init__(model, JaxBackend())
+        self.dt = dt
+
+    def derivative(self, statement: s.Derivative, local: dict, names: dict) -> None:
+        x = statement.state
+        old = names[x]
+        if not mentions(self.model, statement.value, x):
+            names[x] = old + self.dt * self.eval(statement.value, local, names)
+            return
+
+        def f(value):
+            return jnp.asarray(self.eval(statement.value, dict(local), {**names, x: value}))
+
+        _, slope = jax.jvp(f, (old,), (jnp.ones_like(old),))
+        constant = f(jnp.zeros_like(old))
+        names[x] = old + (1.0 - jnp.exp(self.dt * slope)) * (-constant / slope - old)
+
+
+def _derivatives(model: Model, block: s.Block, names: dict) -> dict:
+    """Run ``block`` over ``names`` (in place); ``{state: x'}``."""
+    out: dict = {}
+    Interpreter(model, JaxBackend(),
+                lambda state, value, line: out.__setitem__(state, value)).run_block(block, names)
+    return out
+
+
+def _backward_euler(model: Model, block: s.Block, names: dict, dt) -> None:
+    old = {x: names[x] for x in _derivatives(model, block, dict(names))}
+    order = list(old)
+
+    def residual(xs):
+        given = {**names, **dict(zip(order, xs, strict=True))}
+        slopes = _derivatives(model, block, given)
+        return [x - old[name] - dt * jnp.asarray(slopes[name])
+                for name, x in zip(order, xs, strict=True)]
+
+    xs = [jnp.asarray(old[name]) for name in order]
+    for _ in range(NEWTON_STEPS):
+        columns = []
+        for j in range(len(order)):
+            tangent = [jnp.ones_like(x) if k == j else jnp.zeros_like(x)
+                       for k, x in enumerate(xs)]
+            value, column = jax.jvp(residual, (xs,), (tangent,))
+            columns.append(column)
+        if len(order) == 1:
+            xs = [xs[0] - value[0] / columns[0][0]]
+            continue
+        shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in xs))
+        jac = jnp.stack([jnp.stack([jnp.broadcast_to(columns[j][i], shape)
+                                    for j in range(len(order))], -1)
+                         for i in range(len(order))], -2)
+        rhs = jnp.stack([jnp.broadcast_to(r, shape) for r in value], -1)
+        delta = jnp.linalg.solve(jac, rhs[..., None])[..., 0]
+        xs = [x - delta[..., k] for k, x in enumerate(xs)]
+    names.update(zip(order, xs, strict=True))
+    _derivatives(model, block, names)  # its ASSIGNED values at the solution
+    names.update(zip(order, xs, strict=True))
+
+
+def solve(model: Model, block: s.Block, method: str, names: dict, dt) -> None:
+    """Advance the states of ``block`` by ``dt`` with ``method`` (see the module docstring);
+    ``names`` holds every name of the file and is updated in place."""
+    if block.kind == "PROCEDURE":
+        Interpreter(model, JaxBackend()).run_block(block, names)
+    elif method == "cnexp":
+        _Cnexp(model, dt).run_block(block, names)
+    elif method == "derivimplicit":
+        _backward_euler(model, block, names, dt)
+    elif method == "euler":
+        slopes = _derivatives(model, block, names)
+        for x, slope in slopes.items():
+            names[x] = names[x] + dt * slope
+    else:
+        raise model.error(block.line, f"METHOD {method} is not supported")
