@@ -1,5 +1,7 @@
-"""A parsed ``.mod`` file as a :class:`~jaxlean.models.neuron.mechanisms.Mechanism`, or an
-error naming the file, line and construct that does not map onto one exactly.
+"""A parsed ``.mod`` file in the compact :class:`~jaxlean.models.neuron.mechanisms.Mechanism`
+form (gates with one q10, nothing kept between blocks), or an error naming what does not
+fit it; ``load_mod`` then runs the file as NEURON's generated code
+(:mod:`~jaxlean.models.neuron.nmodl.generated`), which computes the same values.
 
 * ``DERIVATIVE``: each ``x' = f`` must be linear in ``x`` and free of the other
   states (``f = a + b x``, as ``cnexp`` requires); then ``inf = -a / b`` and
