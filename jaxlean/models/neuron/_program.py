@@ -108,7 +108,8 @@ def _save_only_solves(primitive: Primitive, *_, **__) -> bool:
     return primitive.name == "custom_linear_solve"
 
 
-def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, jax.Array]) -> dict:
+def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, jax.Array],
+                  dt: float | None = None) -> dict:
     """Voltage ``v_init`` everywhere, states at rest there, step 0; the ions' concentrations
     (``"ions"``, where a cell uses them) at ``<ion>i0``/``<ion>o0``, then as the mechanisms'
     initial values write them, in insertion order (NEURON's ``finitialize``)."""
@@ -127,6 +128,8 @@ def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, ja
                   **{variables(u.ion)["current"]: jnp.zeros_like(v_init) for u in uses.values()
                      if u.current}}
         local = {**view(mechanism, values, ins.gather), "celsius": celsius}
+        if dt is not None:  # NEURON's dt, which an NMODL INITIAL block may read
+            local["dt"] = dt
         start = mechanism.initial(ins.gather(v_init), own, local)
         states[mechanism.name] = {s: start[s] for s in mechanism.own_states()}
         for name in written(mechanism):
@@ -225,7 +228,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
     targets, clamped, detectors = at[plan.targets], at[plan.clamped], at[plan.detectors]
     stimulus_scale = 1e-3 / area[plan.targets]
     clamp_scale = 1e-3 / area[plan.clamped]
-    state = initial_state(cell, plan.insertions, p) if initial is None else initial
+    state = initial_state(cell, plan.insertions, p, dt) if initial is None else initial
     if initial is None and plan.couplings:
         state["synapses"] = {syn.name: syn.rest(p["v_init"][pre], coupling_params[syn.name])
                              for syn, pre, _ in plan.couplings}
@@ -264,7 +267,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
             local = gather(k, v)
             if mechanism.voltage_dependent:
                 given = {**states[name], **view(mechanism, ions, functools.partial(gather, k)),
-                         "celsius": celsius}
+                         "celsius": celsius, "dt": dt}
                 now = mechanism.currents_at(local, given, own[k], given)
                 later = mechanism.currents_at(local + _DV, given, own[k], given)
                 kept = mechanism.currents_kept(local, given, own[k])

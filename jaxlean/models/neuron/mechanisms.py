@@ -138,8 +138,8 @@ class Mechanism:
             raise ConfigError(f"{where}: give exactly one of rates (alpha, beta), steady "
                               f"(inf, tau) or dstate (a, b) for its states {list(self.states)}")
         _check_ions(self, where)
-        if not self.currents and not self.ion_writes():
-            raise ConfigError(f"{where}: declares no current")
+        if not self.currents and not self.ion_writes() and not self.states:
+            raise ConfigError(f"{where}: declares no current, and no state")
         for current, (_, reversal) in self.currents.items():
             carried = self.ion_of(reversal)
             if carried is not None and variables(carried)["current"] not in self.ion_writes():

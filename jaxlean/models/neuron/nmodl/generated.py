@@ -56,6 +56,8 @@ class GeneratedMechanism(Mechanism):
         """The file's names bound to jaxlean's values."""
         plan = self.plan
         out = {"v": v, "celsius": states.get("celsius", celsius)}
+        if "dt" in states:
+            out["dt"] = states["dt"]
         out.update({mod: p[jax] for mod, (jax, _, _) in plan.parameters.items()})
         out.update({name: states[name] for name in plan.ion_names if name in states})
         out.update({mod: states[jax] for mod, (jax, _) in plan.kept.items() if jax in states})
@@ -129,7 +131,7 @@ def _dry_run(mechanism: GeneratedMechanism) -> None:
         p = {name: jnp.asarray(default) for name, (default, _) in
              mechanism.parameters.items()}
         ions = {name: jnp.full((1,), 1.0) for name in mechanism.plan.ion_names}
-        ions["celsius"] = jnp.asarray(6.3)
+        ions["celsius"], ions["dt"] = jnp.asarray(6.3), 0.025
         states = {**ions, **mechanism.initial(v, p, ions)}
         mechanism.currents_at(v, states, p)
         mechanism.currents_kept(v, states, p)
@@ -146,9 +148,9 @@ def generate(model: Model) -> GeneratedMechanism:
     """
     plan = plan_variables(model)
     solves = _solves(model)
-    if not plan.currents and not any(plan.kept[x][1] is None for x in model.states):
+    if not plan.currents and not plan.kept:
         model.refuse(model.suffix_line, "the mechanism writes no current (USEION ... WRITE "
-                     "i<ion> or NONSPECIFIC_CURRENT) and no concentration")
+                     "i<ion> or NONSPECIFIC_CURRENT), no concentration and keeps no value")
     if model.point:
         model.refuse(model.suffix_line, "POINT_PROCESS files load only in the compact form "
                      "(see translate); this one does not fit it")

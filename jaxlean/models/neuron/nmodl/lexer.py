@@ -17,13 +17,15 @@ __all__ = ["Token", "tokenize"]
 _TOKEN = re.compile(r"""
     (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<string>"[^"]*")
   | (?P<op>&&|\|\||<=|>=|==|!=|[-+*/^(){},<>=!'~%:?\[\]])
 """, re.VERBOSE)
 
 
 @dataclasses.dataclass(frozen=True)
 class Token:
-    """``kind`` is ``"number"``, ``"name"``, ``"op"`` or ``"end"``; ``line`` counts from 1."""
+    """``kind`` is ``"number"``, ``"name"``, ``"string"``, ``"op"`` or ``"end"``; ``line``
+    counts from 1."""
 
     kind: str
     text: str
@@ -55,7 +57,8 @@ def tokenize(text: str, where: str) -> tuple[list[Token], list[tuple[int, str]]]
         if verbatim:
             if stripped.startswith("ENDVERBATIM"):
                 verbatim = 0
-            elif stripped and not any(idiom.fullmatch(stripped) for idiom in VERBATIM_IDIOMS):
+            elif (stripped and not any(idiom.fullmatch(stripped) for idiom in VERBATIM_IDIOMS)
+                  and not any(line == verbatim for line, _ in problems)):
                 problems.append((verbatim, f"VERBATIM C code is not supported (line "
                                            f"{number}: {stripped[:60]!r})"))
             continue

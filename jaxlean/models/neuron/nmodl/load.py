@@ -21,16 +21,19 @@ from jaxlean.models.neuron.nmodl.translate import translate
 __all__ = ["Mechanisms", "ModDirError", "load_mod", "load_mod_dir"]
 
 
-def _load(text: str, where: str) -> Mechanism:
+def _load(text: str, where: str, path: Path | None = None) -> Mechanism:
     """The compact form of the file where it fits (:mod:`.translate`), else NEURON's
     generated code (:mod:`.generated`), which refuses with every problem of the file."""
-    model = parse(text, where)
+    options = {} if path is None else {"folder": path.parent, "default_suffix": path.stem}
+    model = parse(text, where, **options)
     if model.problems:
         raise ModFileError(where, model.problems)
     try:
+        if model.file_locals or model.arrays:
+            raise ConfigError("file-level LOCAL or arrays")  # the general form
         return translate(model)
     except ConfigError:
-        return generate(parse(text, where))
+        return generate(parse(text, where, **options))
 
 
 def load_mod(source: str | Path) -> Mechanism:
@@ -47,7 +50,7 @@ def load_mod(source: str | Path) -> Mechanism:
     path = Path(source)
     if not path.is_file():
         raise ConfigError(f"load_mod: no such .mod file {str(path)!r}")
-    return _load(path.read_text(errors="replace"), str(path))
+    return _load(path.read_text(errors="replace"), str(path), path)
 
 
 class Mechanisms(dict):

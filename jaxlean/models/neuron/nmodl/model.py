@@ -54,6 +54,9 @@ class Model:
     breakpoint: s.Block | None = None
     initial: s.Block | None = None
     net_receive: s.Block | None = None
+    file_locals: list[str] = dataclasses.field(default_factory=list)
+    arrays: dict[str, int] = dataclasses.field(default_factory=dict)
+    """``{name: size}`` of array variables; element ``k`` is the variable ``name[k]``."""
     problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     """Constructs refused while parsing (the parser goes on past them)."""
 

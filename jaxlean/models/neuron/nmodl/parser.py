@@ -10,15 +10,21 @@ Accepted: ``NEURON`` (``SUFFIX``, ``POINT_PROCESS``, ``USEION ... READ ... WRITE
 ... VALENCE``, ``NONSPECIFIC_CURRENT``, ``RANGE``, ``GLOBAL``, ``THREADSAFE``),
 ``UNITS`` (unit aliases, ``FARADAY``/``R``/``PI`` constants), ``PARAMETER``,
 ``CONSTANT``, ``ASSIGNED``, ``STATE``, ``INDEPENDENT`` (ignored), ``DEFINE``,
+``INCLUDE "file"`` (spliced from the file's folder), file-level ``LOCAL``,
 ``BREAKPOINT``, ``INITIAL``, ``DERIVATIVE``, ``PROCEDURE``, ``FUNCTION``,
 ``NET_RECEIVE``; statements: ``LOCAL``, assignments, ``x' = ...``, ``if/else``,
 procedure calls, ``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed
-exactly, as NEURON does with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``.
-Anything else (``KINETIC``, ``VERBATIM``, ``POINTER``, ``WATCH``, loops, ...)
-raises :class:`~jaxlean.errors.ConfigError` naming the file, line and construct.
+exactly, as NEURON does with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``; a
+file without a NEURON block is named after the file, as NEURON names it.
+Refused constructs (``KINETIC``, ``VERBATIM`` C code, ``POINTER``, ``WATCH``, loops,
+...) are recorded with their line and skipped, so one error names them all
+(:class:`~jaxlean.models.neuron.nmodl.model.ModFileError`); a syntax error stops
+the parse, naming its line.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
@@ -41,7 +47,7 @@ _REFUSED_NEURON = {
     "EXTERNAL": "EXTERNAL variables are not supported",
 }
 _REFUSED_STATEMENTS = {
-    "WATCH": "WATCH statements are not supported", "FROM": "FROM loops are not supported",
+    "WATCH": "WATCH statements are not supported",
     "WHILE": "while loops are not supported", "while": "while loops are not supported",
     "for": "for loops are not supported", "net_send": "net_send is not supported",
     "net_event": "net_event is not supported", "CONSERVE": "CONSERVE is not supported",
@@ -52,15 +58,24 @@ _REFUSED_STATEMENTS = {
 }
 
 
-def parse(text: str, where: str = "<mod text>") -> Model:
-    """The :class:`Model` of the NMODL source ``text`` (``where`` names it in errors)."""
+def parse(text: str, where: str = "<mod text>", folder: Path | None = None,
+          default_suffix: str = "") -> Model:
+    """The :class:`Model` of the NMODL source ``text`` (``where`` names it in errors).
+
+    ``folder``: where ``INCLUDE "file"`` looks (the file's own folder, as ``nrnivmodl``);
+    its tokens count as the INCLUDE line's in errors. ``default_suffix``: the mechanism's
+    name when the file has no SUFFIX (NEURON names it after the file).
+    """
     tokens, problems = tokenize(text, where)
-    return _Parser(tokens, Model(where, problems=problems)).model()
+    model = Model(where, problems=problems)
+    return _Parser(tokens, model, folder, default_suffix).model()
 
 
 class _Parser:
-    def __init__(self, tokens: list[Token], model: Model):
+    def __init__(self, tokens: list[Token], model: Model, folder: Path | None = None,
+                 default_suffix: str = ""):
         self.tokens, self.i, self.m = tokens, 0, model
+        self.folder, self.default_suffix = folder, default_suffix
 
     # -- tokens --------------------------------------------------------------
     def peek(self, ahead: int = 0) -> Token:
@@ -140,15 +155,37 @@ class _Parser:
                 self.m.constants[name] = self.number()
             elif keyword in ("UNITSON", "UNITSOFF", "THREADSAFE"):
                 continue
+            elif keyword == "INCLUDE":
+                self.include(token.line)
+            elif keyword == "LOCAL":  # file-level: kept per compartment (see variables)
+                self.m.file_locals.extend(self.name_list())
             elif keyword in _STATEMENT_BLOCKS:
                 self.statement_block(keyword, token.line)
             elif self.skip_block():
                 self.m.refuse(token.line, f"{keyword} is not a supported NMODL block")
             else:
                 raise self.m.error(token.line, f"{keyword} is not a supported NMODL block")
+        if not self.m.suffix and self.default_suffix:
+            self.m.suffix, self.m.suffix_line = self.default_suffix, 1
         if not self.m.suffix:
             raise self.m.error(1, "no SUFFIX or POINT_PROCESS in the NEURON block")
         return self.m
+
+    def include(self, line: int) -> None:
+        """``INCLUDE "file"``: the file's tokens in place, counted as this line's."""
+        token = self.next()
+        if token.kind != "string":
+            raise self.m.error(line, "INCLUDE needs a quoted file name")
+        name = token.text.strip('"')
+        path = None if self.folder is None else self.folder / name
+        if path is None or not path.is_file():
+            self.m.refuse(line, f"INCLUDE {name!r}: no such file beside the .mod file"
+                          + ("" if self.folder else " (load the file by its path)"))
+            return
+        tokens, problems = tokenize(path.read_text(errors="replace"), str(path))
+        self.m.problems.extend((line, f"in {name}: {message}") for _, message in problems)
+        spliced = [Token(t.kind, t.text, line) for t in tokens[:-1]]
+        self.tokens[self.i:self.i] = spliced
 
     def skip_block(self) -> bool:
         """Skip a refused block: its header up to ``{`` on the same line, then the braces.
@@ -248,9 +285,10 @@ class _Parser:
         self.expect("{")
         while not self.accept("}"):
             token = self.name()
-            if self.at("["):
-                raise self.m.error(token.line, f"array variable {token.text}[...] is not "
-                                   f"supported")
+            size = None
+            if self.accept("["):
+                size = self.size()
+                self.expect("]")
             default = None
             if self.accept("="):
                 default = self.number()
@@ -269,7 +307,23 @@ class _Parser:
                     raise self.m.error(token.line, f"CONSTANT {token.text} has no value")
                 self.m.constants[token.text] = default
                 continue
-            table[token.text] = s.Variable(token.text, default, unit, token.line)
+            if size is None:
+                table[token.text] = s.Variable(token.text, default, unit, token.line)
+                continue
+            self.m.arrays[token.text] = size
+            for k in range(size):
+                name = f"{token.text}[{k}]"
+                table[name] = s.Variable(name, default, unit, token.line)
+
+    def size(self) -> int:
+        """An array's size: a number or a DEFINE'd name."""
+        token = self.next()
+        value = (self.m.constants.get(token.text) if token.kind == "name"
+                 else float(token.text) if token.kind == "number" else None)
+        if value is None or value != int(value) or value < 1:
+            raise self.m.error(token.line, f"array size {token.text!r} is not a positive "
+                               f"whole number or a DEFINE'd name")
+        return int(value)
 
     # -- statements ----------------------------------------------------------
     def statement_block(self, kind: str, line: int) -> None:
@@ -345,12 +399,18 @@ class _Parser:
             return s.Solve(block, method, token.line)
         if word == "if":
             return self.if_statement(local_names)
+        if word == "FROM":
+            return self.loop(local_names)
         self.next()
+        index = None
+        if self.accept("["):
+            index = self.expression()
+            self.expect("]")
         if self.accept("'"):
             self.expect("=")
-            return s.Derivative(word, self.expression(), token.line)
+            return s.Derivative(word, self.expression(), token.line, index)
         if self.accept("="):
-            return s.Assign(word, self.expression(), token.line)
+            return s.Assign(word, self.expression(), token.line, index)
         if self.at("("):
             return s.CallStatement(self.call(token), token.line)
         if self.at("~"):
@@ -367,6 +427,17 @@ class _Parser:
                 raise self.m.error(self.peek().line, "TABLE without WITH")
             self.next()
         self.number()
+
+    def loop(self, local_names: list[str]) -> s.Loop:
+        line = self.next().line
+        var = self.name().text
+        self.expect("=")
+        start = self.expression()
+        self.expect("TO")
+        stop = self.expression()
+        if self.at("BY"):
+            raise self.m.error(line, "FROM ... BY is not supported")
+        return s.Loop(var, start, stop, self.body(local_names), line)
 
     def if_statement(self, local_names: list[str]) -> s.If:
         line = self.next().line
@@ -420,6 +491,10 @@ class _Parser:
         if token.kind == "name":
             if self.at("("):
                 return self.call(token)
+            if self.accept("["):
+                index = self.expression()
+                self.expect("]")
+                return s.Index(token.text, index, token.line)
             return s.Name(token.text, token.line)
         if token.text == "(":
             inner = self.expression()

@@ -39,6 +39,8 @@ def mentions(model: Model, expr: s.Expr, name: str, seen: frozenset = frozenset(
     """Whether ``expr`` reads ``name``, directly or in a FUNCTION it calls."""
     if isinstance(expr, s.Name):
         return expr.id == name
+    if isinstance(expr, s.Index):  # any element of the array counts
+        return name.split("[")[0] == expr.id or mentions(model, expr.index, name, seen)
     if isinstance(expr, s.Unary):
         return mentions(model, expr.operand, name, seen)
     if isinstance(expr, s.Binary):
@@ -63,6 +65,8 @@ def _statement_mentions(model, statement, name, seen) -> bool:
             for st in (*statement.then, *statement.otherwise))
     if isinstance(statement, s.CallStatement):
         return mentions(model, statement.call, name, seen)
+    if isinstance(statement, s.Loop):
+        return any(_statement_mentions(model, st, name, seen) for st in statement.body)
     return False
 
 
@@ -74,7 +78,7 @@ class _Cnexp(Interpreter):
         self.dt = dt
 
     def derivative(self, statement: s.Derivative, local: dict, names: dict) -> None:
-        x = statement.state
+        x = self.element(statement.state, statement.index, local, names, statement.line)
         old = names[x]
         if not mentions(self.model, statement.value, x):
             names[x] = old + self.dt * self.eval(statement.value, local, names)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 __all__ = ["Assign", "Binary", "Block", "Call", "CallStatement", "Derivative", "Expr", "If",
-           "Name", "Number", "Solve", "Statement", "Unary", "Variable"]
+           "Index", "Loop", "Name", "Number", "Solve", "Statement", "Unary", "Variable"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +52,17 @@ class Call:
     line: int
 
 
-Expr = Number | Name | Unary | Binary | Call
+@dataclasses.dataclass(frozen=True)
+class Index:
+    """An element of an array variable, ``inf[i]`` (the index known when the code runs:
+    a literal or a ``FROM`` loop's variable)."""
+
+    id: str
+    index: Expr
+    line: int
+
+
+Expr = Number | Name | Unary | Binary | Call | Index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +72,7 @@ class Assign:
     target: str
     value: Expr
     line: int
+    index: Expr | None = None  # target[index] = value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +82,7 @@ class Derivative:
     state: str
     value: Expr
     line: int
+    index: Expr | None = None  # state[index]' = value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +112,18 @@ class Solve:
     line: int
 
 
-Statement = Assign | Derivative | If | CallStatement | Solve
+@dataclasses.dataclass(frozen=True)
+class Loop:
+    """``FROM i = start TO stop { body }`` (the bounds known when the code runs)."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    body: tuple[Statement, ...]
+    line: int
+
+
+Statement = Assign | Derivative | If | CallStatement | Solve | Loop
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,10 @@
   kept per compartment too: the same values wherever a block sets it before reading
   it (``rates(v)`` filling ``minf``), which is what published files do.
 * Ion variables keep NEURON's names (``ena``, ``cai``, ``ica``): read from the ion each
-  block, a concentration the file writes is its STATE kept by the ion.
+  block; a concentration the file writes (a STATE ``cai' = ...``, or assigned:
+  ``cai = ca``) is its state, kept by the ion (other mechanisms read it).
+* A file-level ``LOCAL`` is kept per compartment (NEURON keeps one value per thread;
+  the same wherever a block sets it before reading it).
 * ``v``, ``celsius``, ``dt`` and ``t`` are NEURON's (``t`` only in INITIAL, at 0).
 """
 
@@ -26,6 +29,12 @@ from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.names import SPECIAL, parameter_default
 
 __all__ = ["Variables", "assigned_names", "plan_variables"]
+
+
+def _hoc(name: str, suffix: str) -> str:
+    """NEURON's hoc name: ``gbar_kdr``, an array element ``inf_nahh[0]``."""
+    base, bracket, index = name.partition("[")
+    return f"{base}_{suffix}{bracket}{index}"
 
 
 def assigned_names(model: Model, statements, shadow: frozenset = frozenset(),
@@ -53,9 +62,14 @@ def assigned_names(model: Model, statements, shadow: frozenset = frozenset(),
 
     for statement in statements:
         if isinstance(statement, s.Assign):
-            if statement.target not in shadow:
+            if statement.index is not None:  # every element of the array may be assigned
+                out.update(f"{statement.target}[{k}]"
+                           for k in range(model.arrays.get(statement.target, 0)))
+            elif statement.target not in shadow:
                 out.add(statement.target)
             calls(statement.value)
+        elif isinstance(statement, s.Loop):
+            out |= assigned_names(model, statement.body, shadow | {statement.var}, seen)
         elif isinstance(statement, s.Derivative):
             calls(statement.value)
         elif isinstance(statement, s.If):
@@ -102,11 +116,6 @@ def _uses(model: Model) -> tuple[tuple[UseIon, ...], frozenset[str]]:
                          f"follows from Nernst)")
         if unknown or known["e"] in ion.write:
             continue
-        for variable in ion.write:
-            if variable in (known["i"], known["o"]) and variable not in model.states:
-                model.refuse(ion.line, f"USEION {ion.name} WRITE {variable}: {variable} is "
-                             f"not a STATE; jaxlean supports concentrations written as a "
-                             f"STATE with an equation {variable}' = ...")
         try:
             uses.append(UseIon(ion.name, read=ion.read, write=ion.write, valence=ion.valence))
         except ConfigError as error:
@@ -128,7 +137,7 @@ def plan_variables(model: Model) -> Variables:
         if current in ion.write:
             currents[current] = (f"{current}_{model.suffix}", current)
     for name in model.nonspecific:
-        currents[name] = (f"{name}_{model.suffix}", None)
+        currents[name] = (_hoc(name, model.suffix), None)
     blocks = [b for b in (model.initial, model.breakpoint, model.net_receive) if b is not None]
     blocks += [b for b in model.blocks.values() if b.kind == "DERIVATIVE"]
     written = set()
@@ -140,20 +149,26 @@ def plan_variables(model: Model) -> Variables:
         if name in free:
             continue
         if name in written:
-            kept[name] = (f"{name}_{model.suffix}", parameter_default(variable))
+            kept[name] = (_hoc(name, model.suffix), parameter_default(variable))
         else:
-            parameters[name] = (f"{name}_{model.suffix}", parameter_default(variable),
+            parameters[name] = (_hoc(name, model.suffix), parameter_default(variable),
                                 variable.unit.replace(" ", ""))
+    concentrations = {x for use in uses for x in use.write
+                      if x in (variables(use.ion)["i"], variables(use.ion)["o"])}
+    for name in sorted(concentrations - set(model.states)):  # written by assignment
+        kept[name] = (name, None)
+    for name in model.file_locals:
+        kept[name] = (_hoc(name, model.suffix), 0.0)
     for name in model.states:
         if name in ion_names:
             kept[name] = (name, None)
         else:
             start = model.parameters.get(f"{name}0")
-            kept[name] = (f"{name}_{model.suffix}",
+            kept[name] = (_hoc(name, model.suffix),
                           0.0 if start is None else parameter_default(start))
     for name in model.assigned:
         if name not in free and name not in currents and name not in kept:
-            kept[name] = (f"{name}_{model.suffix}", 0.0)
+            kept[name] = (_hoc(name, model.suffix), 0.0)
     breakpoint_kept = frozenset()
     if model.breakpoint is not None:
         breakpoint_kept = frozenset(assigned_names(
