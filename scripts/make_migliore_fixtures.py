@@ -91,18 +91,21 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
     return out
 
 
-def main(out: Path) -> None:
+def main(out: Path, mods: Path = MODS, specs: dict = CASES,
+         file: str = "migliore.npz") -> None:
+    """Compile the files of ``mods`` (INCLUDE files beside them), run every case of
+    ``specs`` and save ``out/file``."""
     import neuron
     from neuron import h
 
     h.load_file("stdrun.hoc")
-    folder = Path(tempfile.mkdtemp(prefix="jaxlean_migliore_"))
-    for path in MODS.glob("*.mod"):
+    folder = Path(tempfile.mkdtemp(prefix="jaxlean_nmodl_"))
+    for path in mods.iterdir():
         shutil.copy(path, folder / path.name)
     nrnivmodl_and_load(folder)
     arrays = {"neuron_version": np.asarray(neuron.__version__), "every": np.asarray(EVERY)}
     cases = {}
-    for name, spec in CASES.items():
+    for name, spec in specs.items():
         case = {**CELL, **spec}
         traces = run(name, case)
         cases[name] = case
@@ -111,7 +114,7 @@ def main(out: Path) -> None:
         print(f"{name}: v in [{traces['v'].min():.1f}, {traces['v'].max():.1f}] mV")
     arrays["cases"] = np.asarray(json.dumps(cases))
     out.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out / "migliore.npz", **arrays)
+    np.savez_compressed(out / file, **arrays)
 
 
 if __name__ == "__main__":

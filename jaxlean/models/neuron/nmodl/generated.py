@@ -112,14 +112,18 @@ def _solves(model: Model) -> tuple:
         if not isinstance(statement, s.Solve):
             continue
         block = model.blocks.get(statement.block)
-        if block is None or block.kind not in ("DERIVATIVE", "PROCEDURE"):
-            model.refuse(statement.line, f"SOLVE {statement.block}: not a DERIVATIVE or "
-                         f"PROCEDURE block of this file")
-        elif block.kind == "DERIVATIVE" and statement.method not in METHODS:
-            model.refuse(statement.line, f"SOLVE ... METHOD {statement.method or '(none)'} "
-                         f"is not supported for a DERIVATIVE block; methods: {list(METHODS)}")
+        method = statement.method
+        if block is None or block.kind not in ("DERIVATIVE", "KINETIC", "PROCEDURE"):
+            model.refuse(statement.line, f"SOLVE {statement.block}: not a DERIVATIVE, "
+                         f"KINETIC or PROCEDURE block of this file")
+        elif block.kind == "KINETIC" and method not in ("sparse", ""):
+            model.refuse(statement.line, f"SOLVE ... METHOD {method} is not supported for a "
+                         f"KINETIC block; its method: sparse")
+        elif block.kind == "DERIVATIVE" and method not in METHODS[:3]:
+            model.refuse(statement.line, f"SOLVE ... METHOD {method or '(none)'} is not "
+                         f"supported for a DERIVATIVE block; methods: {list(METHODS[:3])}")
         else:
-            out.append((block, statement.method))
+            out.append((block, "sparse" if block.kind == "KINETIC" else method))
     return tuple(out)
 
 

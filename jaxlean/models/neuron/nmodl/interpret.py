@@ -66,6 +66,8 @@ class Interpreter:
                 (local if target in local else names)[target] = value
             elif isinstance(statement, s.Loop):
                 self.loop(statement, local, names)
+            elif isinstance(statement, s.Reaction | s.Conserve | s.Compartment):
+                self.kinetic(statement, local, names)
             elif isinstance(statement, s.Derivative):
                 self.derivative(statement, local, names)
             elif isinstance(statement, s.If):
@@ -99,6 +101,11 @@ class Interpreter:
         for i in range(int(bounds[0]), int(bounds[1]) + 1):
             local[statement.var] = float(i)
             self.run(statement.body, local, names)
+
+    def kinetic(self, statement, local: dict, names: dict) -> None:
+        """A reaction, CONSERVE or COMPARTMENT: only a KINETIC block's solver runs them."""
+        raise self.model.error(statement.line, "reactions, CONSERVE and COMPARTMENT belong "
+                               "in a KINETIC block that SOLVE runs")
 
     def derivative(self, statement: s.Derivative, local: dict, names: dict) -> None:
         """``x' = f``: ``on_derivative(x, f, line)`` (a SOLVE method may update ``x`` here)."""

@@ -27,18 +27,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.expressions import ExpressionParser
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
 from jaxlean.models.neuron.nmodl.model import Ion, Model
 from jaxlean.models.neuron.nmodl.units import unit_constant
 
 __all__ = ["parse"]
 
-_STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "PROCEDURE", "FUNCTION",
+_STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "KINETIC", "PROCEDURE", "FUNCTION",
                      "NET_RECEIVE")
 _REFUSED_BLOCKS = {name: f"{name} blocks are not supported" for name in (
     "LINEAR", "NONLINEAR", "DISCRETE", "PARTIAL", "FUNCTION_TABLE", "BEFORE", "AFTER",
     "CONSTRUCTOR", "DESTRUCTOR")}
-_REFUSED_BLOCKS["KINETIC"] = "KINETIC blocks (reaction schemes) are not supported"
 _REFUSED_NEURON = {
     "POINTER": "POINTER variables are not supported",
     "BBCOREPOINTER": "BBCOREPOINTER variables are not supported",
@@ -50,8 +50,7 @@ _REFUSED_STATEMENTS = {
     "WATCH": "WATCH statements are not supported",
     "WHILE": "while loops are not supported", "while": "while loops are not supported",
     "for": "for loops are not supported", "net_send": "net_send is not supported",
-    "net_event": "net_event is not supported", "CONSERVE": "CONSERVE is not supported",
-    "COMPARTMENT": "COMPARTMENT is not supported", "LAG": "LAG is not supported",
+    "net_event": "net_event is not supported", "LAG": "LAG is not supported",
     "VERBATIM": "VERBATIM blocks (C code) are not supported",
     "LONGITUDINAL_DIFFUSION": "LONGITUDINAL_DIFFUSION is not supported",
     "FOR_NETCONS": "FOR_NETCONS is not supported", "MUTEXLOCK": "MUTEXLOCK is not supported",
@@ -71,67 +70,11 @@ def parse(text: str, where: str = "<mod text>", folder: Path | None = None,
     return _Parser(tokens, model, folder, default_suffix).model()
 
 
-class _Parser:
+class _Parser(ExpressionParser):
     def __init__(self, tokens: list[Token], model: Model, folder: Path | None = None,
                  default_suffix: str = ""):
-        self.tokens, self.i, self.m = tokens, 0, model
+        super().__init__(tokens, model)
         self.folder, self.default_suffix = folder, default_suffix
-
-    # -- tokens --------------------------------------------------------------
-    def peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
-
-    def next(self) -> Token:
-        token = self.peek()
-        self.i += 1
-        return token
-
-    def at(self, text: str) -> bool:
-        token = self.peek()
-        return token.kind in ("op", "name") and token.text == text
-
-    def accept(self, text: str) -> bool:
-        if self.at(text):
-            self.i += 1
-            return True
-        return False
-
-    def expect(self, text: str) -> Token:
-        token = self.next()
-        if token.text != text or token.kind not in ("op", "name"):
-            got = token.text or "end of file"
-            raise self.m.error(token.line, f"expected {text!r}, got {got!r}")
-        return token
-
-    def name(self) -> Token:
-        token = self.next()
-        if token.kind != "name":
-            raise self.m.error(token.line, f"expected a name, got {token.text or 'end of file'!r}")
-        return token
-
-    def number(self) -> float:
-        sign = -1.0 if self.accept("-") else 1.0
-        self.accept("+")
-        token = self.next()
-        if token.kind != "number":
-            raise self.m.error(token.line, f"expected a number, got {token.text!r}")
-        return sign * float(token.text)
-
-    def units(self) -> str:
-        """``(mV)``-style units after a declaration or a number (``""`` when absent)."""
-        if not self.at("("):
-            return ""
-        self.next()
-        depth, parts = 1, []
-        while True:
-            token = self.next()
-            if token.kind == "end":
-                raise self.m.error(token.line, "unclosed units parenthesis")
-            depth += token.text == "("
-            depth -= token.text == ")"
-            if depth == 0:
-                return "".join(parts)
-            parts.append(token.text)
 
     # -- file ----------------------------------------------------------------
     def model(self) -> Model:
@@ -328,7 +271,7 @@ class _Parser:
     # -- statements ----------------------------------------------------------
     def statement_block(self, kind: str, line: int) -> None:
         name, args = kind, ()
-        if kind in ("DERIVATIVE", "PROCEDURE", "FUNCTION"):
+        if kind in ("DERIVATIVE", "KINETIC", "PROCEDURE", "FUNCTION"):
             name = self.name().text
         if kind in ("PROCEDURE", "FUNCTION", "NET_RECEIVE"):
             args = self.arguments()
@@ -368,6 +311,21 @@ class _Parser:
 
     def statement(self, local_names: list[str]) -> s.Statement | None:
         token = self.peek()
+        if token.text == "~":
+            return self.reaction()
+        if token.text == "CONSERVE":
+            self.next()
+            terms = self.species(float)
+            self.expect("=")
+            return s.Conserve(terms, self.expression(), token.line)
+        if token.text == "COMPARTMENT":
+            self.next()
+            volume = self.expression()
+            self.expect("{")
+            names = []
+            while not self.accept("}"):
+                names.append(self.name().text)
+            return s.Compartment(volume, tuple(names), token.line)
         if token.kind != "name":
             if token.text == "{":
                 raise self.m.error(token.line, "nested '{' blocks are not supported")
@@ -420,6 +378,39 @@ class _Parser:
         raise self.m.error(token.line, f"unexpected {word!r}: expected an assignment, "
                            f"a derivative or a call")
 
+    def species(self, number=int) -> tuple:
+        """``2A + B``: ``(("A", 2), ("B", 1))``."""
+        terms = []
+        while True:
+            coefficient = number(self.next().text) if self.peek().kind == "number" else 1
+            name = self.name()
+            if self.at("["):
+                raise self.m.error(name.line, "arrays in reactions are not supported")
+            terms.append((name.text, coefficient))
+            if not self.accept("+"):
+                return tuple(terms)
+
+    def reaction(self) -> s.Reaction:
+        """``~ A + B <-> C (kf, kb)`` or ``~ A << (flux)``."""
+        line = self.next().line
+        left = self.species()
+        if self.accept("<"):
+            if self.accept("<"):
+                self.expect("(")
+                flux = self.expression()
+                self.expect(")")
+                return s.Reaction("<<", left, (), flux, None, line)
+            self.expect("-")
+            self.expect(">")
+            right = self.species()
+            self.expect("(")
+            forward = self.expression()
+            self.expect(",")
+            backward = self.expression()
+            self.expect(")")
+            return s.Reaction("<->", left, right, forward, backward, line)
+        raise self.m.error(line, "a reaction is ~ A <-> B (kf, kb) or ~ A << (flux)")
+
     def table(self) -> None:
         self.next()
         while not self.accept("WITH"):
@@ -450,64 +441,3 @@ class _Parser:
             otherwise = ((self.if_statement(local_names),) if self.at("if")
                          else self.body(local_names))
         return s.If(condition, then, otherwise, line)
-
-    # -- expressions: || < && < comparisons < + - < * / < unary < ^ ----------
-    def expression(self) -> s.Expr:
-        return self.binary(0)
-
-    _LEVELS = (("||",), ("&&",), ("<", ">", "<=", ">=", "==", "!="), ("+", "-"), ("*", "/", "%"))
-
-    def binary(self, level: int) -> s.Expr:
-        if level == len(self._LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.peek().kind == "op" and self.peek().text in self._LEVELS[level]:
-            token = self.next()
-            if token.text == "%":
-                raise self.m.error(token.line, "the % operator is not supported")
-            left = s.Binary(token.text, left, self.binary(level + 1), token.line)
-        return left
-
-    def unary(self) -> s.Expr:
-        token = self.peek()
-        if token.kind == "op" and token.text in ("-", "!", "+"):
-            self.next()
-            operand = self.unary()
-            return operand if token.text == "+" else s.Unary(token.text, operand, token.line)
-        return self.power()
-
-    def power(self) -> s.Expr:
-        base = self.primary()
-        if self.at("^"):
-            token = self.next()
-            return s.Binary("^", base, self.unary(), token.line)  # right-associative
-        return base
-
-    def primary(self) -> s.Expr:
-        token = self.next()
-        if token.kind == "number":
-            self.units()  # 10 (degC), 1 (/ms): units of a literal
-            return s.Number(float(token.text), token.line)
-        if token.kind == "name":
-            if self.at("("):
-                return self.call(token)
-            if self.accept("["):
-                index = self.expression()
-                self.expect("]")
-                return s.Index(token.text, index, token.line)
-            return s.Name(token.text, token.line)
-        if token.text == "(":
-            inner = self.expression()
-            self.expect(")")
-            return inner
-        raise self.m.error(token.line, f"unexpected {token.text or 'end of file'!r} in an "
-                           f"expression")
-
-    def call(self, token: Token) -> s.Call:
-        self.expect("(")
-        args = []
-        while not self.accept(")"):
-            args.append(self.expression())
-            if not self.at(")"):
-                self.expect(",")
-        return s.Call(token.text, tuple(args), token.line)

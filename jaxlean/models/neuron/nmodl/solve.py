@@ -15,6 +15,10 @@ The block's statements run in order, each over the names kept per compartment
   :data:`NEWTON_STEPS` steps with the exact Jacobian: the same root, to round-off
   for ``f`` linear in the states, as in channels and calcium shells). The block then
   runs once more at the solution, leaving its ASSIGNED values there.
+* ``sparse`` (a KINETIC block): backward Euler on the reactions' rates of change, by
+  the same Newton steps; each ``CONSERVE`` (in amounts: a state in a COMPARTMENT
+  counts times its volume) replaces the equation of its last state not already
+  replaced, as nocmodl writes it.
 * ``euler``: ``x = x + dt f(x)``, every ``f`` from the values before the step.
 * ``SOLVE procedure`` (no METHOD): the PROCEDURE runs.
 """
@@ -30,7 +34,7 @@ from jaxlean.models.neuron.nmodl.model import Model
 
 __all__ = ["METHODS", "NEWTON_STEPS", "mentions", "solve"]
 
-METHODS = ("cnexp", "derivimplicit", "euler")
+METHODS = ("cnexp", "derivimplicit", "euler", "sparse")
 NEWTON_STEPS = 3
 """Newton steps of ``derivimplicit`` (from the states before the step)."""
 
@@ -92,23 +96,87 @@ class _Cnexp(Interpreter):
         names[x] = old + (1.0 - jnp.exp(self.dt * slope)) * (-constant / slope - old)
 
 
-def _derivatives(model: Model, block: s.Block, names: dict) -> dict:
-    """Run ``block`` over ``names`` (in place); ``{state: x'}``."""
+def _derivatives(model: Model, block: s.Block, names: dict) -> tuple[dict, list]:
+    """Run ``block`` over ``names`` (in place); ``({state: x'}, [CONSERVE (terms, total)])``."""
+    if block.kind == "KINETIC":
+        kinetics = _Kinetics(model)
+        kinetics.run_block(block, names)
+        return kinetics.slopes(), kinetics.conserve
     out: dict = {}
     Interpreter(model, JaxBackend(),
                 lambda state, value, line: out.__setitem__(state, value)).run_block(block, names)
-    return out
+    return out, []
+
+
+class _Kinetics(Interpreter):
+    """Runs a KINETIC block, summing each state's rate of change from its reactions: ``~ A +
+    B <-> C (kf, kb)`` is the flux ``kf A B - kb C`` out of A and B into C (a coefficient
+    ``2A`` counts A twice); ``~ A << (f)`` adds ``f`` to A'; ``COMPARTMENT V {A}`` makes it
+    ``d(V A)/dt``."""
+
+    def __init__(self, model: Model):
+        super().__init__(model, JaxBackend())
+        self.rates: dict = {}
+        self.volumes: dict = {}
+        self.conserve: list = []
+
+    def _product(self, side, local, names):
+        out = 1.0
+        for x, coefficient in side:
+            value = self.eval(s.Name(x, 0), local, names)
+            for _ in range(coefficient):
+                out = out * value
+        return out
+
+    def _add(self, x, value):
+        self.rates[x] = self.rates.get(x, 0.0) + value
+
+    def kinetic(self, statement, local: dict, names: dict) -> None:
+        if isinstance(statement, s.Compartment):
+            volume = self.eval(statement.volume, local, names)
+            self.volumes.update(dict.fromkeys(statement.states, volume))
+        elif isinstance(statement, s.Conserve):  # in amounts: a COMPARTMENT's volume counts
+            self.conserve.append((statement.terms, self.eval(statement.total, local, names),
+                                  dict(self.volumes)))
+        elif statement.kind == "<<":
+            if len(statement.left) != 1:
+                raise self.model.error(statement.line, "~ ... << (flux) takes one state")
+            self._add(statement.left[0][0], self.eval(statement.forward, local, names))
+        else:
+            flux = (self.eval(statement.forward, local, names)
+                    * self._product(statement.left, local, names)
+                    - self.eval(statement.backward, local, names)
+                    * self._product(statement.right, local, names))
+            for x, coefficient in statement.left:
+                self._add(x, -coefficient * flux)
+            for x, coefficient in statement.right:
+                self._add(x, coefficient * flux)
+
+    def slopes(self) -> dict:
+        return {x: rate / self.volumes[x] if x in self.volumes else rate
+                for x, rate in self.rates.items()}
 
 
 def _backward_euler(model: Model, block: s.Block, names: dict, dt) -> None:
-    old = {x: names[x] for x in _derivatives(model, block, dict(names))}
+    slopes, conserve = _derivatives(model, block, dict(names))
+    old = {x: names[x] for x in slopes}
     order = list(old)
+    replaced = {}  # NEURON puts each CONSERVE in place of its last state's equation
+    for terms, _, _ in conserve:
+        free = [x for x, _ in terms if x in old and x not in replaced]
+        if free:
+            replaced[free[-1]] = len(replaced)
 
     def residual(xs):
         given = {**names, **dict(zip(order, xs, strict=True))}
-        slopes = _derivatives(model, block, given)
-        return [x - old[name] - dt * jnp.asarray(slopes[name])
-                for name, x in zip(order, xs, strict=True)]
+        slopes, conserve = _derivatives(model, block, given)
+        out = [x - old[name] - dt * jnp.asarray(slopes[name])
+               for name, x in zip(order, xs, strict=True)]
+        for name, k in replaced.items():
+            terms, total, volumes = conserve[k]
+            out[order.index(name)] = sum(c * volumes.get(x, 1.0) * given[x]
+                                         for x, c in terms) - total
+        return out
 
     xs = [jnp.asarray(old[name]) for name in order]
     for _ in range(NEWTON_STEPS):
@@ -140,10 +208,10 @@ def solve(model: Model, block: s.Block, method: str, names: dict, dt) -> None:
         Interpreter(model, JaxBackend()).run_block(block, names)
     elif method == "cnexp":
         _Cnexp(model, dt).run_block(block, names)
-    elif method == "derivimplicit":
+    elif method in ("derivimplicit", "sparse"):
         _backward_euler(model, block, names, dt)
     elif method == "euler":
-        slopes = _derivatives(model, block, names)
+        slopes, _ = _derivatives(model, block, names)
         for x, slope in slopes.items():
             names[x] = names[x] + dt * slope
     else:

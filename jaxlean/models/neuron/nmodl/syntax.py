@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Assign", "Binary", "Block", "Call", "CallStatement", "Derivative", "Expr", "If",
-           "Index", "Loop", "Name", "Number", "Solve", "Statement", "Unary", "Variable"]
+__all__ = ["Assign", "Binary", "Block", "Call", "CallStatement", "Compartment", "Conserve",
+           "Derivative", "Expr", "If", "Index", "Loop", "Name", "Number", "Reaction", "Solve",
+           "Statement", "Unary", "Variable"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +124,39 @@ class Loop:
     line: int
 
 
-Statement = Assign | Derivative | If | CallStatement | Solve | Loop
+@dataclasses.dataclass(frozen=True)
+class Reaction:
+    """``~ 2A + B <-> C (kf, kb)`` (``kind`` ``"<->"``; ``left``/``right``: ``((state,
+    coefficient), ...)``), or ``~ A << (flux)`` (``kind`` ``"<<"``, ``backward`` None)."""
+
+    kind: str
+    left: tuple[tuple[str, int], ...]
+    right: tuple[tuple[str, int], ...]
+    forward: Expr
+    backward: Expr | None
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Conserve:
+    """``CONSERVE a A + b B = total``."""
+
+    terms: tuple[tuple[str, float], ...]
+    total: Expr
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Compartment:
+    """``COMPARTMENT volume {A B}``: ``d(volume A)/dt`` is the reactions' flux."""
+
+    volume: Expr
+    states: tuple[str, ...]
+    line: int
+
+
+Statement = (Assign | Derivative | If | CallStatement | Solve | Loop | Reaction | Conserve
+             | Compartment)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -139,7 +139,7 @@ def plan_variables(model: Model) -> Variables:
     for name in model.nonspecific:
         currents[name] = (_hoc(name, model.suffix), None)
     blocks = [b for b in (model.initial, model.breakpoint, model.net_receive) if b is not None]
-    blocks += [b for b in model.blocks.values() if b.kind == "DERIVATIVE"]
+    blocks += [b for b in model.blocks.values() if b.kind in ("DERIVATIVE", "KINETIC")]
     written = set()
     for block in blocks:
         written |= assigned_names(model, block.body, frozenset(block.locals) | set(block.args))

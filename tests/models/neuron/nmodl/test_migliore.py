@@ -53,10 +53,10 @@ def run_case(case: dict, mechanisms: dict) -> dict:
                     states=("v", *case["record"]))
 
 
-def compare(fixture, name: str) -> float:
+def compare(fixture, name: str, mods: Path = MODS) -> float:
     case = json.loads(str(fixture["cases"]))[name]
     with jax.enable_x64():
-        out = run_case(case, load_mod_dir(MODS))
+        out = run_case(case, load_mod_dir(mods))
     every = int(fixture["every"])
     reference = fixture[f"{name}/v"]
     assert np.ptp(reference) > 15.0  # the steps move the cell
