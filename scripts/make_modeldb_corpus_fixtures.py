@@ -15,11 +15,14 @@ voltage is kept every :data:`EVERY` steps. A folder that does not compile, or a
 mechanism that fails or gives a non-finite voltage in NEURON, is recorded as such.
 Needs ``neuron`` (``pip install neuron==9.0.2``) and a C compiler:
 
-    python scripts/make_modeldb_corpus_fixtures.py --mirror DIR [--out DIR]
+    python scripts/make_modeldb_corpus_fixtures.py --mirror DIR [--out DIR] [--jobs N]
+
+Each folder's NEURON result is kept in ``DIR/modeldb_cache`` (a rerun skips it).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import re
@@ -121,49 +124,64 @@ def run_folder(folder: Path, suffixes: list[str]) -> dict:
     return out
 
 
-def main(mirror: Path, out: Path) -> None:
-    import neuron
-
-    corpus = {"cell": CELL, "every": EVERY, "neuron_version": neuron.__version__, "models": {}}
-    traces = {}
-    for model, note in MODELS.items():
-        commit, groups = folders(mirror, model)
-        entry = {"commit": commit, "note": note, "files": {}}
-        for folder, paths in groups.items():
-            work = Path(tempfile.mkdtemp(prefix=f"modeldb_{model}_"))
-            suffixes, files = [], {}
-            for path in paths:
-                data = git(git_dir(mirror, model), "show", f"{commit}:{path}")
-                if len(data) > 1_000_000:
-                    continue
-                (work / Path(path).name).write_bytes(data)
-                if path.lower().endswith(".mod"):
-                    found = header(data.decode("latin-1"))
-                    files[path] = {"sha256": hashlib.sha256(data).hexdigest(),
-                                   "suffix": found[0] if found else None,
-                                   "kind": found[1] if found else None}
-                    if found and found[1] == "density":
-                        suffixes.append(found[0])
+def run_model(mirror: Path, model: str, note: str, cache: Path) -> tuple[dict, dict]:
+    """``(entry, traces)`` of one model, each folder in its own NEURON process; a folder's
+    result is kept in ``cache`` (a rerun skips it)."""
+    commit, groups = folders(mirror, model)
+    entry, traces = {"commit": commit, "note": note, "files": {}}, {}
+    for folder, paths in groups.items():
+        work = Path(tempfile.mkdtemp(prefix=f"modeldb_{model}_"))
+        suffixes, files = [], {}
+        for path in paths:
+            data = git(git_dir(mirror, model), "show", f"{commit}:{path}")
+            if len(data) > 1_000_000:
+                continue
+            (work / Path(path).name).write_bytes(data)
+            if path.lower().endswith(".mod"):
+                found = header(data.decode("latin-1"))
+                files[path] = {"sha256": hashlib.sha256(data).hexdigest(),
+                               "suffix": found[0] if found else None,
+                               "kind": found[1] if found else None}
+                if found and found[1] == "density":
+                    suffixes.append(found[0])
+        kept = cache / f"{model}_{hashlib.sha256(folder.encode()).hexdigest()[:12]}.json"
+        if kept.is_file():
+            result = json.loads(kept.read_text())
+        else:
             done = subprocess.run([sys.executable, __file__, "--folder", str(work),
                                    *suffixes], capture_output=True, text=True)
             try:
                 result = json.loads(done.stdout.strip().splitlines()[-1])
             except (IndexError, json.JSONDecodeError):
                 result = {"error": "NEURON process failed: " + done.stderr[-300:]}
-            for path, info in files.items():
-                outcome = result.get("error") or result.get(info["suffix"])
-                if info["kind"] != "density":
-                    info["neuron"] = f"not run ({info['kind'] or 'no SUFFIX'})"
-                elif isinstance(outcome, list):
-                    info["neuron"] = "ran"
-                    traces[f"{model}/{path}"] = np.asarray(outcome)
-                else:
-                    info["neuron"] = str(outcome)
-            entry["files"].update(files)
-            ran = sum(f"{model}/{p}" in traces for p in files)
-            print(f"{model} {folder}: {len(files)} files, {ran} run in NEURON", flush=True)
+            kept.write_text(json.dumps(result))
+        for path, info in files.items():
+            outcome = result.get("error") or result.get(info["suffix"])
+            if info["kind"] != "density":
+                info["neuron"] = f"not run ({info['kind'] or 'no SUFFIX'})"
+            elif isinstance(outcome, list):
+                info["neuron"] = "ran"
+                traces[f"{model}/{path}"] = np.asarray(outcome)
+            else:
+                info["neuron"] = str(outcome)
+        entry["files"].update(files)
+        ran = sum(f"{model}/{p}" in traces for p in files)
+        print(f"{model} {folder}: {len(files)} files, {ran} run in NEURON", flush=True)
+    return entry, traces
+
+
+def main(mirror: Path, out: Path, jobs: int = 1) -> None:
+    import neuron
+
+    corpus = {"cell": CELL, "every": EVERY, "neuron_version": neuron.__version__, "models": {}}
+    cache = out / "modeldb_cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        results = list(pool.map(lambda item: run_model(mirror, *item, cache), MODELS.items()))
+    traces = {}
+    for model, (entry, model_traces) in zip(MODELS, results, strict=True):
         corpus["models"][model] = entry
-    out.mkdir(parents=True, exist_ok=True)
+        traces.update(model_traces)
     np.savez_compressed(out / "modeldb.npz", corpus=np.asarray(json.dumps(corpus)), **traces)
 
 
@@ -173,4 +191,5 @@ if __name__ == "__main__":
         print(json.dumps(run_folder(Path(arguments[1]), arguments[2:])))
     else:
         options = dict(zip(arguments[::2], arguments[1::2], strict=False))
-        main(Path(options["--mirror"]), Path(options.get("--out", OUT)))
+        main(Path(options["--mirror"]), Path(options.get("--out", OUT)),
+             int(options.get("--jobs", 1)))

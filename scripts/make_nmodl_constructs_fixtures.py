@@ -1,7 +1,8 @@
 """Write the NEURON fixture of NMODL constructs (tests/models/neuron/nmodl/fixtures/constructs.npz).
 
 The small files of ``tests/models/neuron/nmodl/constructs/`` (a KINETIC scheme with
-COMPARTMENT and CONSERVE, coupled and nonlinear cnexp equations and euler, a calcium shell
+COMPARTMENT and CONSERVE, its STEADYSTATE in INITIAL, coupled and nonlinear cnexp
+equations and euler, a calcium shell
 writing ``cai`` by assignment with a file-level LOCAL and an INCLUDE, arrays with FROM
 loops) each run alone with ``pas`` in one compartment, as
 ``scripts/make_migliore_fixtures.py`` runs its cases (same cell, steps and sampling).
@@ -22,6 +23,7 @@ OUT = ROOT / "tests" / "models" / "neuron" / "nmodl" / "fixtures"
 CASES = {
     "kinetic": {"mechanisms": {"kinetic": {}}, "record": ["C_kinetic", "O_kinetic",
                                                          "I_kinetic"]},
+    "steady": {"mechanisms": {"steady": {}}, "record": ["C_steady", "O_steady", "I_steady"]},
     "coupled": {"mechanisms": {"coupled": {}}, "record": ["m_coupled", "c_coupled"]},
     "nonlinear": {"mechanisms": {"nonlinear": {}}, "record": ["m_nonlinear"]},
     "explicit": {"mechanisms": {"explicit": {}}, "record": ["m_explicit"]},

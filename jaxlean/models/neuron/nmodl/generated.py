@@ -33,10 +33,21 @@ from jaxlean.models.neuron.mechanisms import Mechanism
 from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
 from jaxlean.models.neuron.nmodl.model import Model, ModFileError
-from jaxlean.models.neuron.nmodl.solve import METHODS, solve
+from jaxlean.models.neuron.nmodl.solve import METHODS, STEADY_DT, solve
 from jaxlean.models.neuron.nmodl.variables import Variables, plan_variables
 
 __all__ = ["GeneratedMechanism", "generate"]
+
+
+class _Initial(Interpreter):
+    """Runs INITIAL, where ``SOLVE kinetic STEADYSTATE sparse`` may stand."""
+
+    def solve(self, statement: s.Solve, local: dict, names: dict) -> None:
+        block = self.model.blocks.get(statement.block)
+        if statement.method != "steadystate" or block is None or block.kind != "KINETIC":
+            raise self.model.error(statement.line, "in INITIAL, only SOLVE <KINETIC block> "
+                                   "STEADYSTATE sparse is supported")
+        solve(self.model, block, "steadystate", names, STEADY_DT)
 
 
 def _never(*_):
@@ -74,7 +85,7 @@ class GeneratedMechanism(Mechanism):
                  for jax, value in self.plan.kept.values()}
         names = {**self._names(v, {**ions, **start}, p), "t": 0.0}
         if self.model.initial is not None:
-            Interpreter(self.model, JaxBackend()).run_block(self.model.initial, names)
+            _Initial(self.model, JaxBackend()).run_block(self.model.initial, names)
         return self._kept(names, v)
 
     def _breakpoint(self, v, states, p) -> dict:

@@ -75,7 +75,7 @@ class Interpreter:
             elif isinstance(statement, s.CallStatement):
                 self.call(statement.call, local, names)
             elif isinstance(statement, s.Solve):
-                raise self.model.error(statement.line, "SOLVE outside BREAKPOINT")
+                self.solve(statement, local, names)
 
     def element(self, name: str, index: s.Expr | None, local: dict, names: dict,
                 line: int) -> str:
@@ -101,6 +101,11 @@ class Interpreter:
         for i in range(int(bounds[0]), int(bounds[1]) + 1):
             local[statement.var] = float(i)
             self.run(statement.body, local, names)
+
+    def solve(self, statement: s.Solve, local: dict, names: dict) -> None:
+        """``SOLVE`` inside a block: only INITIAL's ``STEADYSTATE`` runs there (generated)."""
+        raise self.model.error(statement.line, "SOLVE outside BREAKPOINT (other than SOLVE "
+                               "... STEADYSTATE sparse in INITIAL)")
 
     def kinetic(self, statement, local: dict, names: dict) -> None:
         """A reaction, CONSERVE or COMPARTMENT: only a KINETIC block's solver runs them."""

@@ -352,8 +352,9 @@ class _Parser(ExpressionParser):
             if self.accept("METHOD"):
                 method = self.name().text
             elif self.accept("STEADYSTATE"):
-                self.m.refuse(token.line, "SOLVE ... STEADYSTATE is not supported")
-                self.name()
+                method = "steadystate"
+                if self.name().text != "sparse":
+                    self.m.refuse(token.line, "SOLVE ... STEADYSTATE needs the method sparse")
             return s.Solve(block, method, token.line)
         if word == "if":
             return self.if_statement(local_names)

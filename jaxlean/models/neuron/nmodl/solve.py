@@ -21,6 +21,8 @@ The block's statements run in order, each over the names kept per compartment
   replaced, as nocmodl writes it.
 * ``euler``: ``x = x + dt f(x)``, every ``f`` from the values before the step.
 * ``SOLVE procedure`` (no METHOD): the PROCEDURE runs.
+* ``SOLVE kinetic STEADYSTATE sparse`` in INITIAL: :data:`STEADY_REPEATS` backward
+  Euler steps of :data:`STEADY_DT`, NEURON's way to the steady state.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ __all__ = ["METHODS", "NEWTON_STEPS", "mentions", "solve"]
 METHODS = ("cnexp", "derivimplicit", "euler", "sparse")
 NEWTON_STEPS = 3
 """Newton steps of ``derivimplicit`` (from the states before the step)."""
+
+
+STEADY_DT, STEADY_REPEATS = 1e9, 7
+"""``SOLVE kinetic STEADYSTATE sparse`` (in INITIAL): backward Euler steps of 1e9 ms, as
+NEURON's ``_ss_sparse`` takes them (up to 7)."""
 
 
 def mentions(model: Model, expr: s.Expr, name: str, seen: frozenset = frozenset()) -> bool:
@@ -189,13 +196,14 @@ def _backward_euler(model: Model, block: s.Block, names: dict, dt) -> None:
         if len(order) == 1:
             xs = [xs[0] - value[0] / columns[0][0]]
             continue
-        shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in xs))
+        shape = jnp.broadcast_shapes(*(jnp.shape(x) for x in (*xs, *value)),
+                                     *(jnp.shape(c) for column in columns for c in column))
         jac = jnp.stack([jnp.stack([jnp.broadcast_to(columns[j][i], shape)
                                     for j in range(len(order))], -1)
                          for i in range(len(order))], -2)
         rhs = jnp.stack([jnp.broadcast_to(r, shape) for r in value], -1)
         delta = jnp.linalg.solve(jac, rhs[..., None])[..., 0]
-        xs = [x - delta[..., k] for k, x in enumerate(xs)]
+        xs = [jnp.broadcast_to(x, shape) - delta[..., k] for k, x in enumerate(xs)]
     names.update(zip(order, xs, strict=True))
     _derivatives(model, block, names)  # its ASSIGNED values at the solution
     names.update(zip(order, xs, strict=True))
@@ -210,6 +218,15 @@ def solve(model: Model, block: s.Block, method: str, names: dict, dt) -> None:
         _Cnexp(model, dt).run_block(block, names)
     elif method in ("derivimplicit", "sparse"):
         _backward_euler(model, block, names, dt)
+    elif method == "steadystate" and block.kind == "KINETIC":
+        saved = names.get("dt")
+        names["dt"] = STEADY_DT
+        for _ in range(STEADY_REPEATS):
+            _backward_euler(model, block, names, STEADY_DT)
+        if saved is None:
+            names.pop("dt")
+        else:
+            names["dt"] = saved
     elif method == "euler":
         slopes, _ = _derivatives(model, block, names)
         for x, slope in slopes.items():

@@ -1,6 +1,7 @@
 """NMODL constructs against NEURON 9 running the same small files (``constructs/``): a
 KINETIC scheme with COMPARTMENT and CONSERVE (an initial state that breaks the
-conservation, which NEURON enforces through the equation it replaces), coupled and
+conservation, which NEURON enforces through the equation it replaces; its STEADYSTATE
+sparse in INITIAL), coupled and
 nonlinear cnexp equations, METHOD euler, a calcium shell writing ``cai`` by assignment
 with a file-level LOCAL and an INCLUDE, arrays with FROM loops. Fixture:
 ``scripts/make_nmodl_constructs_fixtures.py``; the cell and steps are the Migliore tests'.
@@ -20,7 +21,7 @@ from tests.models.neuron.nmodl.test_migliore import compare
 HERE = Path(__file__).parent
 MODS, FIXTURE = HERE / "constructs", HERE / "fixtures" / "constructs.npz"
 SCRIPT = HERE.parents[3] / "scripts" / "make_nmodl_constructs_fixtures.py"
-CASES = ["kinetic", "coupled", "nonlinear", "explicit", "shell", "arrays"]
+CASES = ["kinetic", "steady", "coupled", "nonlinear", "explicit", "shell", "arrays"]
 
 
 @pytest.mark.parametrize("name", CASES)

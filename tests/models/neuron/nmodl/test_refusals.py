@@ -39,12 +39,13 @@ def test_the_template_itself_loads():
     assert mechanism.states == ("m_x",) and list(mechanism.currents) == ["ik_x"]
 
 
-@pytest.mark.parametrize("file, line, words", [
-    ("cabuf_kinetic.mod", 28, r"KINETIC blocks \(reaction schemes\) are not supported"),
-])
-def test_unsupported_files_are_refused_by_name(file, line, words):
-    with pytest.raises(ConfigError, match=rf"{file}:{line}: {words}"):
-        load_mod(REFUSED / file)
+def test_a_kinetic_file_once_refused_loads():
+    """``refused/cabuf_kinetic.mod`` (a KINETIC calcium buffer) was refused before KINETIC
+    blocks were translated; it now loads in the general form."""
+    from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism
+
+    mechanism = load_mod(REFUSED / "cabuf_kinetic.mod")
+    assert isinstance(mechanism, GeneratedMechanism) and "cai" in mechanism.states
 
 
 @pytest.mark.parametrize("text, line, words", [
@@ -60,8 +61,7 @@ def test_unsupported_files_are_refused_by_name(file, line, words):
      "BREAKPOINT {\n ica = g*(v - eca)\n}", 1, "USEION ca in a POINT_PROCESS"),
     (channel(neuron="USEION k READ ek WRITE ik POINTER p"), 1,
      "POINTER variables are not supported"),
-    ("NEURON { SUFFIX x }\nKINETIC scheme { ~ c <-> o (1, 1) }", 2,
-     r"KINETIC blocks \(reaction schemes\) are not supported"),
+    ("NEURON { SUFFIX x }\nLINEAR scheme { ~ c = 1 }", 2, "LINEAR blocks are not supported"),
     ("NEURON { SUFFIX x }\nVERBATIM\nstatic int x;\nENDVERBATIM", 2,
      r"VERBATIM C code is not supported \(line 3: 'static int x;'\)"),
     ("NEURON { SUFFIX x }\nPARAMETER { g = 1 (S/cm2) }\nFOO { }", 3,
@@ -118,14 +118,14 @@ def test_every_problem_of_a_file_is_named_at_once():
             "ASSIGNED { v (mV) i (mA/cm2) p }\n"
             "VERBATIM\n#include <math.h>\nstatic double q;\nENDVERBATIM\n"
             "BREAKPOINT {\n i = g*(v + 70)\n WATCH (v > 0) 2\n}\n"
-            "KINETIC scheme { ~ c <-> o (1, 1) }\n")
+            "NONLINEAR scheme { ~ c = 1 }\n")
     with pytest.raises(ModFileError) as caught:
         load_mod(text)
     assert [line for line, _ in caught.value.problems] == [1, 4, 10, 12]
     message = str(caught.value)
     for words in ("<mod text>:1: POINTER", "<mod text>:4: VERBATIM C code is not supported "
                   "(line 6: 'static double q;')", "<mod text>:10: WATCH",
-                  "<mod text>:12: KINETIC"):
+                  "<mod text>:12: NONLINEAR"):
         assert words in message
 
 
@@ -141,12 +141,12 @@ def test_a_directory_loads_what_it_can_and_names_every_refused_file(tmp_path):
 
     (tmp_path / "good.mod").write_text(channel())
     (tmp_path / "bad1.mod").write_text(channel(neuron="USEION k READ ek WRITE ik POINTER p"))
-    (tmp_path / "bad2.mod").write_text("NEURON { SUFFIX y }\nKINETIC s { ~ a <-> b (1, 1) }")
+    (tmp_path / "bad2.mod").write_text("NEURON { SUFFIX y }\nLINEAR s { ~ a = 1 }")
     with pytest.raises(ModDirError, match=r"2 of 3 \.mod files") as caught:
         load_mod_dir(tmp_path)
     error = caught.value
     assert sorted(error.refused) == ["bad1.mod", "bad2.mod"] and list(error.loaded) == ["x"]
-    assert "bad1.mod:1: POINTER" in str(error) and "bad2.mod:2: KINETIC" in str(error)
+    assert "bad1.mod:1: POINTER" in str(error) and "bad2.mod:2: LINEAR" in str(error)
     with pytest.warns(UserWarning, match="bad1.mod, bad2.mod"):
         loaded = load_mod_dir(tmp_path, skip_refused=True)
     assert list(loaded) == ["x"] and sorted(loaded.refused) == ["bad1.mod", "bad2.mod"]
