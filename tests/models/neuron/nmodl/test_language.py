@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.models.neuron.nmodl import load_mod
-from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism
+from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism, generate
+from jaxlean.models.neuron.nmodl.parser import parse
 from tests.models.neuron.nmodl.test_refusals import channel
 
 
@@ -97,7 +98,7 @@ def test_arrays_and_from_loops_run_as_the_same_file_written_without_them():
         tau[i] = 1/(a + b)  inf[i] = a/(a + b)
     }""", """    a = alpha(v, 0)  b = beta(v, 0)  tau0 = 1/(a + b)  inf0 = a/(a + b)
     a = alpha(v, 1)  b = beta(v, 1)  tau1 = 1/(a + b)  inf1 = a/(a + b)"""))
-    with_arrays, without = load_mod(ARRAYS), load_mod(scalar)
+    with_arrays, without = load_mod(ARRAYS), generate(parse(scalar))  # both general form
     assert "inf_arr[1]" in with_arrays.states
     with jax.enable_x64():
         v, p = jnp.array([-70.0, -20.0, 10.0]), {"gnabar_arr": 0.1}
