@@ -133,7 +133,10 @@ def run_model(mirror: Path, model: str, note: str, cache: Path) -> tuple[dict, d
         work = Path(tempfile.mkdtemp(prefix=f"modeldb_{model}_"))
         suffixes, files = [], {}
         for path in paths:
-            data = git(git_dir(mirror, model), "show", f"{commit}:{path}")
+            try:
+                data = git(git_dir(mirror, model), "show", f"{commit}:{path}")
+            except subprocess.CalledProcessError:  # listed, not stored (a large file)
+                continue
             if len(data) > 1_000_000:
                 continue
             (work / Path(path).name).write_bytes(data)
