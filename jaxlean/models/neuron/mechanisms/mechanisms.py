@@ -141,8 +141,8 @@ class Mechanism:
             raise ConfigError(f"{where}: give exactly one of rates (alpha, beta), steady "
                               f"(inf, tau) or dstate (a, b) for its states {list(self.states)}")
         _check_ions(self, where)
-        if not self.currents and not self.ion_writes():
-            raise ConfigError(f"{where}: declares no current")
+        if not self.currents and not self.ion_writes() and not self.states:
+            raise ConfigError(f"{where}: declares no current, and no state")
         for current, (_, reversal) in self.currents.items():
             carried = self.ion_of(reversal)
             if carried is not None and variables(carried)["current"] not in self.ion_writes():
@@ -291,6 +291,12 @@ class Mechanism:
                     value = value * (v - e)
             out[name] = value
         return out
+
+    def currents_kept(self, v: Array, states: Values, p: Values) -> dict[str, Array]:
+        """States a ``voltage_dependent`` mechanism's current code sets at ``v``, at the
+        start of a step (an NMODL BREAKPOINT's ASSIGNED values, which NEURON keeps: see
+        :mod:`~jaxlean.models.neuron.nmodl.generated`); none for a mechanism of functions."""
+        return {}
 
     def spike_increments(self, p: Values) -> Mapping[str, Array]:
         """``on_spike(params)``: what one input spike adds to each state."""

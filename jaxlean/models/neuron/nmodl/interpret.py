@@ -22,7 +22,8 @@ from jaxlean.models.neuron.nmodl.model import Model
 __all__ = ["BUILTINS", "Backend", "Interpreter", "JaxBackend"]
 
 BUILTINS = ("exp", "log", "log10", "fabs", "sqrt", "pow", "sin", "cos", "tan", "tanh", "atan",
-            "floor", "ceil", "fmin", "fmax", "expm1", "exprelr")
+            "floor", "ceil", "fmin", "fmax", "expm1", "exprelr", "sinh", "cosh", "asin", "acos",
+            "atan2", "fmod")
 
 
 class Backend(Protocol):
@@ -60,19 +61,64 @@ class Interpreter:
         for statement in statements:
             if isinstance(statement, s.Assign):
                 value = self.eval(statement.value, local, names)
-                (local if statement.target in local else names)[statement.target] = value
+                target = self.element(statement.target, statement.index, local, names,
+                                      statement.line)
+                (local if target in local else names)[target] = value
+            elif isinstance(statement, s.Loop):
+                self.loop(statement, local, names)
+            elif isinstance(statement, s.Reaction | s.Conserve | s.Compartment):
+                self.kinetic(statement, local, names)
             elif isinstance(statement, s.Derivative):
-                if self.on_derivative is None:
-                    raise self.model.error(statement.line, f"{statement.state}' outside a "
-                                           f"DERIVATIVE block")
-                self.on_derivative(statement.state, self.eval(statement.value, local, names),
-                                   statement.line)
+                self.derivative(statement, local, names)
             elif isinstance(statement, s.If):
                 self.branch(statement, local, names)
             elif isinstance(statement, s.CallStatement):
                 self.call(statement.call, local, names)
             elif isinstance(statement, s.Solve):
-                raise self.model.error(statement.line, "SOLVE outside BREAKPOINT")
+                self.solve(statement, local, names)
+
+    def element(self, name: str, index: s.Expr | None, local: dict, names: dict,
+                line: int) -> str:
+        """``name``, or ``name[k]`` of an array element with its index evaluated (a number
+        known when the code runs: a literal or a FROM loop's variable)."""
+        if index is None:
+            return name
+        k = self.eval(index, local, names)
+        if not isinstance(k, int | float) or self.model.arrays.get(name) is None:
+            raise self.model.error(line, f"{name}[...]: not an array of the file, or an "
+                                   f"index not known before the run")
+        if not 0 <= int(k) < self.model.arrays[name]:
+            raise self.model.error(line, f"{name}[{int(k)}]: index out of the array's "
+                                   f"{self.model.arrays[name]} elements")
+        return f"{name}[{int(k)}]"
+
+    def loop(self, statement: s.Loop, local: dict, names: dict) -> None:
+        """``FROM i = a TO b``: the body for each whole ``i`` from ``a`` to ``b``, included."""
+        bounds = [self.eval(bound, local, names) for bound in (statement.start, statement.stop)]
+        if not all(isinstance(b, int | float) for b in bounds):
+            raise self.model.error(statement.line, "FROM loop bounds must be known before "
+                                   "the run (numbers, DEFINE'd or CONSTANT names)")
+        for i in range(int(bounds[0]), int(bounds[1]) + 1):
+            local[statement.var] = float(i)
+            self.run(statement.body, local, names)
+
+    def solve(self, statement: s.Solve, local: dict, names: dict) -> None:
+        """``SOLVE`` inside a block: only INITIAL's ``STEADYSTATE`` runs there (generated)."""
+        raise self.model.error(statement.line, "SOLVE outside BREAKPOINT (other than SOLVE "
+                               "... STEADYSTATE sparse in INITIAL)")
+
+    def kinetic(self, statement, local: dict, names: dict) -> None:
+        """A reaction, CONSERVE or COMPARTMENT: only a KINETIC block's solver runs them."""
+        raise self.model.error(statement.line, "reactions, CONSERVE and COMPARTMENT belong "
+                               "in a KINETIC block that SOLVE runs")
+
+    def derivative(self, statement: s.Derivative, local: dict, names: dict) -> None:
+        """``x' = f``: ``on_derivative(x, f, line)`` (a SOLVE method may update ``x`` here)."""
+        if self.on_derivative is None:
+            raise self.model.error(statement.line, f"{statement.state}' outside a "
+                                   f"DERIVATIVE block")
+        state = self.element(statement.state, statement.index, local, names, statement.line)
+        self.on_derivative(state, self.eval(statement.value, local, names), statement.line)
 
     def branch(self, statement: s.If, local: dict, names: dict) -> None:
         condition = self.eval(statement.condition, local, names)
@@ -107,9 +153,12 @@ class Interpreter:
         if node.id in self.model.states:
             raise self.model.error(node.line, f"STATE {node.id} is read before this block "
                                    f"assigns it")
-        if node.id in ("t", "dt"):
-            raise self.model.error(node.line, f"{node.id} is not available to a mechanism's "
-                                   f"kinetics in jaxlean (its rates are functions of v)")
+        if node.id == "t":
+            raise self.model.error(node.line, "t (time) is read outside INITIAL; jaxlean "
+                                   "gives a mechanism t only in INITIAL (t = 0)")
+        if node.id == "dt":
+            raise self.model.error(node.line, "dt is read where jaxlean does not know it "
+                                   "(rest_state, or a Mechanism of the compact form)")
         raise self.model.error(node.line, f"unknown name {node.id!r}")
 
     def eval(self, node: s.Expr, local: dict, names: dict) -> Any:
@@ -118,6 +167,9 @@ class Interpreter:
             return backend.number(node)
         if isinstance(node, s.Name):
             return self.lookup(node, local, names)
+        if isinstance(node, s.Index):
+            return self.lookup(s.Name(self.element(node.id, node.index, local, names,
+                                                   node.line), node.line), local, names)
         if isinstance(node, s.Unary):
             return backend.unary(node, self.eval(node.operand, local, names))
         if isinstance(node, s.Binary):
@@ -193,7 +245,8 @@ class JaxBackend:
             safe = jnp.where(small, 1.0, x)
             return jnp.where(small, 1.0 - x / 2.0, safe / jnp.expm1(safe))
         function = {"fabs": jnp.abs, "pow": jnp.power, "fmin": jnp.minimum,
-                    "fmax": jnp.maximum}.get(name) or getattr(jnp, name)
+                    "fmax": jnp.maximum, "asin": jnp.arcsin, "acos": jnp.arccos,
+                    "atan2": jnp.arctan2}.get(name) or getattr(jnp, name)
         return function(*[_as_array(a) for a in args])
 
     def decide(self, condition) -> bool | None:

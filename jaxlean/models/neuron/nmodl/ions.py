@@ -1,11 +1,11 @@
-"""``USEION`` lines as :class:`~jaxlean.models.neuron.ions.UseIon` declarations.
+"""``USEION`` lines as :class:`~jaxlean.models.neuron.mechanisms.ions.UseIon` declarations.
 
 Every ion variable keeps NEURON's name: a reversal read (``eca``), a concentration
 read (``cai``, ``cao``) or the ion's total current read (``ica``) is an entry of
 the states mapping the mechanism's functions receive; a current written
 (``ica = ...``) is carried by the ion and adds to its total; a concentration
 written (``cai' = ...``) is a state of the mechanism kept by the ion. The
-simulator keeps the ion by NEURON's rules (:mod:`~jaxlean.models.neuron.ions`).
+simulator keeps the ion by NEURON's rules (:mod:`~jaxlean.models.neuron.mechanisms.ions`).
 
 The one exception: ``Mechanism.advance`` (``METHOD derivimplicit``) cannot be
 combined with ions in the simulator, so such a file may only read reversals and

@@ -17,28 +17,50 @@ __all__ = ["Token", "tokenize"]
 _TOKEN = re.compile(r"""
     (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<string>"[^"]*")
   | (?P<op>&&|\|\||<=|>=|==|!=|[-+*/^(){},<>=!'~%:?\[\]])
 """, re.VERBOSE)
 
 
 @dataclasses.dataclass(frozen=True)
 class Token:
-    """``kind`` is ``"number"``, ``"name"``, ``"op"`` or ``"end"``; ``line`` counts from 1."""
+    """``kind`` is ``"number"``, ``"name"``, ``"string"``, ``"op"`` or ``"end"``; ``line``
+    counts from 1."""
 
     kind: str
     text: str
     line: int
 
 
-def tokenize(text: str, where: str) -> list[Token]:
-    """The tokens of ``text``; ``where`` names the file in errors."""
+VERBATIM_IDIOMS = (
+    re.compile(r"return\s*\(?\s*0\s*\)?\s*;"),  # closing a FUNCTION: its value is set
+    re.compile(r"#\s*include\s*[<\"][a-z]+\.h[>\"]"),  # <math.h>, <stdlib.h>: C headers
+    re.compile(r"(printf|fprintf)\s*\(.*\)\s*;"),  # messages: no effect on the values
+    re.compile(r"([a-z]+[io])\s*=\s*_ion_\1\s*;"),  # cai = _ion_cai; NEURON does it anyway
+)
+"""VERBATIM lines that change nothing jaxlean computes (C idioms of published files)."""
+
+
+def tokenize(text: str, where: str) -> tuple[list[Token], list[tuple[int, str]]]:
+    """The tokens of ``text`` and the problems met (``[(line, message)]``: VERBATIM C code
+    other than :data:`VERBATIM_IDIOMS`); ``where`` names the file in errors."""
     tokens: list[Token] = []
-    in_comment = False
+    problems: list[tuple[int, str]] = []
+    in_comment, verbatim = False, 0
+    text = text.replace("\x1a", "")  # a DOS end-of-file byte, which nocmodl ignores
     for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
         if in_comment:
             if stripped.startswith("ENDCOMMENT"):
                 in_comment = False
+            continue
+        if verbatim:
+            if stripped.startswith("ENDVERBATIM"):
+                verbatim = 0
+            elif (stripped and not any(idiom.fullmatch(stripped) for idiom in VERBATIM_IDIOMS)
+                  and not any(line == verbatim for line, _ in problems)):
+                problems.append((verbatim, f"VERBATIM C code is not supported (line "
+                                           f"{number}: {stripped[:60]!r})"))
             continue
         if stripped.startswith("COMMENT"):
             in_comment = True
@@ -46,7 +68,8 @@ def tokenize(text: str, where: str) -> list[Token]:
         if stripped.startswith("TITLE"):
             continue
         if stripped.startswith("VERBATIM"):
-            raise ConfigError(f"{where}:{number}: VERBATIM blocks (C code) are not supported")
+            verbatim = number
+            continue
         line = re.split(r"[:?]", raw, maxsplit=1)[0]
         position = 0
         while position < len(line):
@@ -62,5 +85,7 @@ def tokenize(text: str, where: str) -> list[Token]:
             position = match.end()
     if in_comment:
         raise ConfigError(f"{where}: COMMENT without ENDCOMMENT")
+    if verbatim:
+        raise ConfigError(f"{where}:{verbatim}: VERBATIM without ENDVERBATIM")
     tokens.append(Token("end", "", len(text.splitlines()) + 1))
-    return tokens
+    return tokens, problems

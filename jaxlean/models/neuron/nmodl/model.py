@@ -7,7 +7,20 @@ import dataclasses
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.nmodl import syntax as s
 
-__all__ = ["Ion", "Model"]
+__all__ = ["Ion", "ModFileError", "Model"]
+
+
+class ModFileError(ConfigError):
+    """Every problem found in one ``.mod`` file, each with its line (``problems``:
+    ``[(line, message)]``, sorted), so a file is fixed in one pass, not one error at a time."""
+
+    def __init__(self, where: str, problems):
+        self.where = where
+        self.problems = sorted(dict.fromkeys(problems), key=lambda item: item[0])
+        lines = [f"{where}:{line}: {message}" for line, message in self.problems]
+        head = lines[0] if len(lines) == 1 else (
+            f"{where}: {len(lines)} problems:\n  " + "\n  ".join(lines))
+        super().__init__(head)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +54,16 @@ class Model:
     breakpoint: s.Block | None = None
     initial: s.Block | None = None
     net_receive: s.Block | None = None
+    file_locals: list[str] = dataclasses.field(default_factory=list)
+    arrays: dict[str, int] = dataclasses.field(default_factory=dict)
+    """``{name: size}`` of array variables; element ``k`` is the variable ``name[k]``."""
+    problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    """Constructs refused while parsing (the parser goes on past them)."""
 
-    def error(self, line: int, message: str) -> ConfigError:
-        """A ConfigError naming this file and ``line``."""
-        return ConfigError(f"{self.where}:{line}: {message}")
+    def error(self, line: int, message: str) -> ModFileError:
+        """An error naming this file and ``line``, after the problems already found."""
+        return ModFileError(self.where, [*self.problems, (line, message)])
+
+    def refuse(self, line: int, message: str) -> None:
+        """Record a problem at ``line`` and go on (all are reported together)."""
+        self.problems.append((line, message))

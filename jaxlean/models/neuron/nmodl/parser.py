@@ -10,29 +10,35 @@ Accepted: ``NEURON`` (``SUFFIX``, ``POINT_PROCESS``, ``USEION ... READ ... WRITE
 ... VALENCE``, ``NONSPECIFIC_CURRENT``, ``RANGE``, ``GLOBAL``, ``THREADSAFE``),
 ``UNITS`` (unit aliases, ``FARADAY``/``R``/``PI`` constants), ``PARAMETER``,
 ``CONSTANT``, ``ASSIGNED``, ``STATE``, ``INDEPENDENT`` (ignored), ``DEFINE``,
+``INCLUDE "file"`` (spliced from the file's folder), file-level ``LOCAL``,
 ``BREAKPOINT``, ``INITIAL``, ``DERIVATIVE``, ``PROCEDURE``, ``FUNCTION``,
 ``NET_RECEIVE``; statements: ``LOCAL``, assignments, ``x' = ...``, ``if/else``,
 procedure calls, ``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed
-exactly, as NEURON does with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``.
-Anything else (``KINETIC``, ``VERBATIM``, ``POINTER``, ``WATCH``, loops, ...)
-raises :class:`~jaxlean.errors.ConfigError` naming the file, line and construct.
+exactly, as NEURON does with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``; a
+file without a NEURON block is named after the file, as NEURON names it.
+Refused constructs (``KINETIC``, ``VERBATIM`` C code, ``POINTER``, ``WATCH``, loops,
+...) are recorded with their line and skipped, so one error names them all
+(:class:`~jaxlean.models.neuron.nmodl.model.ModFileError`); a syntax error stops
+the parse, naming its line.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.expressions import ExpressionParser
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
 from jaxlean.models.neuron.nmodl.model import Ion, Model
 from jaxlean.models.neuron.nmodl.units import unit_constant
 
 __all__ = ["parse"]
 
-_STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "PROCEDURE", "FUNCTION",
+_STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "KINETIC", "PROCEDURE", "FUNCTION",
                      "NET_RECEIVE")
 _REFUSED_BLOCKS = {name: f"{name} blocks are not supported" for name in (
     "LINEAR", "NONLINEAR", "DISCRETE", "PARTIAL", "FUNCTION_TABLE", "BEFORE", "AFTER",
     "CONSTRUCTOR", "DESTRUCTOR")}
-_REFUSED_BLOCKS["KINETIC"] = "KINETIC blocks (reaction schemes) are not supported"
 _REFUSED_NEURON = {
     "POINTER": "POINTER variables are not supported",
     "BBCOREPOINTER": "BBCOREPOINTER variables are not supported",
@@ -41,81 +47,34 @@ _REFUSED_NEURON = {
     "EXTERNAL": "EXTERNAL variables are not supported",
 }
 _REFUSED_STATEMENTS = {
-    "WATCH": "WATCH statements are not supported", "FROM": "FROM loops are not supported",
+    "WATCH": "WATCH statements are not supported",
     "WHILE": "while loops are not supported", "while": "while loops are not supported",
     "for": "for loops are not supported", "net_send": "net_send is not supported",
-    "net_event": "net_event is not supported", "CONSERVE": "CONSERVE is not supported",
-    "COMPARTMENT": "COMPARTMENT is not supported", "LAG": "LAG is not supported",
+    "net_event": "net_event is not supported", "LAG": "LAG is not supported",
     "VERBATIM": "VERBATIM blocks (C code) are not supported",
     "LONGITUDINAL_DIFFUSION": "LONGITUDINAL_DIFFUSION is not supported",
     "FOR_NETCONS": "FOR_NETCONS is not supported", "MUTEXLOCK": "MUTEXLOCK is not supported",
 }
 
 
-def parse(text: str, where: str = "<mod text>") -> Model:
-    """The :class:`Model` of the NMODL source ``text`` (``where`` names it in errors)."""
-    return _Parser(tokenize(text, where), Model(where)).model()
+def parse(text: str, where: str = "<mod text>", folder: Path | None = None,
+          default_suffix: str = "") -> Model:
+    """The :class:`Model` of the NMODL source ``text`` (``where`` names it in errors).
+
+    ``folder``: where ``INCLUDE "file"`` looks (the file's own folder, as ``nrnivmodl``);
+    its tokens count as the INCLUDE line's in errors. ``default_suffix``: the mechanism's
+    name when the file has no SUFFIX (NEURON names it after the file).
+    """
+    tokens, problems = tokenize(text, where)
+    model = Model(where, problems=problems)
+    return _Parser(tokens, model, folder, default_suffix).model()
 
 
-class _Parser:
-    def __init__(self, tokens: list[Token], model: Model):
-        self.tokens, self.i, self.m = tokens, 0, model
-
-    # -- tokens --------------------------------------------------------------
-    def peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
-
-    def next(self) -> Token:
-        token = self.peek()
-        self.i += 1
-        return token
-
-    def at(self, text: str) -> bool:
-        token = self.peek()
-        return token.kind in ("op", "name") and token.text == text
-
-    def accept(self, text: str) -> bool:
-        if self.at(text):
-            self.i += 1
-            return True
-        return False
-
-    def expect(self, text: str) -> Token:
-        token = self.next()
-        if token.text != text or token.kind not in ("op", "name"):
-            got = token.text or "end of file"
-            raise self.m.error(token.line, f"expected {text!r}, got {got!r}")
-        return token
-
-    def name(self) -> Token:
-        token = self.next()
-        if token.kind != "name":
-            raise self.m.error(token.line, f"expected a name, got {token.text or 'end of file'!r}")
-        return token
-
-    def number(self) -> float:
-        sign = -1.0 if self.accept("-") else 1.0
-        self.accept("+")
-        token = self.next()
-        if token.kind != "number":
-            raise self.m.error(token.line, f"expected a number, got {token.text!r}")
-        return sign * float(token.text)
-
-    def units(self) -> str:
-        """``(mV)``-style units after a declaration or a number (``""`` when absent)."""
-        if not self.at("("):
-            return ""
-        self.next()
-        depth, parts = 1, []
-        while True:
-            token = self.next()
-            if token.kind == "end":
-                raise self.m.error(token.line, "unclosed units parenthesis")
-            depth += token.text == "("
-            depth -= token.text == ")"
-            if depth == 0:
-                return "".join(parts)
-            parts.append(token.text)
+class _Parser(ExpressionParser):
+    def __init__(self, tokens: list[Token], model: Model, folder: Path | None = None,
+                 default_suffix: str = ""):
+        super().__init__(tokens, model)
+        self.folder, self.default_suffix = folder, default_suffix
 
     # -- file ----------------------------------------------------------------
     def model(self) -> Model:
@@ -123,7 +82,9 @@ class _Parser:
             token = self.name()
             keyword = token.text
             if keyword in _REFUSED_BLOCKS:
-                raise self.m.error(token.line, _REFUSED_BLOCKS[keyword])
+                self.m.refuse(token.line, _REFUSED_BLOCKS[keyword])
+                self.skip_block()
+                continue
             if keyword == "NEURON":
                 self.neuron_block()
             elif keyword == "UNITS":
@@ -137,13 +98,60 @@ class _Parser:
                 self.m.constants[name] = self.number()
             elif keyword in ("UNITSON", "UNITSOFF", "THREADSAFE"):
                 continue
+            elif keyword == "INCLUDE":
+                self.include(token.line)
+            elif keyword == "LOCAL":  # file-level: kept per compartment (see variables)
+                self.m.file_locals.extend(self.name_list())
             elif keyword in _STATEMENT_BLOCKS:
                 self.statement_block(keyword, token.line)
+            elif self.skip_block():
+                self.m.refuse(token.line, f"{keyword} is not a supported NMODL block")
             else:
                 raise self.m.error(token.line, f"{keyword} is not a supported NMODL block")
+        if not self.m.suffix and self.default_suffix:
+            self.m.suffix, self.m.suffix_line = self.default_suffix, 1
         if not self.m.suffix:
             raise self.m.error(1, "no SUFFIX or POINT_PROCESS in the NEURON block")
         return self.m
+
+    def include(self, line: int) -> None:
+        """``INCLUDE "file"``: the file's tokens in place, counted as this line's."""
+        token = self.next()
+        if token.kind != "string":
+            raise self.m.error(line, "INCLUDE needs a quoted file name")
+        name = token.text.strip('"')
+        path = None if self.folder is None else self.folder / name
+        if path is None or not path.is_file():
+            self.m.refuse(line, f"INCLUDE {name!r}: no such file beside the .mod file"
+                          + ("" if self.folder else " (load the file by its path)"))
+            return
+        tokens, problems = tokenize(path.read_text(errors="replace"), str(path))
+        self.m.problems.extend((line, f"in {name}: {message}") for _, message in problems)
+        spliced = [Token(t.kind, t.text, line) for t in tokens[:-1]]
+        self.tokens[self.i:self.i] = spliced
+
+    def skip_block(self) -> bool:
+        """Skip a refused block: its header up to ``{`` on the same line, then the braces.
+        False (nothing skipped) when no ``{`` follows on that line."""
+        line = self.tokens[self.i - 1].line
+        ahead = 0
+        while self.peek(ahead).line == line and self.peek(ahead).text != "{":
+            if self.peek(ahead).kind == "end":
+                return False
+            ahead += 1
+        if self.peek(ahead).text != "{" or self.peek(ahead).line != line:
+            return False
+        self.i += ahead
+        self.skip_braces()
+        return True
+
+    def skip_statement(self, line: int) -> None:
+        """Skip the rest of a refused statement: the tokens of its line, braces included."""
+        while self.peek().kind != "end" and self.peek().line == line and not self.at("}"):
+            if self.at("{"):
+                self.skip_braces()
+            else:
+                self.next()
 
     def skip_braces(self) -> None:
         self.expect("{")
@@ -166,7 +174,9 @@ class _Parser:
             token = self.name()
             keyword = token.text
             if keyword in _REFUSED_NEURON:
-                raise self.m.error(token.line, _REFUSED_NEURON[keyword])
+                self.m.refuse(token.line, _REFUSED_NEURON[keyword])
+                self.name_list()
+                continue
             if keyword in ("SUFFIX", "POINT_PROCESS"):
                 self.m.suffix, self.m.suffix_line = self.name().text, token.line
                 self.m.point = keyword == "POINT_PROCESS"
@@ -218,9 +228,10 @@ class _Parser:
         self.expect("{")
         while not self.accept("}"):
             token = self.name()
-            if self.at("["):
-                raise self.m.error(token.line, f"array variable {token.text}[...] is not "
-                                   f"supported")
+            size = None
+            if self.accept("["):
+                size = self.size()
+                self.expect("]")
             default = None
             if self.accept("="):
                 default = self.number()
@@ -239,12 +250,28 @@ class _Parser:
                     raise self.m.error(token.line, f"CONSTANT {token.text} has no value")
                 self.m.constants[token.text] = default
                 continue
-            table[token.text] = s.Variable(token.text, default, unit, token.line)
+            if size is None:
+                table[token.text] = s.Variable(token.text, default, unit, token.line)
+                continue
+            self.m.arrays[token.text] = size
+            for k in range(size):
+                name = f"{token.text}[{k}]"
+                table[name] = s.Variable(name, default, unit, token.line)
+
+    def size(self) -> int:
+        """An array's size: a number or a DEFINE'd name."""
+        token = self.next()
+        value = (self.m.constants.get(token.text) if token.kind == "name"
+                 else float(token.text) if token.kind == "number" else None)
+        if value is None or value != int(value) or value < 1:
+            raise self.m.error(token.line, f"array size {token.text!r} is not a positive "
+                               f"whole number or a DEFINE'd name")
+        return int(value)
 
     # -- statements ----------------------------------------------------------
     def statement_block(self, kind: str, line: int) -> None:
         name, args = kind, ()
-        if kind in ("DERIVATIVE", "PROCEDURE", "FUNCTION"):
+        if kind in ("DERIVATIVE", "KINETIC", "PROCEDURE", "FUNCTION"):
             name = self.name().text
         if kind in ("PROCEDURE", "FUNCTION", "NET_RECEIVE"):
             args = self.arguments()
@@ -284,13 +311,30 @@ class _Parser:
 
     def statement(self, local_names: list[str]) -> s.Statement | None:
         token = self.peek()
+        if token.text == "~":
+            return self.reaction()
+        if token.text == "CONSERVE":
+            self.next()
+            terms = self.species(float)
+            self.expect("=")
+            return s.Conserve(terms, self.expression(), token.line)
+        if token.text == "COMPARTMENT":
+            self.next()
+            volume = self.expression()
+            self.expect("{")
+            names = []
+            while not self.accept("}"):
+                names.append(self.name().text)
+            return s.Compartment(volume, tuple(names), token.line)
         if token.kind != "name":
             if token.text == "{":
                 raise self.m.error(token.line, "nested '{' blocks are not supported")
             raise self.m.error(token.line, f"unexpected {token.text or 'end of file'!r}")
         word = token.text
         if word in _REFUSED_STATEMENTS:
-            raise self.m.error(token.line, _REFUSED_STATEMENTS[word])
+            self.m.refuse(token.line, _REFUSED_STATEMENTS[word])
+            self.skip_statement(token.line)
+            return None
         if word == "LOCAL":
             self.next()
             local_names.extend(self.name_list())
@@ -308,22 +352,65 @@ class _Parser:
             if self.accept("METHOD"):
                 method = self.name().text
             elif self.accept("STEADYSTATE"):
-                raise self.m.error(token.line, "SOLVE ... STEADYSTATE is not supported")
+                method = "steadystate"
+                if self.name().text != "sparse":
+                    self.m.refuse(token.line, "SOLVE ... STEADYSTATE needs the method sparse")
             return s.Solve(block, method, token.line)
         if word == "if":
             return self.if_statement(local_names)
+        if word == "FROM":
+            return self.loop(local_names)
         self.next()
+        index = None
+        if self.accept("["):
+            index = self.expression()
+            self.expect("]")
         if self.accept("'"):
             self.expect("=")
-            return s.Derivative(word, self.expression(), token.line)
+            return s.Derivative(word, self.expression(), token.line, index)
         if self.accept("="):
-            return s.Assign(word, self.expression(), token.line)
+            return s.Assign(word, self.expression(), token.line, index)
         if self.at("("):
             return s.CallStatement(self.call(token), token.line)
         if self.at("~"):
-            raise self.m.error(token.line, "reaction statements (~) are not supported")
+            self.m.refuse(token.line, "reaction statements (~) are not supported")
+            self.skip_statement(token.line)
+            return None
         raise self.m.error(token.line, f"unexpected {word!r}: expected an assignment, "
                            f"a derivative or a call")
+
+    def species(self, number=int) -> tuple:
+        """``2A + B``: ``(("A", 2), ("B", 1))``."""
+        terms = []
+        while True:
+            coefficient = number(self.next().text) if self.peek().kind == "number" else 1
+            name = self.name()
+            if self.at("["):
+                raise self.m.error(name.line, "arrays in reactions are not supported")
+            terms.append((name.text, coefficient))
+            if not self.accept("+"):
+                return tuple(terms)
+
+    def reaction(self) -> s.Reaction:
+        """``~ A + B <-> C (kf, kb)`` or ``~ A << (flux)``."""
+        line = self.next().line
+        left = self.species()
+        if self.accept("<"):
+            if self.accept("<"):
+                self.expect("(")
+                flux = self.expression()
+                self.expect(")")
+                return s.Reaction("<<", left, (), flux, None, line)
+            self.expect("-")
+            self.expect(">")
+            right = self.species()
+            self.expect("(")
+            forward = self.expression()
+            self.expect(",")
+            backward = self.expression()
+            self.expect(")")
+            return s.Reaction("<->", left, right, forward, backward, line)
+        raise self.m.error(line, "a reaction is ~ A <-> B (kf, kb) or ~ A << (flux)")
 
     def table(self) -> None:
         self.next()
@@ -332,6 +419,17 @@ class _Parser:
                 raise self.m.error(self.peek().line, "TABLE without WITH")
             self.next()
         self.number()
+
+    def loop(self, local_names: list[str]) -> s.Loop:
+        line = self.next().line
+        var = self.name().text
+        self.expect("=")
+        start = self.expression()
+        self.expect("TO")
+        stop = self.expression()
+        if self.at("BY"):
+            raise self.m.error(line, "FROM ... BY is not supported")
+        return s.Loop(var, start, stop, self.body(local_names), line)
 
     def if_statement(self, local_names: list[str]) -> s.If:
         line = self.next().line
@@ -344,60 +442,3 @@ class _Parser:
             otherwise = ((self.if_statement(local_names),) if self.at("if")
                          else self.body(local_names))
         return s.If(condition, then, otherwise, line)
-
-    # -- expressions: || < && < comparisons < + - < * / < unary < ^ ----------
-    def expression(self) -> s.Expr:
-        return self.binary(0)
-
-    _LEVELS = (("||",), ("&&",), ("<", ">", "<=", ">=", "==", "!="), ("+", "-"), ("*", "/", "%"))
-
-    def binary(self, level: int) -> s.Expr:
-        if level == len(self._LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.peek().kind == "op" and self.peek().text in self._LEVELS[level]:
-            token = self.next()
-            if token.text == "%":
-                raise self.m.error(token.line, "the % operator is not supported")
-            left = s.Binary(token.text, left, self.binary(level + 1), token.line)
-        return left
-
-    def unary(self) -> s.Expr:
-        token = self.peek()
-        if token.kind == "op" and token.text in ("-", "!", "+"):
-            self.next()
-            operand = self.unary()
-            return operand if token.text == "+" else s.Unary(token.text, operand, token.line)
-        return self.power()
-
-    def power(self) -> s.Expr:
-        base = self.primary()
-        if self.at("^"):
-            token = self.next()
-            return s.Binary("^", base, self.unary(), token.line)  # right-associative
-        return base
-
-    def primary(self) -> s.Expr:
-        token = self.next()
-        if token.kind == "number":
-            self.units()  # 10 (degC), 1 (/ms): units of a literal
-            return s.Number(float(token.text), token.line)
-        if token.kind == "name":
-            if self.at("("):
-                return self.call(token)
-            return s.Name(token.text, token.line)
-        if token.text == "(":
-            inner = self.expression()
-            self.expect(")")
-            return inner
-        raise self.m.error(token.line, f"unexpected {token.text or 'end of file'!r} in an "
-                           f"expression")
-
-    def call(self, token: Token) -> s.Call:
-        self.expect("(")
-        args = []
-        while not self.accept(")"):
-            args.append(self.expression())
-            if not self.at(")"):
-                self.expect(",")
-        return s.Call(token.text, tuple(args), token.line)

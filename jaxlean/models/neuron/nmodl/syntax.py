@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["Assign", "Binary", "Block", "Call", "CallStatement", "Derivative", "Expr", "If",
-           "Name", "Number", "Solve", "Statement", "Unary", "Variable"]
+__all__ = ["Assign", "Binary", "Block", "Call", "CallStatement", "Compartment", "Conserve",
+           "Derivative", "Expr", "If", "Index", "Loop", "Name", "Number", "Reaction", "Solve",
+           "Statement", "Unary", "Variable"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +53,17 @@ class Call:
     line: int
 
 
-Expr = Number | Name | Unary | Binary | Call
+@dataclasses.dataclass(frozen=True)
+class Index:
+    """An element of an array variable, ``inf[i]`` (the index known when the code runs:
+    a literal or a ``FROM`` loop's variable)."""
+
+    id: str
+    index: Expr
+    line: int
+
+
+Expr = Number | Name | Unary | Binary | Call | Index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +73,7 @@ class Assign:
     target: str
     value: Expr
     line: int
+    index: Expr | None = None  # target[index] = value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +83,7 @@ class Derivative:
     state: str
     value: Expr
     line: int
+    index: Expr | None = None  # state[index]' = value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +113,50 @@ class Solve:
     line: int
 
 
-Statement = Assign | Derivative | If | CallStatement | Solve
+@dataclasses.dataclass(frozen=True)
+class Loop:
+    """``FROM i = start TO stop { body }`` (the bounds known when the code runs)."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    body: tuple[Statement, ...]
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Reaction:
+    """``~ 2A + B <-> C (kf, kb)`` (``kind`` ``"<->"``; ``left``/``right``: ``((state,
+    coefficient), ...)``), or ``~ A << (flux)`` (``kind`` ``"<<"``, ``backward`` None)."""
+
+    kind: str
+    left: tuple[tuple[str, int], ...]
+    right: tuple[tuple[str, int], ...]
+    forward: Expr
+    backward: Expr | None
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Conserve:
+    """``CONSERVE a A + b B = total``."""
+
+    terms: tuple[tuple[str, float], ...]
+    total: Expr
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Compartment:
+    """``COMPARTMENT volume {A B}``: ``d(volume A)/dt`` is the reactions' flux."""
+
+    volume: Expr
+    states: tuple[str, ...]
+    line: int
+
+
+Statement = (Assign | Derivative | If | CallStatement | Solve | Loop | Reaction | Conserve
+             | Compartment)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,7 @@
-"""A parsed ``.mod`` file as a :class:`~jaxlean.models.neuron.mechanisms.Mechanism`, or an
-error naming the file, line and construct that does not map onto one exactly.
+"""A parsed ``.mod`` file in the compact :class:`~jaxlean.models.neuron.mechanisms.Mechanism`
+form (gates with one q10, nothing kept between blocks), or an error naming what does not
+fit it; ``load_mod`` then runs the file as NEURON's generated code
+(:mod:`~jaxlean.models.neuron.nmodl.generated`), which computes the same values.
 
 * ``DERIVATIVE``: each ``x' = f`` must be linear in ``x`` and free of the other
   states (``f = a + b x``, as ``cnexp`` requires); then ``inf = -a / b`` and
@@ -29,7 +31,7 @@ error naming the file, line and construct that does not map onto one exactly.
 
 from __future__ import annotations
 
-from jaxlean.models.neuron.mechanisms import Mechanism
+from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.analysis import Abstract, AbstractBackend
 from jaxlean.models.neuron.nmodl.currents import ohmic_form
@@ -37,7 +39,7 @@ from jaxlean.models.neuron.nmodl.functions import Plan, build
 from jaxlean.models.neuron.nmodl.interpret import Interpreter
 from jaxlean.models.neuron.nmodl.ions import ion_currents
 from jaxlean.models.neuron.nmodl.model import Model
-from jaxlean.models.neuron.nmodl.names import SPECIAL, Naming
+from jaxlean.models.neuron.nmodl.names import SPECIAL, Naming, parameter_default
 
 __all__ = ["translate"]
 
@@ -91,7 +93,7 @@ def _abstract_names(model: Model, naming: Naming, states: bool) -> dict[str, Abs
              "celsius": Abstract(frozenset({"celsius"}), hom=None, affine=(1.0, 0.0))}
     for name, variable in model.parameters.items():
         if name not in SPECIAL and name not in naming.reversals and name not in naming.ions.read:
-            names[name] = Abstract(frozenset({name}), const=variable.default or 0.0)
+            names[name] = Abstract(frozenset({name}), const=parameter_default(variable))
     names.update({name: Abstract(frozenset({name})) for name in naming.reversals})
     names.update({name: Abstract(frozenset({name})) for name in naming.ions.read})
     if model.net_receive is not None and model.net_receive.args:

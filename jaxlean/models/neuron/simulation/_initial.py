@@ -21,7 +21,8 @@ from jaxlean.models.neuron.simulation._ion_pool import (
 )
 
 
-def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, jax.Array]) -> dict:
+def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, jax.Array],
+                  dt: float | None = None) -> dict:
     """Voltage ``v_init`` everywhere, states at rest there, step 0; the ions' concentrations
     (``"ions"``, where a cell uses them) at ``<ion>i0``/``<ion>o0``, then as the mechanisms'
     initial values write them, in insertion order (NEURON's ``finitialize``)."""
@@ -40,6 +41,8 @@ def initial_state(cell: Cell, insertions: tuple[Insertion, ...], p: dict[str, ja
                   **{variables(u.ion)["current"]: jnp.zeros_like(v_init) for u in uses.values()
                      if u.current}}
         local = {**view(mechanism, values, ins.gather), "celsius": celsius}
+        if dt is not None:  # NEURON's dt, which an NMODL INITIAL block may read
+            local["dt"] = dt
         start = mechanism.initial(ins.gather(v_init), own, local)
         states[mechanism.name] = {s: start[s] for s in mechanism.own_states()}
         for name in written(mechanism):

@@ -196,7 +196,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
     targets, clamped, detectors = at[plan.targets], at[plan.clamped], at[plan.detectors]
     stimulus_scale = 1e-3 / area[plan.targets]
     clamp_scale = 1e-3 / area[plan.clamped]
-    state = initial_state(cell, plan.insertions, p) if initial is None else initial
+    state = initial_state(cell, plan.insertions, p, dt) if initial is None else initial
     if initial is None and plan.couplings:
         state["synapses"] = {syn.name: syn.rest(p["v_init"][pre], coupling_params[syn.name])
                              for syn, pre, _ in plan.couplings}
@@ -241,9 +241,12 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
             mechanism, name = ins.mechanism, ins.mechanism.name
             if mechanism.voltage_dependent:
                 given = {**states[name], **view(mechanism, ions, functools.partial(gather, k)),
-                         "celsius": celsius}
+                         "celsius": celsius, "dt": dt}
                 now = mechanism.currents_at(local, given, own[k], given)
                 later = mechanism.currents_at(local + _DV, given, own[k], given)
+                kept = mechanism.currents_kept(local, given, own[k])
+                if kept:  # values NEURON's BREAKPOINT leaves in its range variables
+                    states[name] = {**states[name], **kept}
                 for current, i in now.items():
                     i = jnp.broadcast_to(i, local.shape)
                     slope = (later[current] - i) / _DV  # NEURON's di/dv

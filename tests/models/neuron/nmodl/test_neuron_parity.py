@@ -19,8 +19,6 @@ import pytest
 
 from jaxlean.models.neuron.mechanisms.mechanisms import ion_parameters
 from jaxlean.models.neuron.nmodl import load_mod_dir
-from jaxlean.models.neuron.nmodl.parser import parse
-from jaxlean.models.neuron.nmodl.units import canonical_unit
 from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 from tests.conftest import needs_nrnivmodl
 from tests.models.neuron.neuron_reference import run_fixture_script
@@ -33,19 +31,10 @@ SITES = [0, 3, 5]  # the soma, dendrite segments 2 and 4
 VOLTAGE_TOLERANCE = 1e-7  # mV (measured: at most 1e-9)
 
 
-def unit_factors() -> dict[str, float]:
-    """``{jaxlean parameter: factor}`` from each file's units to jaxlean's (pS/um2 -> S/cm2)."""
-    out = {}
-    for path in MODS.glob("*.mod"):
-        model = parse(path.read_text(), str(path))
-        for name, variable in model.parameters.items():
-            out[f"{name}_{model.suffix}"] = canonical_unit(variable.unit)[1]
-    return out
-
-
-def jaxlean_run(case: dict) -> dict:
-    """The case simulated by jaxlean with the translated mechanisms."""
-    mechanisms = load_mod_dir(MODS)
+def jaxlean_run(case: dict, mechanisms: dict | None = None) -> dict:
+    """The case simulated by jaxlean with the translated mechanisms (``load_mod_dir``'s
+    unless given)."""
+    mechanisms = load_mod_dir(MODS) if mechanisms is None else mechanisms
     n = case["dend_nseg"]
     cell = Cell.from_parents(np.arange(n + 1) - 1, [case["soma_L"]] + [case["dend_L"] / n] * n,
                              [case["soma_diam"] / 2] + [case["dend_diam"] / 2] * n,
@@ -62,13 +51,12 @@ def jaxlean_run(case: dict) -> dict:
         spikes["ExpSynM"] = [case["expsyn"]["times"]]
     params = {**cell.params(), "celsius": case["celsius"], "v_init": case["v_init"],
               "Ra": case["Ra"], "cm": case["cm"]}
-    factors = unit_factors()
     for region, index in (("soma", np.array([0])), ("dend", np.arange(1, n + 1))):
         for name, values in case[region].items():
             for key, value in values.items():
                 full = f"{key}_{name}"
                 per_compartment = np.broadcast_to(np.asarray(params[full]), (cell.n,)).copy()
-                per_compartment[index] = value * factors[full]
+                per_compartment[index] = value  # NEURON's value: never rescaled
                 params[full] = per_compartment
     for key in ("tau", "e", "weight"):
         if "expsyn" in case:
@@ -82,9 +70,9 @@ def jaxlean_run(case: dict) -> dict:
     return simulate(cell, params, stimuli, dt, t_max, states=states, spikes=spikes)
 
 
-def assert_matches(fixture) -> None:
+def assert_matches(fixture, mechanisms: dict | None = None) -> dict:
     case = json.loads(str(fixture["case"]))
-    out = jaxlean_run(case)
+    out = jaxlean_run(case, mechanisms)
     reference = fixture["v"]
     assert np.ptp(reference[:, 0]) > 20.0  # the cell responds (hh, hay: it spikes)
     np.testing.assert_array_less(np.abs(np.asarray(out["v"]) - reference).max(),
@@ -92,6 +80,7 @@ def assert_matches(fixture) -> None:
     for state in case["record"]:
         np.testing.assert_allclose(np.asarray(out[state]), fixture[state], rtol=1e-6,
                                    atol=1e-9, err_msg=state)
+    return out
 
 
 @pytest.mark.parametrize("name", CASES)

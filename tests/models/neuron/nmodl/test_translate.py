@@ -56,7 +56,7 @@ def test_names_units_and_temperature_factor():
     kdr = mechanisms["kdrq"]  # q10 = 2.3 and temp = 23 are PARAMETERs folded into the factor
     assert (kdr.q10, kdr.q10_celsius) == (2.3, 23.0)
     assert "q10_kdrq" not in kdr.parameters and "temp_kdrq" not in kdr.parameters
-    assert kdr.parameters["gbar_kdrq"] == (0.03, "S/cm2")  # 300 pS/um2
+    assert kdr.parameters["gbar_kdrq"] == (300.0, "pS/um2")  # as declared: never rescaled
     assert mechanisms["Ih"].parameters["ehcn_Ih"] == (-45.0, "mV")
     assert list(mechanisms["Ih"].currents) == ["ihcn_Ih"]
     assert mechanisms["NaTa_t"].q10 == 1.0  # Hay's files fix qt at 34 degC
@@ -110,7 +110,7 @@ def test_the_parsed_language_evaluates_as_written():
     assert model.constants["FARADAY"] == pytest.approx(96.4853321233100184)
     assert model.constants["R"] == pytest.approx(8.31446261815324)
     mechanism = load_mod(LANGUAGE)
-    assert mechanism.parameters["gbar_lang"] == (0.01, "S/cm2")
+    assert mechanism.parameters["gbar_lang"] == (10.0, "mS/cm2")  # as NEURON: not rescaled
     with jax.enable_x64():
         v = jnp.array([-80.0, -30.0, 20.0])
         steady = mechanism.steady(v, {"gbar_lang": 0.01, "vh_lang": -40.0, "e_na": 50.0})
@@ -135,9 +135,9 @@ def test_gradient_through_a_translated_mechanism_matches_finite_differences():
     with jax.enable_x64():
         params = {**cell.params(), "celsius": 30.0, "gNaTa_tbar_NaTa_t": 1.0,
                   "g_lk": 1e-4, "e_lk": -70.0}
-        values = {"tha_kdrq": jnp.asarray(25.0), "gbar_kdrq": jnp.asarray(0.04)}
+        values = {"tha_kdrq": jnp.asarray(25.0), "gbar_kdrq": jnp.asarray(400.0)}
         grad = jax.grad(loss)(values, params)
-        for name, step in (("tha_kdrq", 1e-4), ("gbar_kdrq", 1e-7)):
+        for name, step in (("tha_kdrq", 1e-4), ("gbar_kdrq", 1e-3)):
             up = loss({**values, name: values[name] + step}, params)
             down = loss({**values, name: values[name] - step}, params)
             finite = (up - down) / (2 * step)
@@ -170,3 +170,17 @@ def test_voltage_dependent_currents_are_translated(current, reversal, expected):
     got = mechanism.currents_at(v, {"m_x": m, "ek": jnp.full(7, -77.0), "celsius": 6.3},
                                 {"gbar_x": 0.01}, {"ek": jnp.full(7, -77.0)})["ik_x"]
     np.testing.assert_allclose(np.asarray(got), expected(np.asarray(v), 0.3), rtol=1e-6)
+
+
+def test_declared_units_never_rescale_a_parameter():
+    """NEURON runs a PARAMETER at the value written, whatever its unit says: Migliore's
+    kadist.mod declares ``lmin = 2 (mS)`` (a typo for ms) and NEURON's taul floor is 2 ms."""
+    from tests.models.neuron.nmodl.test_refusals import channel
+
+    text = channel(derivative="m' = (1/(1 + exp(-v/10)) - m)/lmin").replace(
+        "b0 = 0.1 (/ms) }", "b0 = 0.1 (/ms) lmin = 2 (mS) }")
+    mechanism = load_mod(text)
+    assert mechanism.parameters["lmin_x"] == (2.0, "mS")
+    with jax.enable_x64():
+        _, tau = mechanism.steady(jnp.array([-20.0]), {"lmin_x": 2.0})["m_x"]
+    assert float(tau[0]) == 2.0

@@ -1,0 +1,8 @@
+: a nonlinear cnexp equation: the formula nocmodl writes
+NEURON { SUFFIX nonlinear NONSPECIFIC_CURRENT i RANGE g }
+PARAMETER { g = 0.0005 (S/cm2) e = -90 (mV) }
+ASSIGNED { v (mV) i (mA/cm2) }
+STATE { m }
+INITIAL { m = 1 }
+BREAKPOINT { SOLVE a METHOD cnexp  i = g*m*(v - e) }
+DERIVATIVE a { m' = -m*m*exp((v + 60)/30)/5 }
