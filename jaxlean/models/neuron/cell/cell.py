@@ -23,6 +23,7 @@ import numpy as np
 from jaxlean.errors import ConfigError, MorphologyError
 from jaxlean.linalg import Tree
 from jaxlean.models.neuron.cell import params as parameters
+from jaxlean.models.neuron.cell._topology import branches, depth, junctions
 from jaxlean.models.neuron.mechanisms.mechanisms import Insertion, Mechanism
 from jaxlean.models.neuron.morphology import discretize, swc
 from jaxlean.models.neuron.morphology.morphology_io import SectionTree, load_morphology
@@ -165,7 +166,7 @@ class Cell:
     def path_distance(self) -> np.ndarray:
         """Path length (um) from the soma's centre to each compartment's centre."""
         distance = np.zeros(self.n)
-        for c in np.argsort(_depth(self.parents), kind="stable").tolist():
+        for c in np.argsort(depth(self.parents), kind="stable").tolist():
             p = self.parents[c]
             if p >= 0:
                 to_parent_node = 0.0 if self.attach[c] == 0.5 else 0.5
@@ -361,13 +362,6 @@ def _summary(names: tuple[str, ...], most: int = 8) -> str:
     return f"{shown}, ... ({len(names)} in all)" if len(names) > most else shown
 
 
-def _depth(parents: np.ndarray) -> np.ndarray:
-    depth = np.zeros(parents.size, dtype=np.int64)
-    for c in Tree.from_parents(parents).order[::-1].tolist():
-        depth[c] = depth[parents[c]] + 1
-    return depth
-
-
 def _per_compartment(name: str, values: object, n: int) -> np.ndarray:
     array = np.asarray(values, dtype=float)
     if array.ndim > 1 or array.size not in (1, n):
@@ -399,54 +393,8 @@ def _build(parents: object, length: object, radius: object, attach: object,
                               f"or 0 (start of the root); got {attach[bad[0]]}")
     attach = np.where(parents < 0, 1.0, attach)
     kind = _per_compartment("kind", kind, n).astype(np.int64)
-    node_parents, owner, half_index = _junctions(parents, attach)
+    node_parents, owner, half_index = junctions(parents, attach)
     return Cell(parents, attach, geometry["length"], geometry["radius"], taper,
-                _branches(parents, attach), Tree.from_parents(node_parents), owner, half_index,
+                branches(parents, attach), Tree.from_parents(node_parents), owner, half_index,
                 kind)
 
-
-def _junctions(parents: np.ndarray, attach: np.ndarray):
-    """The solver's tree: a zero-area node wherever two or more children join one end.
-
-    Returns the parent of every node (compartments, then junctions), each
-    junction's owner compartment, and the two half resistances of each node's
-    edge to its parent (see :attr:`Cell.half_index`).
-    """
-    n = parents.size
-    zero = 2 * n
-    node_parents = parents.tolist()
-    half_index = [[zero, zero] for _ in range(n)]
-    owner = []
-    groups: dict[tuple[int, float], list[int]] = {}
-    for c in np.flatnonzero(parents >= 0).tolist():
-        groups.setdefault((int(parents[c]), float(attach[c])), []).append(c)
-    for (p, where), children in sorted(groups.items()):
-        parent_half = zero if where == 0.5 else p if where == 0.0 else n + p
-        if len(children) == 1 or where == 0.5:
-            for c in children:
-                half_index[c] = [c, parent_half]
-            continue
-        junction = len(node_parents)
-        node_parents.append(p)
-        half_index.append([zero, parent_half])
-        owner.append(p)
-        for c in children:
-            node_parents[c] = junction
-            half_index[c] = [c, zero]
-    return np.asarray(node_parents), np.asarray(owner, dtype=np.int64), np.asarray(half_index)
-
-
-def _branches(parents: np.ndarray, attach: np.ndarray) -> np.ndarray:
-    """Branch labels: a new branch at the root, at a fork, and where a compartment joins
-    its parent anywhere but at the end, numbered in the order of their first compartment."""
-    n = parents.size
-    child_count = np.bincount(parents[parents >= 0], minlength=n)
-    starts = (parents < 0) | (attach != 1.0)
-    starts |= (parents >= 0) & (child_count[np.maximum(parents, 0)] != 1)
-    starts |= (parents >= 0) & (parents[np.maximum(parents, 0)] < 0)
-    branch = np.full(n, -1)
-    order = np.argsort(_depth(parents), kind="stable")
-    for c in order.tolist():
-        branch[c] = c if starts[c] else branch[parents[c]]
-    firsts = np.unique(branch)
-    return np.searchsorted(firsts, branch)
