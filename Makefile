@@ -54,7 +54,9 @@ test-latest:
 	@$(LATEST_BIN)/python -m pip index versions jax 2>/dev/null | head -1 \
 		| sed 's/^/newest on the package index: /'
 	$(LATEST_BIN)/ruff check jaxlean tests examples
-	JAXLEAN_TEST_XLA_CACHE=$${JAXLEAN_TEST_XLA_CACHE:-.cache/test-xla-latest} \
+	# Off by default here: whether the newest JAX reconnects a cached program's host callbacks
+	# is not yet checked (JAXLEAN_TEST_XLA_CACHE=.cache/test-xla-latest turns it on).
+	JAXLEAN_TEST_XLA_CACHE=$${JAXLEAN_TEST_XLA_CACHE:-off} \
 		$(LATEST_BIN)/python $(PYTEST)
 
 # The documentation site (mkdocs.yml, docs/) into site/, with the `docs` extra (mkdocs,
