@@ -274,7 +274,8 @@ def test_loss_takes_hugging_face_labels_or_shifted_targets(model, batch):
     np.testing.assert_allclose(loss(model, tokens, labels=labels, weights=weights),
                                (per[:, :3].sum() + 3 * per[:, 3].sum()) / (2 * 3 + 2 * 3),
                                rtol=1e-5)
-    with pytest.raises(ConfigError, match=r"by keyword, not as (positional )?argument 3: labels=.*targets="):
+    with pytest.raises(ConfigError,
+                       match=r"by keyword, not as (positional )?argument 3: labels=.*targets="):
         loss(model, tokens, labels)
     with pytest.raises(ConfigError, match=r"exactly one of labels= .* got both"):
         loss(model, tokens, labels=labels, targets=shifted)
