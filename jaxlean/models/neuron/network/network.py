@@ -41,6 +41,7 @@ from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.network._cell_types import cell_types, stack
 from jaxlean.models.neuron.network._forest import offsets
+from jaxlean.models.neuron.network._presyn import check_shared_thresholds, concrete_thresholds
 from jaxlean.models.neuron.network.gap_junctions import GapJunction, gap_junction
 from jaxlean.models.neuron.network.graded import GradedSynapse, ionotropic
 from jaxlean.models.neuron.network.network_events import SpikingSynapse
@@ -190,7 +191,22 @@ class Network:
             index = len(self.connections) + i
             made.append(self._connection(index, a, b, synapse, {
                 name: float(column[i]) for name, column in columns.items()}))
-        return dataclasses.replace(self, connections=self.connections + tuple(made))
+        network = dataclasses.replace(self, connections=self.connections + tuple(made))
+        if isinstance(synapse, SpikingSynapse):
+            network._check_thresholds(network.params()["synapses"])
+        return network
+
+    def _check_thresholds(self, synapses: Mapping) -> None:
+        """Spiking connections from one compartment share one threshold, as NEURON's
+        ``PreSyn`` does (``_presyn.py``); skipped under a transformation."""
+        spiking = {name: group for name, group in self.synapse_groups().items()
+                   if isinstance(group[0], SpikingSynapse)}
+        thresholds = concrete_thresholds(synapses, spiking)
+        if thresholds is not None:
+            c = self.connections
+            check_shared_thresholds(
+                ((k, (c[k].pre_cell, c[k].pre), thresholds[k]) for k in sorted(thresholds)),
+                lambda k: c[k].describe(k))
 
     def _connection(self, index: int, pre: object, post: object, synapse: Synapse,
                     values: dict[str, float]) -> Connection:
@@ -326,3 +342,4 @@ def check_synapse_params(net: Network, synapses: Mapping) -> None:
                 raise ConfigError(f"params['synapses'][{name!r}][{p!r}] of "
                                   f"{net.connections[k].describe(k)} must be finite; got "
                                   f"{np.broadcast_to(np.asarray(value), (ix.size,))[bad[0]]}")
+    net._check_thresholds(synapses)

@@ -12,6 +12,8 @@ instance of that mechanism at its postsynaptic compartment and three values of N
   (NEURON's ``PreSyn`` flag, which starts down: a voltage that starts above ``threshold``
   is a spike at ``t = 0``). Its time is the end of that step, as NEURON's fixed step
   reports it (no interpolation; NEURON's recorded time adds its ``1e-10`` ms margin).
+  Connections from one compartment share one threshold, as NEURON's ``NetCon`` s on one
+  source share its ``PreSyn``: different ones are refused (``_presyn.py``).
 * ``delay`` (ms, at least ``dt``): the event's time is the spike's plus ``delay``; it is
   delivered at the start of the first step ``[t, t + dt]`` with ``event <= t + dt/2``,
   NEURON's fixed-step rule, with NEURON's own times and arithmetic in float64: the spike at
