@@ -64,7 +64,7 @@ def check_against(fixture_file: Path) -> None:
     fx = np.load(fixture_file)
     case = json.loads(str(fx["case"]))
     tree = tree_of(case)
-    rule = discretize.DLambda(case["Ra"], d_lambda=case["d_lambda"], frequency=case["frequency"])
+    rule = discretize.DLambda(case["Ra"], d_lambda=case["d_lambda"], freq=case["frequency"])
     cell = Cell.from_morphology(tree, nseg=rule)
     names = tuple(str(n) for n in fx["names"])
     assert tree.names == names and cell.section_names == names

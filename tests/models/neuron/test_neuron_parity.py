@@ -46,7 +46,7 @@ def swc_cell(case: dict) -> tuple[Cell, np.ndarray]:
     options = ({"ncomp": rule[1]} if rule[0] == "ncomp" else
                {"nseg": discretize.Fixed(rule[1])} if rule[0] == "fixed" else
                {"nseg": discretize.MaxLength(rule[1])} if rule[0] == "max_length" else
-               {"nseg": discretize.DLambda(case["Ra"], d_lambda=rule[1], frequency=rule[2])})
+               {"nseg": discretize.DLambda(case["Ra"], d_lambda=rule[1], freq=rule[2])})
     cell = Cell.from_swc(path, **options)
     sections = swc.sections(swc.read_swc(path))
     counts = discretize.section_nseg(sections, **options)

@@ -199,7 +199,7 @@ def test_d_lambda_matches_neurons_cylinder_formula():
         ra, cm, f = rng.uniform(30, 300), rng.uniform(0.5, 2), rng.uniform(10, 1000)
         section = swc.Section(np.array([[0.0, 0, 0], [length / 3, 0, 0], [length, 0, 0]]),
                               np.full(3, diam / 2), -1, 0.5, 3, 1)
-        rule = discretize.DLambda(ra, d_lambda=0.1, frequency=f, capacitance=cm)
+        rule = discretize.DLambda(ra, d_lambda=0.1, freq=f, cm=cm)
         lam = 1e5 * math.sqrt(diam / (4 * math.pi * f * ra * cm))
         np.testing.assert_allclose(rule.lambda_f(section), lam, rtol=1e-9)
         assert rule.nseg(section) == int((length / (0.1 * lam) + 0.9) / 2) * 2 + 1

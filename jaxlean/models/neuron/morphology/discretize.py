@@ -97,28 +97,44 @@ class PerLength:
         return 1 + 2 * int(length / self.um)
 
 
-@dataclasses.dataclass(frozen=True)
+_DLAMBDA_RENAMED = {"axial_resistivity": "Ra", "frequency": "freq", "capacitance": "cm"}
+
+
+@dataclasses.dataclass(frozen=True, init=False)
 class DLambda:
-    """NEURON's d_lambda rule at ``frequency`` Hz for ``axial_resistivity`` (ohm cm) and
-    ``capacitance`` (uF/cm2), the values the cell will be simulated with."""
+    """NEURON's d_lambda rule (``stdlib.hoc``'s ``geom_nseg``): ``d_lambda`` of the AC length
+    constant at ``freq`` Hz, for ``Ra`` (ohm cm) and ``cm`` (uF/cm2), the values the cell
+    will be simulated with. The names are NEURON's (``freq``, ``d_lambda``, ``Ra``, ``cm``);
+    jaxlean's former ``axial_resistivity``, ``frequency`` and ``capacitance`` are refused
+    with an error naming NEURON's."""
 
-    axial_resistivity: float
-    d_lambda: float = 0.1
-    frequency: float = 100.0
-    capacitance: float = 1.0
+    Ra: float
+    d_lambda: float
+    freq: float
+    cm: float
 
-    def __post_init__(self):
-        for name in ("axial_resistivity", "d_lambda", "frequency", "capacitance"):
-            value = getattr(self, name)
+    def __init__(self, Ra: float | None = None, d_lambda: float = 0.1, freq: float = 100.0,
+                 cm: float = 1.0, **renamed: float):
+        for old in renamed:
+            if old in _DLAMBDA_RENAMED:
+                raise ConfigError(f"DLambda: {old!r} is now called "
+                                  f"{_DLAMBDA_RENAMED[old]!r}, NEURON's name")
+            raise ConfigError(f"DLambda: unknown argument {old!r}; it takes Ra, d_lambda, "
+                              f"freq and cm")
+        if Ra is None:
+            raise ConfigError("DLambda: Ra (ohm cm) is required: the axial resistivity the "
+                              "cell will be simulated with")
+        for name, value in (("Ra", Ra), ("d_lambda", d_lambda), ("freq", freq), ("cm", cm)):
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(f"DLambda: {name} must be positive; got {value!r}")
+            object.__setattr__(self, name, float(value))
 
     def lambda_f(self, section) -> float:
         """Length (um) of one AC length constant, averaged over the 3-D points (``lambda_f``)."""
         arc, diam = _arc(section), 2 * section.radius
         electrotonic = np.sum(np.diff(arc) / np.sqrt(diam[:-1] + diam[1:]))
         electrotonic *= math.sqrt(2) * 1e-5 * math.sqrt(
-            4 * math.pi * self.frequency * self.axial_resistivity * self.capacitance)
+            4 * math.pi * self.freq * self.Ra * self.cm)
         return float(arc[-1] / electrotonic)
 
     def nseg(self, section) -> int:
