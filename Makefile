@@ -26,8 +26,8 @@ PYTEST := -m pytest -q -n auto --dist worksteal --durations=10
 # The suite compiles the same HLO programs as a user's run, with XLA's CPU backend told to
 # compile quickly: LLVM at optimisation level 0 and XLA's older loop emitters in place of
 # its fusion emitters (a small program compiles in about half the time; see
-# docs/manual/setup.md). `make test-latest` runs at XLA's defaults. XLA_FLAGS given by the
-# caller come after ours and win.
+# docs/manual/setup.md); `make test-latest` uses those of them its XLA knows. XLA_FLAGS
+# given by the caller come after ours and win.
 # Compiled programs are kept in .cache/test-xla/ (tests/xla_cache.py; JAX's key includes
 # XLA_FLAGS and jaxlib's version), so a second run loads them; the run ends with the
 # cache's hits and misses. JAXLEAN_TEST_XLA_CACHE=off runs without it.
@@ -57,9 +57,16 @@ test-latest:
 	@$(LATEST_BIN)/python -m pip index versions jax 2>/dev/null | head -1 \
 		| sed 's/^/newest on the package index: /'
 	$(LATEST_BIN)/ruff check jaxlean tests examples
-	# Off by default here: whether the newest JAX reconnects a cached program's host callbacks
-	# is not yet checked (JAXLEAN_TEST_XLA_CACHE=.cache/test-xla-latest turns it on).
-	JAXLEAN_TEST_XLA_CACHE=$${JAXLEAN_TEST_XLA_CACHE:-off} \
+	# The quick-compile flags this XLA knows (an XLA_FLAGS entry it does not know is fatal;
+	# jaxlib 0.12 has no fusion-emitter switch). The suite's cache is off by default here:
+	# whether the newest JAX reconnects a cached program's host callbacks is not yet checked
+	# (JAXLEAN_TEST_XLA_CACHE=.cache/test-xla-latest turns it on).
+	@flags="$(QUICK_XLA_FLAGS)"; \
+	probe='import jax.numpy as jnp; jnp.zeros(1).block_until_ready()'; \
+	if ! XLA_FLAGS="$$flags" JAX_PLATFORMS=cpu $(LATEST_BIN)/python -c "$$probe" >/dev/null 2>&1; \
+	then flags="--xla_backend_optimization_level=0"; fi; \
+	echo "XLA_FLAGS=\"$$flags $$XLA_FLAGS\""; \
+	JAXLEAN_TEST_XLA_CACHE=$${JAXLEAN_TEST_XLA_CACHE:-off} XLA_FLAGS="$$flags $$XLA_FLAGS" \
 		$(LATEST_BIN)/python $(PYTEST)
 
 # The documentation site (mkdocs.yml, docs/) into site/, with the `docs` extra (mkdocs,
