@@ -2,8 +2,10 @@
 
 ``JAXLEAN_EXAMPLE_SIZE=small`` makes the examples with a long default run (the
 requeued ``fit``, the conductance fit) do the same things on fewer samples and
-steps; the others ignore it. An example's own process runs on the suite's compilation
-cache (``tests/xla_cache.py``); processes it starts compile for themselves.
+steps; the others ignore it. ``ARGS`` gives an example smaller command-line arguments
+where its defaults cost more than showing that it runs (``train_lm``). An example's own
+process runs on the suite's compilation cache (``tests/xla_cache.py``); processes it
+starts compile for themselves.
 """
 
 import json
@@ -18,6 +20,10 @@ from tests import xla_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# train_lm's default model (4 layers of 128, 30 steps of 16 x 64 tokens) takes about 30 CPU
+# seconds at make test's XLA flags, this one about 9: the same code path, a smaller model.
+ARGS = {"train_lm": ["--layers", "2", "--hidden", "32", "--vocab", "128", "--batch", "4",
+                     "--length", "32", "--steps", "4"]}
 
 
 @pytest.mark.slow
@@ -25,7 +31,8 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 def test_example_runs(script, tmp_path):
     env = dict(os.environ, JAXLEAN_EXAMPLE_SIZE="small", PYTHONPATH=str(ROOT))  # this jaxlean
     counts = tmp_path / "xla_cache_counts.json"  # the example's own process: the suite's cache
-    command, env = xla_cache.child_command([sys.executable, str(script)], env, counts)
+    command, env = xla_cache.child_command([sys.executable, str(script),
+                                           *ARGS.get(script.stem, [])], env, counts)
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     xla_cache.add_child_counts(counts)
     assert done.returncode == 0, done.stderr[-3000:]
