@@ -154,23 +154,27 @@ def cell():
 
 class _Programs:
     """The value and gradient (parameters and stimulus) of ``cell.run``, compiled once per
-    distinct program: ``get`` lowers the run (cheap) and compiles only HLO not seen
-    before in this module, so the tests below share their compiled programs."""
+    distinct program: ``get`` lowers the run once per set of options and compiles only HLO
+    not seen before in this module, so the tests below share their compiled programs."""
 
     def __init__(self, cell: _Cell):
-        self.cell, self.compiled = cell, {}
+        self.cell, self.hlo, self.compiled = cell, {}, {}
 
     def get(self, every: int, checkpoint, keep: int = _time.KEEP_STATES_BYTES):
         """``(hlo, compiled)`` for recording ``every`` steps with ``remat=checkpoint``,
-        traced with ``_time.KEEP_STATES_BYTES = keep``."""
-        run = jax.value_and_grad(self.cell.run, argnums=(0, 1), has_aux=True)
-        with jax.enable_x64(), pytest.MonkeyPatch.context() as patch:
-            patch.setattr(_time, "KEEP_STATES_BYTES", keep)
-            lowered = jax.jit(run, static_argnums=(2, 3)).lower(
-                self.cell.params, self.cell.current, every, checkpoint)
-        hlo = lowered.as_text()
-        if hlo not in self.compiled:
-            self.compiled[hlo] = lowered.compile()
+        traced with ``_time.KEEP_STATES_BYTES = keep`` (on the first request of these
+        options: a test that watches the tracing asks for options no test asked before)."""
+        key = (every, checkpoint, keep)
+        if key not in self.hlo:
+            run = jax.value_and_grad(self.cell.run, argnums=(0, 1), has_aux=True)
+            with jax.enable_x64(), pytest.MonkeyPatch.context() as patch:
+                patch.setattr(_time, "KEEP_STATES_BYTES", keep)
+                lowered = jax.jit(run, static_argnums=(2, 3)).lower(
+                    self.cell.params, self.cell.current, every, checkpoint)
+            self.hlo[key] = hlo = lowered.as_text()
+            if hlo not in self.compiled:
+                self.compiled[hlo] = lowered.compile()
+        hlo = self.hlo[key]
         return hlo, self.compiled[hlo]
 
     def value_and_grad(self, every: int, checkpoint, keep: int = _time.KEEP_STATES_BYTES):
