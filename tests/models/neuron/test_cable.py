@@ -70,10 +70,15 @@ def small_cell_loss(cell):
 def test_gradients_match_finite_differences_float64():
     with jax.enable_x64():
         cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
-        loss = jax.jit(small_cell_loss(cell))
-        params = cell.params()  # strongly typed: every shifted set reuses one compiled loss
+        # one compiled program for the gradient and every shifted loss
+        value_and_grad = jax.jit(jax.value_and_grad(small_cell_loss(cell)))
+        params = cell.params()  # strongly typed: every shifted set reuses the compiled program
         assert not any(x.weak_type for x in params.values())
-        grads = jax.jit(jax.grad(small_cell_loss(cell)))(params)
+        grads = value_and_grad(params)[1]
+
+        def loss(params):
+            return value_and_grad(params)[0]
+
         rng = np.random.default_rng(0)
         for name in ["g_na", "g_k", "gl", "cm", "Ra", "radius",
                      "length", "ek", "v_init", "celsius"]:
@@ -94,7 +99,7 @@ def test_vmap_over_parameter_sets():
     loss = small_cell_loss(cell)
     params = cell.params()
     gl = jnp.array([1e-4, 3e-4, 1e-3])
-    batched = jax.vmap(lambda g: loss({**params, "gl": g}))(gl)
+    batched = jax.jit(jax.vmap(lambda g: loss({**params, "gl": g})))(gl)
     single_loss = jax.jit(loss)
     single = jnp.stack([single_loss({**params, "gl": g}) for g in gl])
     np.testing.assert_allclose(batched, single, rtol=1e-5)
@@ -113,9 +118,10 @@ def test_gradient_of_a_vmap_over_stimuli_equals_the_sum_of_single_gradients():
                         0.05, 2.0, record=[0, 2], progress=False)["v"]
 
     amplitudes = jnp.asarray([0.1, 0.2])
-    batched = jax.grad(lambda g: jax.vmap(lambda a: run(g, a))(amplitudes).sum())(
+    batched = jax.jit(jax.grad(lambda g: jax.vmap(lambda a: run(g, a))(amplitudes).sum()))(
         params["g_na"])
-    single = sum(jax.grad(lambda g, a=a: run(g, a).sum())(params["g_na"]) for a in amplitudes)
+    single_grad = jax.jit(jax.grad(lambda g, a: run(g, a).sum()))  # one program for each a
+    single = sum(single_grad(params["g_na"], a) for a in amplitudes)
     np.testing.assert_allclose(batched, single, rtol=1e-5)
     assert float(jnp.abs(single).max()) > 0
 

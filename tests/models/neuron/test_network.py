@@ -143,7 +143,7 @@ def test_gradient_inside_a_transformation_follows_x64_both_ways(first):
                 return simulate_network(net, q, stimuli, DT, 2.0, record=[(1, 0)],
                                         progress=False)["v"][-1, 0]
 
-            grad = jax.grad(loss)(jax.numpy.asarray([0.02]))
+            grad = jax.jit(jax.grad(loss))(jax.numpy.asarray([0.02]))  # one program
             assert grad.dtype == (np.float64 if x64 else np.float32)
             assert np.all(np.isfinite(np.asarray(grad)))
 

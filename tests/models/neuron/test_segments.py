@@ -3,6 +3,8 @@ the plain loop: the same values, the same derivatives (reverse, forward, batched
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,6 +49,23 @@ def _run_toy(scan, weights, h0, xs):
     return jnp.sum(h ** 2) + total + jnp.sum(ys ** 3)
 
 
+def _toy_derivatives(scan, weights, h0, xs, tangents, batch):
+    """The toy's value, gradient, directional derivative and gradient batched over
+    ``batch`` weights: one program per scan."""
+    args = (weights, h0, xs)
+
+    def run(*a):
+        return _run_toy(scan, *a)
+
+    return (run(*args), jax.grad(run, argnums=(0, 1, 2))(*args),
+            jax.jvp(run, args, tangents)[1],
+            jax.vmap(jax.grad(run), (0, None, None))(batch, h0, xs))
+
+
+_plain_toy = jax.jit(functools.partial(_toy_derivatives, jax.lax.scan))
+"""The plain scan's derivatives: compiled once for every segment length (same shapes)."""
+
+
 @pytest.mark.parametrize("length", [1, 4, 7, 30, 64])
 def test_segments_give_the_plain_scans_values_and_derivatives(length):
     """31 steps (a prime) asked in segments of 1, 4 (8 of them, one step of padding), 7 (5,
@@ -60,19 +79,15 @@ def test_segments_give_the_plain_scans_values_and_derivatives(length):
             return scan_in_segments(step, carry, xs, _keep_named, length)
 
         args = (weights, h0, xs)
-        plain = jax.jit(lambda *a: _run_toy(jax.lax.scan, *a))
-        ours = jax.jit(lambda *a: _run_toy(segmented, *a))
-        assert float(ours(*args)) == float(plain(*args))
-        for got, want in zip(jax.grad(ours, argnums=(0, 1, 2))(*args),
-                             jax.grad(plain, argnums=(0, 1, 2))(*args), strict=True):
-            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         tangents = tuple(jnp.asarray(rng.normal(size=a.shape)) for a in args)
-        np.testing.assert_allclose(jax.jvp(ours, args, tangents)[1],
-                                   jax.jvp(plain, args, tangents)[1], rtol=1e-12)
         batch = jnp.stack([weights, 0.5 * weights])
-        np.testing.assert_allclose(jax.vmap(jax.grad(ours), (0, None, None))(batch, h0, xs),
-                                   jax.vmap(jax.grad(plain), (0, None, None))(batch, h0, xs),
-                                   rtol=1e-12, atol=1e-12)
+        ours = jax.jit(functools.partial(_toy_derivatives, segmented))(*args, tangents, batch)
+        plain = _plain_toy(*args, tangents, batch)
+        assert float(ours[0]) == float(plain[0])
+        for got, want in zip(ours[1], plain[1], strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(ours[2], plain[2], rtol=1e-12)
+        np.testing.assert_allclose(ours[3], plain[3], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(("steps", "target", "length", "padding"),
@@ -137,55 +152,80 @@ def cell():
         return _Cell()
 
 
-@pytest.fixture
-def segments(monkeypatch):
-    """``remat=None`` in segments even on this small cell (whose every step's state fits
-    ``KEEP_STATES_BYTES``)."""
-    monkeypatch.setattr(_time, "KEEP_STATES_BYTES", 0)
+class _Programs:
+    """The value and gradient (parameters and stimulus) of ``cell.run``, compiled once per
+    distinct program: ``get`` lowers the run once per set of options and compiles only HLO
+    not seen before in this module, so the tests below share their compiled programs."""
+
+    def __init__(self, cell: _Cell):
+        self.cell, self.hlo, self.compiled = cell, {}, {}
+
+    def get(self, every: int, checkpoint, keep: int = _time.KEEP_STATES_BYTES):
+        """``(hlo, compiled)`` for recording ``every`` steps with ``remat=checkpoint``,
+        traced with ``_time.KEEP_STATES_BYTES = keep`` (on the first request of these
+        options: a test that watches the tracing asks for options no test asked before)."""
+        key = (every, checkpoint, keep)
+        if key not in self.hlo:
+            run = jax.value_and_grad(self.cell.run, argnums=(0, 1), has_aux=True)
+            with jax.enable_x64(), pytest.MonkeyPatch.context() as patch:
+                patch.setattr(_time, "KEEP_STATES_BYTES", keep)
+                lowered = jax.jit(run, static_argnums=(2, 3)).lower(
+                    self.cell.params, self.cell.current, every, checkpoint)
+            self.hlo[key] = hlo = lowered.as_text()
+            if hlo not in self.compiled:
+                self.compiled[hlo] = lowered.compile()
+        hlo = self.hlo[key]
+        return hlo, self.compiled[hlo]
+
+    def value_and_grad(self, every: int, checkpoint, keep: int = _time.KEEP_STATES_BYTES):
+        with jax.enable_x64():
+            return self.get(every, checkpoint, keep)[1](self.cell.params, self.cell.current)
 
 
-def _gradient_temp_bytes(cell, checkpoint) -> int:
-    def loss(params):
-        return cell.run(params, cell.current, 1, checkpoint)[0]
-
-    compiled = jax.jit(jax.grad(loss)).lower(cell.params).compile()
-    return compiled.memory_analysis().temp_size_in_bytes
+@pytest.fixture(scope="module")
+def programs(cell):
+    return _Programs(cell)
 
 
-def test_default_keeps_every_state_below_the_budget_and_segments_above(cell, monkeypatch):
+SEGMENTS = 0
+"""``KEEP_STATES_BYTES`` for ``remat=None`` in segments even on this small cell (whose every
+step's state fits the default budget)."""
+
+
+def test_default_keeps_every_state_below_the_budget_and_segments_above(cell, programs,
+                                                                         monkeypatch):
     """Below ``KEEP_STATES_BYTES`` the default's gradient is ``remat=(T,)``'s program (the
-    same temp memory), one byte under the run's kept states it is in segments (less), as
-    it always is with ``remat="segments"``."""
+    same HLO, so the same temp memory), one byte under the run's kept states it is in
+    segments (less), as it always is with ``remat="segments"``."""
     seen = []
     measure = _time.kept_state_bytes
     monkeypatch.setattr(_time, "kept_state_bytes", lambda *a: seen.append(measure(*a))
                         or seen[-1])
-    with jax.enable_x64():
-        whole = _gradient_temp_bytes(cell, (cell.steps,))
-        assert _gradient_temp_bytes(cell, None) == whole
-        assert 0 < seen[-1] <= _time.KEEP_STATES_BYTES
-        monkeypatch.setattr(_time, "KEEP_STATES_BYTES", seen[-1] - 1)
-        assert _gradient_temp_bytes(cell, None) < whole
-        monkeypatch.undo()
-        assert _gradient_temp_bytes(cell, "segments") < whole  # segments whatever the size
+
+    def temp_bytes(program):
+        return program[1].memory_analysis().temp_size_in_bytes
+
+    whole = programs.get(1, (cell.steps,))
+    default = programs.get(1, None)
+    assert default[0] == whole[0]
+    assert temp_bytes(default) == temp_bytes(whole)
+    assert 0 < seen[-1] <= _time.KEEP_STATES_BYTES
+    below = programs.get(1, None, seen[-1] - 1)
+    assert below[0] != whole[0] and temp_bytes(below) < temp_bytes(whole)
+    segments = programs.get(1, "segments")  # segments whatever the size
+    assert temp_bytes(segments) < temp_bytes(whole)
 
 
 @pytest.mark.parametrize("every", [1, 3, 2 * _program.SEGMENT_STEPS + 1])
-def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, every, segments):
+def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, programs, every):
     """211 steps recorded every 1 (14 segments of 16 steps, 13 padding steps), 3 (70 blocks
     in segments of 5, 1 step left over) and 33 (longer than a segment): values, spikes and the
     gradient of every parameter as with ``remat=(blocks,)``, JAX's gradient of the
     unsegmented loop with each step's solve kept."""
-    with jax.enable_x64():
-        blocks = cell.steps // every
-
-        def value_and_grad(checkpoint):
-            run = jax.value_and_grad(cell.run, argnums=(0, 1), has_aux=True)
-            return jax.jit(run, static_argnums=(2, 3))(cell.params, cell.current, every,
-                                                       checkpoint)
-
-        (_, ours), grads = value_and_grad(None)
-        (_, plain), plain_grads = value_and_grad((blocks,))
+    blocks = cell.steps // every
+    with jax.enable_x64():  # the checks below read float64 values
+        (_, ours), grads = programs.value_and_grad(every, None, SEGMENTS)
+        (_, plain), plain_grads = programs.value_and_grad(every, (blocks,))
         for name in ("v", "m", "i_clamp", "g_expsyn", "spikes", "spike_count"):
             np.testing.assert_allclose(ours[name], plain[name], rtol=1e-13, atol=1e-12,
                                        err_msg=name)
@@ -198,9 +238,10 @@ def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, every, se
         assert float(jnp.abs(grads[0]["g_na"])) > 0 and float(jnp.abs(grads[1]).max()) > 0
 
 
-def test_forward_mode_through_the_default_loop(cell, segments):
+def test_forward_mode_through_the_default_loop(cell, programs, monkeypatch):
     """``jax.jvp`` of a run (forward mode, which a custom VJP would refuse) equals the plain
     loop's, and the directional derivative its gradient's projection."""
+    monkeypatch.setattr(_time, "KEEP_STATES_BYTES", SEGMENTS)
     with jax.enable_x64():
         direction = {name: 0.01 * jnp.ones_like(jnp.asarray(value))
                      for name, value in cell.params.items()}
@@ -208,9 +249,13 @@ def test_forward_mode_through_the_default_loop(cell, segments):
         def loss(params, checkpoint):
             return cell.run(params, cell.current, 1, checkpoint)[0]
 
-        ours = jax.jvp(lambda p: loss(p, None), (cell.params,), (direction,))[1]
-        plain = jax.jvp(lambda p: loss(p, (cell.steps,)), (cell.params,), (direction,))[1]
-        grads = jax.grad(loss)(cell.params, None)
+        @jax.jit
+        def both(params, direction):
+            return (jax.jvp(lambda p: loss(p, None), (params,), (direction,))[1],
+                    jax.jvp(lambda p: loss(p, (cell.steps,)), (params,), (direction,))[1])
+
+        ours, plain = both(cell.params, direction)
+        grads = programs.value_and_grad(1, None, SEGMENTS)[1][0]
         projected = sum(jnp.sum(grads[name] * direction[name]) for name in grads)
         np.testing.assert_allclose(ours, plain, rtol=1e-10)
         np.testing.assert_allclose(ours, projected, rtol=1e-10)
