@@ -19,7 +19,7 @@ import optax
 
 from jaxlean.models.neuron import Cell, Stimulus, simulate, step_current, swc
 
-NAMES = ("g_na", "g_k", "gl")
+NAMES = ("gnabar_hh", "gkbar_hh", "gl_hh")
 DT, T_MAX = 0.05, 20.0
 
 

@@ -87,7 +87,7 @@ CASES = {
                 "detect": {"threshold": -30.0, "sites": [9]}},
     "defaults": {**CELL, "celsius": 6.3,
                  "iclamp": {"amp": 0.5, "delay": 2.0, "dur": 10.0},
-                 "record": ["v", "m", "i_na", "i_l", "i_leak"],
+                 "record": ["v", "m", "i_na", "il_hh", "i_pas"],
                  "detect": {"threshold": 0.0, "sites": [-1]}},
 }
 
@@ -188,11 +188,11 @@ def run(name: str, case: dict) -> dict[str, np.ndarray]:
             field = {"a": "A", "b": "B"}.get(field, field)
             recordings[quantity] = h.Vector().record(getattr(synapses[kind], f"_ref_{field}"))
             continue
-        reference = {"v": "v", "m": "m_hh", "n": "n_hh", "i_na": "ina", "i_l": "il_hh",
-                     "i_leak": "i_pas", "a_ka": "a_ka", "b_ka": "b_ka", "i_ka": "ik"}[quantity]
+        reference = {"v": "v", "m": "m_hh", "n": "n_hh", "i_na": "ina", "il_hh": "il_hh",
+                     "i_pas": "i_pas", "a_ka": "a_ka", "b_ka": "b_ka", "i_ka": "ik"}[quantity]
         if quantity == "v":
             segments = sites
-        elif quantity.endswith("_ka") or quantity == "i_leak":
+        elif quantity.endswith("_ka") or quantity == "i_pas":
             segments = [s for s in sites if s.sec == dend]
         else:
             segments = sites[:1]  # hh is on the soma only

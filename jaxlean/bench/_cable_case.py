@@ -28,7 +28,7 @@ from jaxlean.models.neuron.cell.params import CELL
 from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
 DT, COMPARTMENTS_PER_BRANCH = 0.025, 10
-TRAINABLE = {"g_na": "HH_gNa", "g_k": "HH_gK", "gl": "HH_gLeak"}
+TRAINABLE = {"gnabar_hh": "HH_gNa", "gkbar_hh": "HH_gK", "gl_hh": "HH_gLeak"}
 TIME_LIMIT_BYTES = 8 << 30   # compiled runs whose temp memory exceeds this are not executed
 TIME_LIMIT_STEP_COMPARTMENTS = 2e8  # nor runs longer than this (compartments x steps)
 SAME_STEPS = 400  # 10 ms: the stimulated spike and its spread to the tips

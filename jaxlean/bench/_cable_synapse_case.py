@@ -3,7 +3,7 @@
 A cell as a user builds it: ``hh`` (NEURON's, its leak included) everywhere, a user-defined A-type
 K channel (:data:`KA`, a :class:`Mechanism`) everywhere, and ``expsyn`` on 100
 compartments driven by input spike times. Forward and gradient (with respect to
-``g_na``, ``gbar_ka`` and the synaptic weight) are timed in alternation with
+``gnabar_hh``, ``gbar_ka`` and the synaptic weight) are timed in alternation with
 jaxley 0.14 on the same model.
 
 jaxley's synapses join a presynaptic cell to a postsynaptic one; none is driven
@@ -49,7 +49,7 @@ from jaxlean.models.neuron.simulation.cable import Cell, simulate
 
 N_SYNAPSES, SPIKES_PER_SYNAPSE = 100, 3
 SYNAPSE = {"weight_expsyn": 0.002, "tau_expsyn": 2.0}  # uS, ms
-TRAINABLE = {"g_na": "HH_gNa", "gbar_ka": "Ka_gbar", "weight_expsyn": "Syn_weight"}
+TRAINABLE = {"gnabar_hh": "HH_gNa", "gbar_ka": "Ka_gbar", "weight_expsyn": "Syn_weight"}
 KA_GBAR, KA_Q10, KA_Q10_CELSIUS = 0.01, 3.0, 22.0
 # jaxley's float32 gradient is off by up to 1.6 % at 10k compartments and 1000 steps (its
 # finite-difference linearisation of channel currents); jaxlean's by 1e-5; in float64 the two

@@ -94,7 +94,7 @@ def check_against(fixture_file: Path) -> None:
         cell = cell.insert(hh)
         params = {**cell.params(), "Ra": case["Ra"], "celsius": case["celsius"]}
         for name, rules in case.get("rules", {}).items():
-            key = {"gnabar_hh": "g_na", "gl_hh": "gl"}[name]
+            key = {"gnabar_hh": "gnabar_hh", "gl_hh": "gl_hh"}[name]
             params[key] = distribution.by_region(cell, {r: _rule(v) for r, v in rules.items()})
         sites = [cell.location(str(n), float(x))
                  for n, x in zip(fx["site_names"], fx["site_x"], strict=True)]

@@ -18,7 +18,7 @@ from jaxlean.models.neuron.simulation.cable import (
     step_current,
 )
 
-HH_LEAK = {"g_pas": hh.parameters["gl"][0], "e_pas": hh.parameters["el"][0]}
+HH_LEAK = {"g_pas": hh.parameters["gl_hh"][0], "e_pas": hh.parameters["el_hh"][0]}
 """``pas`` set to ``hh``'s leak: the passive cell these tests were written for."""
 
 
@@ -80,7 +80,7 @@ def test_gradients_match_finite_differences_float64():
             return value_and_grad(params)[0]
 
         rng = np.random.default_rng(0)
-        for name in ["g_na", "g_k", "gl", "cm", "Ra", "radius",
+        for name in ["gnabar_hh", "gkbar_hh", "gl_hh", "cm", "Ra", "radius",
                      "length", "ek", "v_init", "celsius"]:
             direction = jnp.asarray(rng.uniform(0.5, 1.5, jnp.shape(params[name])))
             step = 1e-6 * jnp.maximum(jnp.abs(params[name]), 1e-3) * direction
@@ -99,9 +99,9 @@ def test_vmap_over_parameter_sets():
     loss = small_cell_loss(cell)
     params = cell.params()
     gl = jnp.array([1e-4, 3e-4, 1e-3])
-    batched = jax.jit(jax.vmap(lambda g: loss({**params, "gl": g})))(gl)
+    batched = jax.jit(jax.vmap(lambda g: loss({**params, "gl_hh": g})))(gl)
     single_loss = jax.jit(loss)
-    single = jnp.stack([single_loss({**params, "gl": g}) for g in gl])
+    single = jnp.stack([single_loss({**params, "gl_hh": g}) for g in gl])
     np.testing.assert_allclose(batched, single, rtol=1e-5)
     assert float(jnp.ptp(single)) > 0
 
@@ -114,14 +114,14 @@ def test_gradient_of_a_vmap_over_stimuli_equals_the_sum_of_single_gradients():
     params = cell.params()
 
     def run(g, amplitude):
-        return simulate(cell, {**params, "g_na": g}, [Stimulus(0, amplitude * jnp.ones(40))],
+        return simulate(cell, {**params, "gnabar_hh": g}, [Stimulus(0, amplitude * jnp.ones(40))],
                         0.05, 2.0, record=[0, 2], progress=False)["v"]
 
     amplitudes = jnp.asarray([0.1, 0.2])
     batched = jax.jit(jax.grad(lambda g: jax.vmap(lambda a: run(g, a))(amplitudes).sum()))(
-        params["g_na"])
+        params["gnabar_hh"])
     single_grad = jax.jit(jax.grad(lambda g, a: run(g, a).sum()))  # one program for each a
-    single = sum(single_grad(params["g_na"], a) for a in amplitudes)
+    single = sum(single_grad(params["gnabar_hh"], a) for a in amplitudes)
     np.testing.assert_allclose(batched, single, rtol=1e-5)
     assert float(jnp.abs(single).max()) > 0
 
@@ -143,8 +143,9 @@ def test_bad_inputs_are_named():
     ({"celsius": None}, r"missing parameter\(s\) \['celsius'\]"),
     ({"ek": None}, r"missing parameter\(s\) \['ek'\] \(of hh: this cell has no inserted "
                     r"mechanism, and the preset 'hh' is simulated because"),
-    ({"g_na": None}, r"missing parameter\(s\) \['g_na'\] \(of hh: this cell has no inserted"),
-    ({"gl": jnp.ones(5)}, r"'gl' must be a scalar, one value per branch \(4,\) or per "
+    ({"gnabar_hh": None}, r"missing parameter\(s\) \['gnabar_hh'\] \(of hh: this cell has no "
+                          r"inserted"),
+    ({"gl_hh": jnp.ones(5)}, r"'gl_hh' must be a scalar, one value per branch \(4,\) or per "
                               r"compartment \(7,\); got shape \(5,\)"),
     ({"celsius": jnp.ones(7)}, r"'celsius' must be a scalar; got shape \(7,\)"),
 ])
@@ -164,9 +165,9 @@ def test_per_branch_parameters_and_stimulus_forms_agree():
         expanded = per_branch[np.asarray(cell.branch)]
         current = step_current(0.3, 0.5, 1.0, dt, t_max)
         record = range(cell.n)
-        a = simulate(cell, {**cell.params(), "gl": per_branch},
+        a = simulate(cell, {**cell.params(), "gl_hh": per_branch},
                      [Stimulus(2, current), Stimulus(0, 0.05)], dt, t_max, record=record)["v"]
-        b = simulate(cell, {**cell.params(), "gl": expanded},
+        b = simulate(cell, {**cell.params(), "gl_hh": expanded},
                      [Stimulus((2,), current), Stimulus([0], jnp.full(60, 0.05))], dt, t_max,
                      record=record)["v"]
         np.testing.assert_allclose(a, b, rtol=1e-13)
@@ -317,9 +318,9 @@ def test_gate_step_derivative_matches_autodiff_of_the_formula(dtype):
 
 
 @pytest.mark.parametrize("change,match", [
-    ({"g_na": jnp.asarray([0.12, jnp.nan])}, r"parameter 'g_na' must be finite; got nan at "
-                                             r"compartment 1"),
-    ({"gl": jnp.inf}, r"parameter 'gl' must be finite; got inf"),
+    ({"gnabar_hh": jnp.asarray([0.12, jnp.nan])},
+     r"parameter 'gnabar_hh' must be finite; got nan at compartment 1"),
+    ({"gl_hh": jnp.inf}, r"parameter 'gl_hh' must be finite; got inf"),
     ({"radius": jnp.asarray([1.0, 0.0])}, r"'radius' must be finite and positive; got 0.0 at "
                                           r"compartment 1"),
     ({"length": jnp.asarray([jnp.nan, 1.0])}, r"'length' must be finite and positive; got nan "
@@ -429,9 +430,10 @@ def test_one_name_is_one_name():
 
 def test_unclear_inputs_are_named():
     cell = Cell.from_parents([-1, 0], 20.0, 1.0, kind=[1, 3]).insert(hh)
-    params = {name: value for name, value in cell.params().items() if name != "gl"}
-    with pytest.raises(ConfigError, match=r"missing parameter\(s\) \['gl'\] \(of hh, inserted in "
-                                          r"this cell\); start from cell.params\(\)") as error:
+    params = {name: value for name, value in cell.params().items() if name != "gl_hh"}
+    with pytest.raises(ConfigError, match=r"missing parameter\(s\) \['gl_hh'\] \(of hh, "
+                                          r"inserted in this cell\); start from "
+                                          r"cell.params\(\)") as error:
         simulate(cell, params, [], 0.1, 1.0)
     assert "because" not in str(error.value)
     for ncomp in (4.0, True, "4"):

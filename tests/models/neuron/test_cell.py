@@ -81,7 +81,7 @@ def test_branches_are_neurons_sections():
     assert [cell.compartments_of(name).size for name in cell.section_names] == [1, 3, 3, 3, 3]
     runs = Cell.from_parents(cell.parents, cell.length, cell.radius, cell.attach)
     assert runs.n_branches == 3   # dend[0] and dend[2] are one unbranched run of compartments
-    params = {**cell.params(), "gl": np.array([1e-4, 2e-4, 3e-4, 4e-4, 5e-4])}
+    params = {**cell.params(), "gl_hh": np.array([1e-4, 2e-4, 3e-4, 4e-4, 5e-4])}
     v = simulate(cell, params, [], 0.1, 0.2, record=cell.location("dend[2]", 0.5))["v"]
     assert v.shape == (3, 1)
     mixed = Cell.from_swc(swc.fixture("pyramidal"), ncomp=2)

@@ -28,7 +28,7 @@ def test_simulate_follows_x64_both_ways(first):
         with jax.enable_x64(x64):
             out = simulate(cell, cell.params("hh"), [Stimulus(0, 0.3)], 0.025, 2.0)
             grad = jax.jit(jax.grad(lambda g: simulate(
-                cell, {**cell.params("hh"), "g_na": g}, [Stimulus(0, 0.3)], 0.025, 2.0,
+                cell, {**cell.params("hh"), "gnabar_hh": g}, [Stimulus(0, 0.3)], 0.025, 2.0,
                 progress=False)["v"][-1, 0]))(jnp.asarray(0.12))
             rest = rest_state(cell, cell.params("hh"))
         runs[x64] = out["v"]

@@ -20,7 +20,7 @@ from jaxlean.models.neuron.simulation.cable import (
     step_current,
 )
 
-HH_LEAK = {"g_pas": hh.parameters["gl"][0], "e_pas": hh.parameters["el"][0]}
+HH_LEAK = {"g_pas": hh.parameters["gl_hh"][0], "e_pas": hh.parameters["el_hh"][0]}
 """``pas`` set to ``hh``'s leak: the membrane these tests were written for."""
 
 DT, STEPS, PIECES = 0.05, 200, 10
@@ -97,7 +97,7 @@ def test_ten_pieces_equal_the_whole_run_bit_for_bit_and_compile_once(runs):
 
 def test_a_second_call_with_new_values_compiles_nothing(runs):
     with jax.enable_x64():
-        other = {**runs.params, "g_na": 0.1, "weight_expsyn": np.asarray([0.02, 0.0]),
+        other = {**runs.params, "gnabar_hh": 0.1, "weight_expsyn": np.asarray([0.02, 0.0]),
                  "ek": jnp.asarray(-80.0)}  # Python and NumPy numbers: weak types do not matter
         current = runs.current * 0.5
         before = stats.snapshot().compiles

@@ -38,8 +38,8 @@ from tests.models.neuron.neuron_reference import run_fixture_script
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "make_neuron_mechanism_fixtures.py"
 CASES = ["ka_ball_stick", "synapses", "seclamp", "defaults"]
-NAMES = {"hh": {"gnabar": "g_na", "gkbar": "g_k", "gl": "gl", "el": "el", "ena": "ena",
-                "ek": "ek"},
+NAMES = {"hh": {"gnabar": "gnabar_hh", "gkbar": "gkbar_hh", "gl": "gl_hh", "el": "el_hh",
+                "ena": "ena", "ek": "ek"},
          "pas": {"g": "g_pas", "e": "e_pas"}}
 """NEURON's names of the values a case sets -> jaxlean's."""
 TOLERANCE = {"v": 1e-3, "i_clamp": 1e-3}  # mV, nA; states and densities: 1e-5 of their range
@@ -98,7 +98,7 @@ def jaxlean_run(fixture) -> dict:
         clamps = [VoltageClamp(0, **case["seclamp"])]
     dend = [_site(case, s) for s in (4, 9)]
     where = {"v": [0, *dend], "m": [0], "n": [0], "i_na": [0], "a_ka": dend, "b_ka": dend,
-             "i_ka": dend, "i_leak": dend}
+             "i_ka": dend, "i_pas": dend}
     states = {name: where.get(name, [0]) for name in case["record"]}
     detect = case["detect"]
     return simulate(cell, params, stimuli, dt, t_max, states=states, spikes=spikes,
@@ -124,7 +124,7 @@ def assert_matches(fixture, out: dict) -> None:
 def test_neuron_habit_runs_neurons_hh_and_pas():
     """hh on the soma and pas on the dendrite with their defaults rest where NEURON's do (the
     soma at -65 mV at first, not hh without its leak), and the defaults are NEURON's."""
-    assert {k: hh.parameters[k][0] for k in ("gl", "el")} == {"gl": 3e-4, "el": -54.3}
+    assert {k: hh.parameters[k][0] for k in ("gl_hh", "el_hh")} == {"gl_hh": 3e-4, "el_hh": -54.3}
     assert {k: v for k, (v, _) in pas.parameters.items()} == {"g_pas": 1e-3, "e_pas": -70.0}
     with jax.enable_x64():
         fixture = np.load(FIXTURES / "mechanism_defaults.npz")
@@ -132,7 +132,7 @@ def test_neuron_habit_runs_neurons_hh_and_pas():
         out = jaxlean_run(fixture)
         np.testing.assert_allclose(out["v"][0], -65.0)
         np.testing.assert_allclose(out["t"][:2], [0.0, 0.025])
-        assert abs(float(out["i_l"][1, 0]) - 3e-4 * (-65.0 + 54.3)) < 1e-9   # hh's own leak
+        assert abs(float(out["il_hh"][1, 0]) - 3e-4 * (-65.0 + 54.3)) < 1e-9   # hh's own leak
 
 
 @pytest.mark.parametrize("name", CASES)

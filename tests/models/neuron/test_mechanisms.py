@@ -14,7 +14,7 @@ from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.mechanisms.synapses import expsyn
 from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
-HH_LEAK = {"g_pas": hh.parameters["gl"][0], "e_pas": hh.parameters["el"][0]}
+HH_LEAK = {"g_pas": hh.parameters["gl_hh"][0], "e_pas": hh.parameters["el_hh"][0]}
 """``pas`` set to ``hh``'s leak: the passive membrane these tests were written for."""
 
 
@@ -101,8 +101,8 @@ def test_hh_on_the_soma_equals_generic_hh_everywhere_masked():
         params = {**somatic.params(), **HH_LEAK, "celsius": 12.0}
         mask = jnp.asarray([1.0, 0.0, 0.0, 0.0])
         generic = base.insert(HH_GENERIC)
-        masked = {**generic.params(), "celsius": 12.0, "g_na": params["g_na"] * mask,
-                  "g_k": params["g_k"] * mask}
+        masked = {**generic.params(), "celsius": 12.0, "gnabar_hh": params["gnabar_hh"] * mask,
+                  "gkbar_hh": params["gkbar_hh"] * mask}
         ours = _trace(somatic, params)
         reference = _trace(generic, masked)
         for name in ("v", "m", "i_k"):

@@ -29,7 +29,7 @@ def test_unconnected_cells_run_as_they_run_alone():
     current = step_current(0.3, 1.0, 2.0, DT, T_MAX)
     with jax.enable_x64():
         params = net.params()
-        params["cells"][1]["g_na"] = 0.2     # per-cell values stay with their cell
+        params["cells"][1]["gnabar_hh"] = 0.2     # per-cell values stay with their cell
         stimuli = [Stimulus(net.index(c, 0), current) for c in range(3)]
         record = [(c, k) for c, cell in enumerate(net.cells) for k in range(cell.n)]
         together = np.asarray(simulate_network(net, params, stimuli, DT, T_MAX, record=record,
@@ -111,8 +111,8 @@ def test_bad_params_name_the_connection_or_cell():
                                           r"compartment 0, ionotropic\) must be finite"):
         simulate_network(net, params, [], DT, T_MAX)
     params = net.params()
-    params["cells"][2]["g_na"] = np.nan
-    with pytest.raises(ConfigError, match=r"params\['cells'\]\[2\].*g_na"):
+    params["cells"][2]["gnabar_hh"] = np.nan
+    with pytest.raises(ConfigError, match=r"params\['cells'\]\[2\].*gnabar_hh"):
         simulate_network(net, params, [], DT, T_MAX)
     params = net.params()
     params["cells"][1]["celsius"] = 20.0

@@ -57,8 +57,9 @@ def build(case: dict, t_max: float):
     for p in params["cells"]:
         p.update(celsius=case["celsius"], v_init=case["v_init"],
                  Ra=case["Ra"], cm=case["cm"],
-                 g_na=case["hh"]["gnabar"], g_k=case["hh"]["gkbar"], gl=case["hh"]["gl"],
-                 el=case["hh"]["el"], ena=case["hh"]["ena"], ek=case["hh"]["ek"],
+                 gnabar_hh=case["hh"]["gnabar"], gkbar_hh=case["hh"]["gkbar"],
+                 gl_hh=case["hh"]["gl"], el_hh=case["hh"]["el"], ena=case["hh"]["ena"],
+                 ek=case["hh"]["ek"],
                  g_pas=case["pas"]["g"], e_pas=case["pas"]["e"])
     spec = case["iclamp"]
     current = step_current(spec["amp"], spec["delay"], spec["dur"], case["dt"], t_max)

@@ -44,10 +44,10 @@ def test_stacked_params_simulate_exactly_as_the_per_cell_list():
     record = [(c, k) for c, cell in enumerate(net.cells) for k in range(cell.n)]
     with jax.enable_x64():
         per_cell = net.params()
-        per_cell["cells"][2]["g_na"] = 0.15          # one cell of a type differs
+        per_cell["cells"][2]["gnabar_hh"] = 0.15          # one cell of a type differs
         stacked = net.stacked_params()
         assert [len(t["length"]) for t in stacked["types"]] == [3, 2, 1]
-        stacked["types"][0]["g_na"] = stacked["types"][0]["g_na"].at[1].set(0.15)
+        stacked["types"][0]["gnabar_hh"] = stacked["types"][0]["gnabar_hh"].at[1].set(0.15)
         a = simulate_network(net, per_cell, stimuli(net), DT, T_MAX, record=record,
                              progress=False)["v"]
         b = simulate_network(net, stacked, stimuli(net), DT, T_MAX, record=record,
@@ -60,11 +60,11 @@ def test_stacked_params_are_laid_out_as_the_per_cell_list():
     net = mixed(synapse=True)
     per_cell, stacked = net.params(), net.stacked_params()
     per_cell["cells"][4]["tau_expsyn"] = 3.0     # an ExpSyn instance parameter
-    per_cell["cells"][5]["gl"] = np.linspace(1e-4, 5e-4, 5)
+    per_cell["cells"][5]["gl_hh"] = np.linspace(1e-4, 5e-4, 5)
     stacked["types"][1]["tau_expsyn"] = stacked["types"][1]["tau_expsyn"].at[1].set(3.0)
-    gl = np.repeat(np.asarray(stacked["types"][0]["gl"])[:, None], 5, axis=1)
+    gl = np.repeat(np.asarray(stacked["types"][0]["gl_hh"])[:, None], 5, axis=1)
     gl[2] = np.linspace(1e-4, 5e-4, 5)                     # the fork type, per compartment
-    stacked["types"][0]["gl"] = gl
+    stacked["types"][0]["gl_hh"] = gl
     laid_out = [_prepare(net, p)[1] for p in (per_cell, stacked)]
     assert laid_out[0].keys() == laid_out[1].keys()
     for name, value in laid_out[0].items():                  # every parameter, laid out alike
@@ -101,13 +101,13 @@ def test_the_stacked_program_does_not_grow_with_the_number_of_cells():
 def test_bad_stacked_params_name_the_type_and_cell():
     net = mixed()
     params = net.stacked_params()
-    params["types"][0]["g_na"] = jnp.ones(2)
-    with pytest.raises(ConfigError, match=r"params\['types'\]\[0\]\['g_na'\].*leading axis "
+    params["types"][0]["gnabar_hh"] = jnp.ones(2)
+    with pytest.raises(ConfigError, match=r"params\['types'\]\[0\]\['gnabar_hh'\].*leading axis "
                                           r"of the type's 3 cells.*\(2,\)"):
         simulate_network(net, params, [], DT, T_MAX)
     params = net.stacked_params()
-    params["types"][0]["g_na"] = params["types"][0]["g_na"].at[2].set(jnp.nan)
-    with pytest.raises(ConfigError, match=r"params\['types'\]\[0\] \(cell 5\).*g_na.*finite"):
+    params["types"][0]["gnabar_hh"] = params["types"][0]["gnabar_hh"].at[2].set(jnp.nan)
+    with pytest.raises(ConfigError, match=r"params\['types'\]\[0\] \(cell 5\).*gnabar_hh.*finite"):
         simulate_network(net, params, [], DT, T_MAX)
     params = net.stacked_params()
     params["types"] = params["types"][:2]

@@ -29,3 +29,21 @@ def test_dlambda_segments_grow_with_frequency_as_neurons_rule():
     few = Cell.from_swc(cell_swc, nseg=discretize.DLambda(100.0, freq=10.0))
     many = Cell.from_swc(cell_swc, nseg=discretize.DLambda(100.0, freq=1000.0))
     assert few.n < many.n
+
+
+def test_hh_and_pas_take_neurons_names_and_the_former_ones_are_refused():
+    from jaxlean.models.neuron.mechanisms.channels import hh, pas
+    from jaxlean.models.neuron.simulation.cable import simulate
+
+    assert set(hh.parameters) == {"gnabar_hh", "gkbar_hh", "gl_hh", "el_hh"}
+    assert "il_hh" in hh.currents and set(pas.currents) == {"i_pas"}
+    cell = Cell.from_swc("1 1 0 0 0 5 -1\n2 1 10 0 0 5 1\n", ncomp=1).insert(hh).insert(pas)
+    for old, new in (("g_na", "gnabar_hh"), ("g_k", "gkbar_hh"), ("gl", "gl_hh"),
+                     ("el", "el_hh")):
+        params = {**cell.params(), old: 1.0}
+        params.pop(new)
+        with pytest.raises(ConfigError, match=f"'{old}' is now called '{new}', NEURON's name"):
+            simulate(cell, params, [], 0.025, 0.1)
+    for old, new in (("i_leak", "i_pas"), ("i_l", "il_hh")):
+        with pytest.raises(ConfigError, match=f"cannot record '{old}': it is now called '{new}'"):
+            simulate(cell, cell.params(), [], 0.025, 0.1, states=(old,))

@@ -23,7 +23,7 @@ from jaxlean.models.neuron.simulation.cable import (
     step_current,
 )
 
-HH_LEAK = {"g_pas": hh.parameters["gl"][0], "e_pas": hh.parameters["el"][0]}
+HH_LEAK = {"g_pas": hh.parameters["gl_hh"][0], "e_pas": hh.parameters["el_hh"][0]}
 """``pas`` set to ``hh``'s leak: the membrane these tests were written for."""
 
 
@@ -235,7 +235,7 @@ def test_default_gradient_equals_jaxs_gradient_of_the_plain_loop(cell, programs,
             path, got = got
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-13,
                                        err_msg=jax.tree_util.keystr(path))
-        assert float(jnp.abs(grads[0]["g_na"])) > 0 and float(jnp.abs(grads[1]).max()) > 0
+        assert float(jnp.abs(grads[0]["gnabar_hh"])) > 0 and float(jnp.abs(grads[1]).max()) > 0
 
 
 def test_forward_mode_through_the_default_loop(cell, programs, monkeypatch):

@@ -74,10 +74,10 @@ def test_gradients(transform):
 
 def test_param_transform_on_a_pytree():
     with jax.enable_x64():
-        transform = ParamTransform({"g_na": SigmoidTransform(0.05, 0.5),
+        transform = ParamTransform({"gnabar_hh": SigmoidTransform(0.05, 0.5),
                                     "mech": [SoftplusTransform(), None],
                                     "shared": SoftplusTransform(1e-5)})
-        params = {"g_na": jnp.asarray([0.1, 0.12, 0.3]), "mech": [jnp.asarray(2e-3), -65.0],
+        params = {"gnabar_hh": jnp.asarray([0.1, 0.12, 0.3]), "mech": [jnp.asarray(2e-3), -65.0],
                   "shared": {"a": jnp.asarray(1e-4), "b": jnp.asarray([1.0, 2.0])},
                   "untouched": jnp.asarray(35.4)}
         free = transform.inverse(params)
@@ -88,28 +88,29 @@ def test_param_transform_on_a_pytree():
 
         def loss(free):
             p = transform.forward(free)
-            return p["g_na"].sum() + p["mech"][0] + p["shared"]["b"].sum()
+            return p["gnabar_hh"].sum() + p["mech"][0] + p["shared"]["b"].sum()
 
         grad = jax.grad(loss)(free)
-        s = jax.nn.sigmoid(free["g_na"])
-        np.testing.assert_allclose(grad["g_na"], 0.45 * s * (1 - s), rtol=1e-14)
+        s = jax.nn.sigmoid(free["gnabar_hh"])
+        np.testing.assert_allclose(grad["gnabar_hh"], 0.45 * s * (1 - s), rtol=1e-14)
         np.testing.assert_allclose(grad["mech"][0], jax.nn.sigmoid(free["mech"][0]), rtol=1e-14)
         np.testing.assert_allclose(grad["shared"]["a"], 0.0)
         jitted = jax.jit(transform.forward)(free)
-        np.testing.assert_allclose(jitted["g_na"], back["g_na"], rtol=1e-15)
+        np.testing.assert_allclose(jitted["gnabar_hh"], back["gnabar_hh"], rtol=1e-15)
 
 
 def test_out_of_range_values_are_refused_with_their_path():
-    transform = ParamTransform({"g_na": SigmoidTransform(0.05, 0.5), "gl": SoftplusTransform()})
-    with pytest.raises(ConfigError, match=r"params\['g_na'\] at index 1: 0.6 is outside"):
-        transform.inverse({"g_na": np.asarray([0.1, 0.6]), "gl": 1e-4})
-    with pytest.raises(ConfigError, match=r"params\['gl'\]: 0.0 is not above"):
-        transform.inverse({"g_na": 0.1, "gl": 0.0})
+    transform = ParamTransform({"gnabar_hh": SigmoidTransform(0.05, 0.5),
+                                "gl_hh": SoftplusTransform()})
+    with pytest.raises(ConfigError, match=r"params\['gnabar_hh'\] at index 1: 0.6 is outside"):
+        transform.inverse({"gnabar_hh": np.asarray([0.1, 0.6]), "gl_hh": 1e-4})
+    with pytest.raises(ConfigError, match=r"params\['gl_hh'\]: 0.0 is not above"):
+        transform.inverse({"gnabar_hh": 0.1, "gl_hh": 0.0})
 
 
 def test_structure_and_bound_refusals():
     with pytest.raises(StructureError, match=r"transforms name \['g_nA'\]"):
-        ParamTransform({"g_nA": SoftplusTransform()}).forward({"g_na": 1.0})
+        ParamTransform({"g_nA": SoftplusTransform()}).forward({"gnabar_hh": 1.0})
     with pytest.raises(StructureError, match="list or tuple of 2"):
         ParamTransform([None, SoftplusTransform()]).forward([1.0])
     with pytest.raises(StructureError, match="its transforms are a dict"):

@@ -52,7 +52,8 @@ SCALAR_ONLY = ("celsius",)
 POSITIVE = ("length", "radius", "cm", "Ra")
 PRESETS = {"hh": (hh,), "passive": (pas,)}
 RENAMED = {"e_na": "ena", "e_k": "ek", "g_leak": "g_pas", "e_leak": "e_pas",
-           "capacitance": "cm", "axial_resistivity": "Ra"}
+           "capacitance": "cm", "axial_resistivity": "Ra", "g_na": "gnabar_hh",
+           "g_k": "gkbar_hh", "gl": "gl_hh", "el": "el_hh", "i_l": "il_hh", "i_leak": "i_pas"}
 """jaxlean's former names of values NEURON names otherwise: given, an error names NEURON's."""
 
 

@@ -5,8 +5,8 @@ fitted value within its bounds. A transform maps an unconstrained value ``x`` to
 the constrained one (``forward``) and back (``inverse``), as jaxley's
 ``ParamTransform`` does::
 
-    transform = ParamTransform({"g_na": SigmoidTransform(0.05, 0.5),
-                                "gl": SoftplusTransform(0.0)})
+    transform = ParamTransform({"gnabar_hh": SigmoidTransform(0.05, 0.5),
+                                "gl_hh": SoftplusTransform(0.0)})
     free = transform.inverse(params)             # start from the model's values
     loss = lambda free: fit_error(transform.forward(free))   # optimise ``free``
 

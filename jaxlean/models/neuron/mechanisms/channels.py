@@ -112,20 +112,21 @@ def _hh_advance(states, v, dt, speed, p):
 
 
 hh = Mechanism(
-    "hh", parameters={"g_na": (0.12, "S/cm2"), "g_k": (0.036, "S/cm2"), "gl": (3e-4, "S/cm2"),
-                      "el": (-54.3, "mV")},
+    "hh", parameters={"gnabar_hh": (0.12, "S/cm2"), "gkbar_hh": (0.036, "S/cm2"),
+                      "gl_hh": (3e-4, "S/cm2"), "el_hh": (-54.3, "mV")},
     states=GATES, rates=lambda v, p: rates(v), q10=3.0, q10_celsius=6.3, advance=_hh_advance,
     ions=(UseIon("na", read=("ena",), write=("ina",)), UseIon("k", read=("ek",), write=("ik",))),
-    currents={"i_na": (lambda s, p: p["g_na"] * s["m"] ** 3 * s["h"], "ena"),
-              "i_k": (lambda s, p: p["g_k"] * s["n"] ** 4, "ek"),
-              "i_l": (lambda s, p: p["gl"], "el")})
-"""NEURON's ``hh.mod``: sodium, potassium and its leak ``gl (v - el)`` (NEURON's ``gl_hh``
-3e-4 S/cm2, ``el_hh`` -54.3 mV), so ``soma.insert(hh)`` rests near -65 mV as in NEURON. Its
-reversals are the ions' (``USEION na READ ena WRITE ina``, ``USEION k READ ek WRITE ik``):
+    currents={"i_na": (lambda s, p: p["gnabar_hh"] * s["m"] ** 3 * s["h"], "ena"),
+              "i_k": (lambda s, p: p["gkbar_hh"] * s["n"] ** 4, "ek"),
+              "il_hh": (lambda s, p: p["gl_hh"], "el_hh")})
+"""NEURON's ``hh.mod`` with NEURON's names: sodium (``gnabar_hh``), potassium (``gkbar_hh``)
+and its leak ``il_hh = gl_hh (v - el_hh)`` (3e-4 S/cm2, -54.3 mV), so ``soma.insert(hh)``
+rests near -65 mV as in NEURON. Its reversals are the ions' (``USEION na READ ena WRITE
+ina``, ``USEION k READ ek WRITE ik``):
 the cell's parameters ``ena`` and ``ek`` (50 and -77 mV), shared with every mechanism that
 reads them, its currents adding to ``ina`` and ``ik``."""
 
 pas = Mechanism("pas", parameters={"g_pas": (1e-3, "S/cm2"), "e_pas": (-70.0, "mV")},
-                currents={"i_leak": (lambda s, p: p["g_pas"], "e_pas")})
+                currents={"i_pas": (lambda s, p: p["g_pas"], "e_pas")})
 """A leak ``g_pas (v - e_pas)``: NEURON's ``pas`` with its defaults (``g_pas`` 1e-3 S/cm2,
 ``e_pas`` -70 mV)."""

@@ -152,6 +152,9 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
     if clamped.size:
         owners["i_clamp"] = None
     unknown = [name for name in wanted if name not in owners]
+    for name in unknown:
+        if (new := parameters.RENAMED.get(name)) in owners:
+            raise ConfigError(f"cannot record {name!r}: it is now called {new!r}, NEURON's name")
     if unknown:
         raise ConfigError(f"cannot record {unknown}; this cell has {list(owners)}")
     sites: dict[str, tuple[int | None, np.ndarray]] = {}

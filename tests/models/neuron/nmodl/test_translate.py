@@ -31,8 +31,8 @@ def test_hh_mod_matches_the_hand_written_hh():
     with jax.enable_x64():
         leak = {} if len(hh.currents) > 2 else {"g_pas": 3e-4, "e_pas": -54.3}
         hand = cell.insert(hh) if not leak else cell.insert(pas).insert(hh)  # hh.mod's leak
-        hand_params = {**hand.params(), **leak, "celsius": 16.3, "g_na": 0.12, "g_k": 0.036,
-                       "ena": 50.0, "ek": -77.0}
+        hand_params = {**hand.params(), **leak, "celsius": 16.3, "gnabar_hh": 0.12,
+                       "gkbar_hh": 0.036, "ena": 50.0, "ek": -77.0}
         mod = cell.insert(load_mod(MODS / "hh.mod"))
         mod_params = {**mod.params(), "celsius": 16.3}
         a = simulate(hand, hand_params, stimuli, DT, T_MAX, record=[0, 5], states=("v", "m"))
