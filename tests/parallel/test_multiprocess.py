@@ -63,12 +63,21 @@ def _results(procs: list[subprocess.Popen]) -> list[dict]:
     return [_result(out) for out, _ in done]
 
 
-@pytest.mark.slow
-def test_two_processes_train_like_one_device_and_only_process_0_writes_the_cache(tmp_path):
-    cache = tmp_path / "cache"
+@pytest.fixture(scope="module")
+def first_launch(tmp_path_factory):
+    """Two processes on a fresh cache, and a single-device run beside them (all three side
+    by side): ``(cache, [process 0, process 1], single)``. Both tests read this one launch;
+    the second launches again onto its cache."""
+    cache = tmp_path_factory.mktemp("multiprocess") / "cache"
     single = subprocess.Popen([sys.executable, str(SCRIPT), *ARGS], env=child_env(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    *first, want = _results([*_two_processes(cache), single])  # all three side by side
+    *first, want = _results([*_two_processes(cache), single])
+    return cache, first, want
+
+
+@pytest.mark.slow
+def test_two_processes_train_like_one_device_and_only_process_0_writes_the_cache(first_launch):
+    cache, first, want = first_launch
     assert want["devices"] == 1
     for result in first:
         assert (result["processes"], result["devices"]) == (2, 4)
@@ -79,9 +88,8 @@ def test_two_processes_train_like_one_device_and_only_process_0_writes_the_cache
 
 
 @pytest.mark.slow
-def test_a_second_launch_of_two_processes_loads_the_train_step_from_the_cache(tmp_path):
-    cache = tmp_path / "cache"
-    first = _results(_two_processes(cache))
+def test_a_second_launch_of_two_processes_loads_the_train_step_from_the_cache(first_launch):
+    cache, first, _ = first_launch
     second = _results(_two_processes(cache))
     for result in second:
         np.testing.assert_array_equal(result["losses"], first[0]["losses"])

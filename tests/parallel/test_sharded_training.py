@@ -1,15 +1,17 @@
 """Transformer training on 4 CPU devices (data x FSDP) equals training on one device.
 
-Each group of checks runs in its own subprocess with 4 forced host devices (2 x 2:
-both axes > 1, the smallest mesh where data and FSDP sharding combine), so the rest
-of the suite keeps a single device and the groups run in parallel. The model is the
-smallest that keeps every property: 2 layers where the stacked layer axis is the
-point, 8 where memory growing with depth is.
+The groups of checks run one after another in one subprocess with 4 forced host devices
+(2 x 2: both axes > 1, the smallest mesh where data and FSDP sharding combine), so the
+rest of the suite keeps a single device and JAX's start and the opening are paid once;
+each group is still its own test. The model is the smallest that keeps every property:
+2 layers where the stacked layer axis is the point, 8 where memory growing with depth is.
 """
 
 import textwrap
 
 import pytest
+
+from tests.parallel.sections import check_section, run_sections
 
 PRELUDE = textwrap.dedent("""
     import re
@@ -155,10 +157,17 @@ TRAINING_AND_ERRORS = textwrap.dedent("""
 """)
 
 
+SECTIONS = {"placement_and_gradients": PLACEMENT_AND_GRADIENTS, "one_trace": ONE_TRACE,
+            "packed_state": PACKED_STATE, "training_and_errors": TRAINING_AND_ERRORS}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """The four groups of checks after one opening, in one child with 4 devices."""
+    return run_sections(tmp_path_factory.mktemp("sharded"), PRELUDE, SECTIONS, devices=4)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("checks", [PLACEMENT_AND_GRADIENTS, ONE_TRACE, PACKED_STATE,
-                                    TRAINING_AND_ERRORS],
-                         ids=["placement_and_gradients", "one_trace", "packed_state",
-                              "training_and_errors"])
-def test_sharded_transformer_on_four_devices(run_on_devices, checks):
-    run_on_devices(PRELUDE + checks, devices=4)
+@pytest.mark.parametrize("checks", list(SECTIONS))
+def test_sharded_transformer_on_four_devices(results, checks):
+    assert check_section(results, checks).strip().endswith("ok")

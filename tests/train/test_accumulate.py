@@ -52,14 +52,20 @@ def _run(model, batch, **options):
     return new, metrics
 
 
+@pytest.fixture(scope="module")
+def full_batch(model, batch):
+    """The whole batch's update and metrics: one compile for the tests that compare to it."""
+    return _run(model, batch)
+
+
 def _close(got, want, atol):
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=atol)
 
 
 @pytest.mark.parametrize("k", [2, 4, 8])
-def test_micro_batches_equal_the_full_batch_update(model, batch, k):
-    full, full_metrics = _run(model, batch)
+def test_micro_batches_equal_the_full_batch_update(model, batch, full_batch, k):
+    full, full_metrics = full_batch
     micro, metrics = _run(model, batch, micro_batches=k, loss_weight=loss_tokens)
     _close(micro, full, 1e-6)
     np.testing.assert_allclose(metrics.loss, full_metrics.loss, rtol=1e-6)
@@ -67,9 +73,9 @@ def test_micro_batches_equal_the_full_batch_update(model, batch, k):
     assert int(metrics.tokens) == int(full_metrics.tokens) == int(batch[2].sum())
 
 
-def test_equal_weights_would_not_be_exact(model, batch):
+def test_equal_weights_would_not_be_exact(model, batch, full_batch):
     """The test above can fail: averaging the micro-batches' means is another update."""
-    full, _ = _run(model, batch)
+    full, _ = full_batch
     equal, _ = _run(model, batch, micro_batches=4, loss_weight=lambda *a, **k: 1.0)
     gap = max(float(jnp.max(jnp.abs(a - b)))
               for a, b in zip(jax.tree.leaves(equal), jax.tree.leaves(full), strict=True))

@@ -1,6 +1,6 @@
 """packed on meshes as ``jax.make_mesh`` makes them: Explicit and Auto axes, 4 forced devices.
 
-Three subprocesses run the cases (AdamW, LAMB, Muon and the matrix
+One subprocess runs the cases, in three tests (AdamW, LAMB, Muon and the matrix
 transformation), each leaf keeping its sharding: packed AdamW
 against optax per leaf, on Explicit axes (with and without ``jax.set_mesh``) and
 on Auto axes; packed LAMB (its trust ratios on per-leaf views of the sharded
@@ -13,6 +13,8 @@ under ``jax.set_mesh``, and a matrix transformation against
 import textwrap
 
 import pytest
+
+from tests.parallel.sections import check_section, run_sections
 
 SCRIPT = textwrap.dedent("""
     import contextlib
@@ -31,8 +33,6 @@ SCRIPT = textwrap.dedent("""
 
     def matrix_or_vector(params):
         return jax.tree.map(lambda x: "m" if x.ndim >= 2 else "v", params)
-
-    WANTED = WANTED_CASES
 
     def cases(explicit, use_mesh):
         yield "adamw", packed(optax.adamw(0.1, weight_decay=0.1)), optax.adamw(
@@ -58,43 +58,51 @@ SCRIPT = textwrap.dedent("""
             params, state = step(params, state)
         return params
 
-    for axis_type, use_mesh in [(AxisType.Explicit, True), (AxisType.Explicit, False),
-                                (AxisType.Auto, False)]:
-        mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(axis_type,) * 2)
-        put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
-        keys = jax.random.split(jax.random.key(0), 6)
-        params = {
-            "stack": put(normal(keys[0], (8, 4, 6)), P("x", None, "y")),
-            "w": put(normal(keys[1], (4, 4)), P("x", None)),
-            "b": put(normal(keys[2], (16,)), P("x")),
-            "c": put(normal(keys[3], (3,)), P()),
-            "d": put(normal(keys[4], (4, 8)), P(None, ("x", "y"))),
-            "e": put(normal(keys[5], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
-        }
-        context = jax.set_mesh(mesh) if use_mesh else contextlib.nullcontext()
-        for name, ours, plain in cases(axis_type == AxisType.Explicit, use_mesh):
-            if name not in WANTED:
-                continue
-            with context:
-                got, want = run(ours, params), run(plain, params)
-            for key, x in params.items():
-                where = (str(axis_type), use_mesh, name, key)
-                assert got[key].sharding.is_equivalent_to(x.sharding, x.ndim), \
-                    (where, got[key].sharding)
-                assert got[key].dtype == x.dtype, where
-                np.testing.assert_allclose(
-                    np.asarray(got[key], np.float32), np.asarray(want[key], np.float32),
-                    rtol=1e-2 if x.dtype == jnp.bfloat16 else 1e-5, atol=1e-6, err_msg=str(where))
-            print("passed", axis_type, use_mesh, name)
-    print("ok")
+    def check(wanted):
+        for axis_type, use_mesh in [(AxisType.Explicit, True), (AxisType.Explicit, False),
+                                    (AxisType.Auto, False)]:
+            mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(axis_type,) * 2)
+            put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec))
+            keys = jax.random.split(jax.random.key(0), 6)
+            params = {
+                "stack": put(normal(keys[0], (8, 4, 6)), P("x", None, "y")),
+                "w": put(normal(keys[1], (4, 4)), P("x", None)),
+                "b": put(normal(keys[2], (16,)), P("x")),
+                "c": put(normal(keys[3], (3,)), P()),
+                "d": put(normal(keys[4], (4, 8)), P(None, ("x", "y"))),
+                "e": put(normal(keys[5], (4, 6)).astype(jnp.bfloat16), P("y", "x")),
+            }
+            context = jax.set_mesh(mesh) if use_mesh else contextlib.nullcontext()
+            for name, ours, plain in cases(axis_type == AxisType.Explicit, use_mesh):
+                if name not in wanted:
+                    continue
+                with context:
+                    got, want = run(ours, params), run(plain, params)
+                for key, x in params.items():
+                    where = (str(axis_type), use_mesh, name, key)
+                    assert got[key].sharding.is_equivalent_to(x.sharding, x.ndim), \
+                        (where, got[key].sharding)
+                    assert got[key].dtype == x.dtype, where
+                    np.testing.assert_allclose(
+                        np.asarray(got[key], np.float32), np.asarray(want[key], np.float32),
+                        rtol=1e-2 if x.dtype == jnp.bfloat16 else 1e-5, atol=1e-6,
+                        err_msg=str(where))
+                print("passed", axis_type, use_mesh, name)
 """)
 
 
+CASES = {"adamw": ({"adamw"}, 3), "lamb": ({"lamb"}, 2), "muon_matrix": ({"muon", "matrix"}, 2)}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """The three groups of cases in one child with 4 devices (one JAX start, not three)."""
+    return run_sections(tmp_path_factory.mktemp("packed_mesh"), SCRIPT,
+                        {name: f"check({names!r})" for name, (names, _) in CASES.items()},
+                        devices=4)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("names,runs", [({"adamw"}, 3), ({"lamb"}, 2), ({"muon", "matrix"}, 2)],
-                         ids=["adamw", "lamb", "muon_matrix"])
-def test_packed_keeps_shardings_on_explicit_and_auto_axes_on_four_devices(run_on_devices, names,
-                                                                          runs):
-    """Three subprocesses (one took 26-28 s of the 30 s a test may take on CI)."""
-    stdout = run_on_devices(SCRIPT.replace("WANTED_CASES", repr(names)), devices=4, timeout=300)
-    assert stdout.count("passed") == runs
+@pytest.mark.parametrize("case", list(CASES))
+def test_packed_keeps_shardings_on_explicit_and_auto_axes_on_four_devices(results, case):
+    assert check_section(results, case).count("passed") == CASES[case][1]
