@@ -37,16 +37,22 @@ print("ok")
 
 
 def run_sections(directory: Path, prelude: str, sections: dict[str, str], devices: int,
-                 timeout: int = 600) -> dict[str, dict]:
+                 timeout: int = 600, default_emitters: bool = False) -> dict[str, dict]:
     """Run ``prelude`` once and then each of ``sections`` (name: script text) in one child
     process with ``devices`` CPU devices, on the suite's compilation cache. Returns
-    ``{name: {"ok": bool, "stdout": str, "error": traceback}}``; raises if the child dies."""
+    ``{name: {"ok": bool, "stdout": str, "error": traceback}}``; raises if the child dies.
+
+    ``default_emitters``: the child compiles with XLA's fusion emitters even where ``make
+    test`` turned them off (for checks of bit-identical results between two programs, a
+    property of the code XLA generates by default, which the quicker emitters do not keep)."""
     path = directory / "sections_on_devices.py"
     path.write_text(prelude + f"\n_SECTIONS = {json.dumps(json.dumps(list(sections.items())))}\n"
                     + _RUNNER)
     counts = directory / "xla_cache_counts.json"
-    command, env = xla_cache.child_command([sys.executable, str(path)],
-                                           child_env(devices=devices), counts)
+    env = child_env(devices=devices)
+    if default_emitters and "--xla_cpu_use_fusion_emitters=false" in env.get("XLA_FLAGS", ""):
+        env["XLA_FLAGS"] += " --xla_cpu_use_fusion_emitters=true"  # the later flag wins
+    command, env = xla_cache.child_command([sys.executable, str(path)], env, counts)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     xla_cache.add_child_counts(counts)
     results = {}

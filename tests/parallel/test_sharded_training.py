@@ -164,7 +164,8 @@ SECTIONS = {"placement_and_gradients": PLACEMENT_AND_GRADIENTS, "one_trace": ONE
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """The four groups of checks after one opening, in one child with 4 devices."""
-    return run_sections(tmp_path_factory.mktemp("sharded"), PRELUDE, SECTIONS, devices=4)
+    return run_sections(tmp_path_factory.mktemp("sharded"), PRELUDE, SECTIONS, devices=4,
+                        default_emitters=True)  # init_sharded equals eager init bit for bit
 
 
 @pytest.mark.slow
