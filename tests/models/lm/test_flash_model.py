@@ -37,50 +37,32 @@ def _batch(length: int = 23):
     return tokens, mask, segments
 
 
-INPUTS = ["plain", "attention_mask", "segment_ids"]
-ATTENTION = {"dense": {"attention": "dense"}, "flash": {"attention": "flash", "attention_tile": 8}}
-
-
-@pytest.fixture(scope="module")
-def outputs_of_each():
-    """``{(inputs, attention): (logits, loss, grads)}`` for every case, from one compiled
-    program, and the keyword arguments of each ``flash_attention`` call per case."""
-    calls = {(inputs, name): [] for inputs in INPUTS for name in ATTENTION}
-    tracing = []
+@pytest.mark.parametrize("inputs", ["plain", "attention_mask", "segment_ids"])
+def test_model_with_flash_equals_dense(inputs, monkeypatch):
+    calls = []
 
     def counted(*args, **kwargs):
-        calls[tracing[-1]].append(kwargs)
+        calls.append(kwargs)
         return flash_attention(*args, **kwargs)
 
+    monkeypatch.setattr(layers, "flash_attention", counted)
     model = Transformer(CONFIG, key=jax.random.key(0))
     tokens, mask, segments = _batch()
-    targets = jnp.roll(tokens, -1, axis=1)
-    kwargs_of = {"plain": {}, "attention_mask": {"attention_mask": mask},
-                 "segment_ids": {"segment_ids": segments}}
+    kwargs = {"plain": {}, "attention_mask": {"attention_mask": mask},
+              "segment_ids": {"segment_ids": segments}}[inputs]
+    dense = model.with_options(attention="dense")
+    flash = model.with_options(attention="flash", attention_tile=8)
 
     @jax.jit
-    def outputs(model):
-        results = {}
-        for inputs, kwargs in kwargs_of.items():
-            for name, options in ATTENTION.items():
-                tracing.append((inputs, name))
-                m = model.with_options(**options)
-                value, grads = jax.value_and_grad(loss)(m, tokens, targets=targets, **kwargs)
-                results[inputs, name] = (m(tokens, **kwargs), value, grads)
-        return results
+    def outputs(m):
+        targets = jnp.roll(tokens, -1, axis=1)
+        value, grads = jax.value_and_grad(loss)(m, tokens, targets=targets, **kwargs)
+        return m(tokens, **kwargs), value, grads
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(layers, "flash_attention", counted)
-        return outputs(model), calls
-
-
-@pytest.mark.parametrize("inputs", INPUTS)
-def test_model_with_flash_equals_dense(inputs, outputs_of_each):
-    results, calls = outputs_of_each
-    assert not calls[inputs, "dense"]
-    assert calls[inputs, "flash"]
-    assert all(call == {"q_tile": 8, "k_tile": 8} for call in calls[inputs, "flash"])
-    got, want = results[inputs, "flash"], results[inputs, "dense"]
+    want = outputs(dense)
+    assert not calls
+    got = outputs(flash)
+    assert calls and all(call == {"q_tile": 8, "k_tile": 8} for call in calls)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
     for a, b in zip(jax.tree.leaves(got[2]), jax.tree.leaves(want[2]), strict=True):
@@ -94,8 +76,9 @@ def test_hugging_face_parity_holds_with_flash(family):
     model = model.with_options(attention="flash", attention_tile=4)
     want = np.load(FIXTURES / family / "expected.npz")
     tokens, mask = jnp.asarray(want["tokens"]), jnp.asarray(want["mask"])
-    logits, logp = jax.jit(lambda m: (m(tokens, attention_mask=mask), logprobs(
-        m, tokens[:, :-1], tokens[:, 1:], attention_mask=mask[:, :-1])))(model)
+    logits = jax.jit(lambda m: m(tokens, attention_mask=mask))(model)
+    logp = jax.jit(lambda m: logprobs(m, tokens[:, :-1], tokens[:, 1:],
+                                      attention_mask=mask[:, :-1]))(model)
     real = np.asarray(mask)
     np.testing.assert_allclose(np.asarray(logits)[real], want["logits"][real], atol=1e-4,
                                rtol=1e-4)
