@@ -211,12 +211,12 @@ def test_compute_dtype_bfloat16_with_float32_weights():
     fast = model.with_options(compute_dtype=jnp.bfloat16)
     assert fast.config.compute_dtype == jnp.bfloat16 and fast.embed is model.embed
 
+    @eqx.filter_jit
     def run(m):
         return m.last_hidden_state(tokens).dtype, eqx.filter_value_and_grad(loss)(
             m, tokens, targets=targets, weights=mask)
 
-    (dtype, (value, grads)), (_, (want, want_grads)) = eqx.filter_jit(
-        lambda fast, model: (run(fast), run(model)))(fast, model)  # one program
+    (dtype, (value, grads)), (_, (want, want_grads)) = run(fast), run(model)
     assert dtype == jnp.bfloat16
     np.testing.assert_allclose(value, want, rtol=2e-2)
     for got, expected in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
@@ -232,9 +232,8 @@ def test_attention_mask_is_the_padding_argument(model, batch):
     raise naming the new ones; a mask of another shape is named, not a broadcasting error."""
     tokens, _, _ = batch
     padding = jnp.ones(tokens.shape, jnp.int32).at[0, :2].set(0)
-    got, want = eqx.filter_jit(lambda m: (m(input_ids=tokens, attention_mask=padding),
-                                          m(tokens, attention_mask=padding.astype(bool))))(model)
-    np.testing.assert_array_equal(got, want)
+    want = model(tokens, attention_mask=padding.astype(bool))
+    np.testing.assert_array_equal(model(input_ids=tokens, attention_mask=padding), want)
     for method in (model, model.last_hidden_state, model.hidden_states):
         with pytest.raises(ConfigError, match="'mask' is now called 'attention_mask'"):
             method(tokens, mask=padding)
@@ -264,23 +263,15 @@ def test_loss_takes_hugging_face_labels_or_shifted_targets(model, batch):
     tokens, _, _ = batch
     labels = tokens.at[:, :3].set(-100)             # no loss on a 3-token prompt
     shifted = jnp.concatenate([labels[:, 1:], jnp.full((2, 1), -100)], axis=1)
-    weights = jnp.ones(tokens.shape).at[:, 6].set(3.0)
-
-    @eqx.filter_jit
-    def values(model):  # one program
-        logits = model(tokens)[:, :-1]
-        logp = jnp.take_along_axis(jax.nn.log_softmax(logits), tokens[:, 1:, None], -1)[..., 0]
-        return (logp, loss(model, tokens, labels=labels),
-                loss(model, input_ids=tokens, targets=shifted),
-                loss(model, tokens, labels=labels, weights=weights))
-
-    logp, by_labels, by_targets, weighted = values(model)
+    logits = model(tokens)[:, :-1]
+    logp = jnp.take_along_axis(jax.nn.log_softmax(logits), tokens[:, 1:, None], -1)[..., 0]
     want = -jnp.mean(logp[:, 2:])                   # predictions of labels 3..6
-    np.testing.assert_allclose(by_labels, want, rtol=1e-5)
-    np.testing.assert_allclose(by_targets, want, rtol=1e-5)
+    np.testing.assert_allclose(loss(model, tokens, labels=labels), want, rtol=1e-5)
+    np.testing.assert_allclose(loss(model, input_ids=tokens, targets=shifted), want, rtol=1e-5)
     # weights with labels are per label, shifted with them
+    weights = jnp.ones(tokens.shape).at[:, 6].set(3.0)
     per = -logp[:, 2:]
-    np.testing.assert_allclose(weighted,
+    np.testing.assert_allclose(loss(model, tokens, labels=labels, weights=weights),
                                (per[:, :3].sum() + 3 * per[:, 3].sum()) / (2 * 3 + 2 * 3),
                                rtol=1e-5)
     with pytest.raises(ConfigError,
