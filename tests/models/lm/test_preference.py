@@ -44,14 +44,13 @@ def test_base_reference_is_the_base_model(setup):
     assert not any(isinstance(n, LoRA) for n in jax.tree.leaves(stripped, is_leaf=lambda n:
                                                                   isinstance(n, LoRA)))
     assert stripped.embed is trained.embed  # the same arrays, no copy
-    got, want = eqx.filter_jit(lambda s, b: (reference_logprobs(s, tokens, targets),
-                                             _full_logprobs(b, tokens, targets)))(stripped, base)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(reference_logprobs(stripped, tokens, targets),
+                               _full_logprobs(base, tokens, targets), rtol=1e-5, atol=1e-6)
 
 
 def test_fresh_adapters_start_at_log_2(setup):
     _, policy, _, tokens, targets = setup
-    out = eqx.filter_jit(lambda m: dpo_loss(m, tokens, targets=targets, reference="base"))(policy)
+    out = dpo_loss(policy, tokens, targets=targets, reference="base")
     np.testing.assert_allclose(out.loss, np.log(2), rtol=1e-5)
 
 
@@ -73,9 +72,8 @@ def test_dpo_loss_matches_full_logits_and_trains_only_adapters(setup, loss_type)
         n = jnp.sum(targets != -100, -1)
         return jnp.mean((ratio[:2] / n[:2] - ratio[2:] / n[2:] - 1 / 0.4) ** 2)
 
-    (value, grads), (want, want_grads) = eqx.filter_jit(
-        lambda m: (eqx.filter_value_and_grad(ours)(m), eqx.filter_value_and_grad(naive)(m)))(
-        trained)  # one program
+    value, grads = eqx.filter_jit(eqx.filter_value_and_grad(ours))(trained)
+    want, want_grads = eqx.filter_value_and_grad(naive)(trained)
     np.testing.assert_allclose(value, want, rtol=1e-5)
     for path, g in jax.tree_util.tree_leaves_with_path(grads):
         if is_lora_path(path):  # the adapters learn
@@ -87,17 +85,13 @@ def test_dpo_loss_matches_full_logits_and_trains_only_adapters(setup, loss_type)
 def test_reference_model_is_a_constant(setup):
     """A reference that is the policy itself gets no gradient: the same as precomputed."""
     _, _, trained, tokens, targets = setup
-
-    @eqx.filter_jit
-    def both(m):  # one program
-        ref = reference_logprobs(m, tokens, targets)
-        by_model = eqx.filter_grad(
-            lambda p: dpo_loss(p, tokens, targets=targets, reference=m).loss)
-        by_logprobs = eqx.filter_grad(
-            lambda p: dpo_loss(p, tokens, targets=targets, ref_logprobs=ref).loss)
-        return by_model(m), by_logprobs(m)
-
-    for a, b in zip(*(jax.tree.leaves(g) for g in both(trained)), strict=True):
+    ref = reference_logprobs(trained, tokens, targets)
+    by_model = eqx.filter_grad(
+        lambda m: dpo_loss(m, tokens, targets=targets, reference=trained).loss)
+    by_logprobs = eqx.filter_grad(
+        lambda m: dpo_loss(m, tokens, targets=targets, ref_logprobs=ref).loss)
+    for a, b in zip(jax.tree.leaves(by_model(trained)), jax.tree.leaves(by_logprobs(trained)),
+                    strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
 
 
