@@ -55,20 +55,6 @@ def rollout_of(step):
                    jnp.asarray(stopped), jnp.asarray(prompt), jnp.asarray(prompt_mask))
 
 
-@eqx.filter_jit
-def _first_step(model, batch, advantages, options, with_reference):
-    """The loss and gradient of the first step, in one compiled program."""
-    # the sampler's log-probs: the policy's own at the first step (TRL's old = current)
-    current = logprobs(model, batch["input_ids"], batch["targets"],
-                       attention_mask=batch["attention_mask"])
-    batch = dict(batch, old_logprobs=jax.lax.stop_gradient(current) * batch["mask"])
-    if with_reference:
-        batch["ref_logprobs"] = batch["old_logprobs"]
-    (value, _), grads = eqx.filter_value_and_grad(_loss, has_aux=True)(
-        model, options=options, advantages=advantages, **batch)
-    return value, grads
-
-
 @pytest.mark.parametrize("step", STEPS, ids=[s["loss_type"] for s in STEPS])
 def test_first_step_equals_trls(step, model):
     config = GRPOConfig(loss_type=step["loss_type"], beta=step["beta"],
@@ -77,9 +63,16 @@ def test_first_step_equals_trls(step, model):
     advantages = group_advantages(np.asarray(step["rewards"]), config.num_generations,
                                   scale_rewards=config.scale_rewards)
     np.testing.assert_allclose(advantages, step["advantages"], rtol=1e-5, atol=1e-6)
-    value, grads = _first_step(model, rollout_batch(rollout_of(step)),
-                               advantages.astype(jnp.float32), loss_options(config),
-                               bool(config.beta))
+    batch = rollout_batch(rollout_of(step))
+    # the sampler's log-probs: the policy's own at the first step (TRL's old = current)
+    current = logprobs(model, batch["input_ids"], batch["targets"],
+                       attention_mask=batch["attention_mask"])
+    batch["old_logprobs"] = jax.lax.stop_gradient(current) * batch["mask"]
+    if config.beta:
+        batch["ref_logprobs"] = batch["old_logprobs"]
+    (value, _), grads = eqx.filter_value_and_grad(_loss, has_aux=True)(
+        model, options=loss_options(config), advantages=advantages.astype(jnp.float32),
+        **batch)
     np.testing.assert_allclose(float(value), step["loss"], rtol=0, atol=1e-6)
     ours = dict(hf_tensors(grads))
     for name, want in step["grads"].items():
