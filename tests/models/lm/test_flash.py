@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -52,40 +54,56 @@ MASKS = {
 
 
 def _value_and_grads(attention, q, k, v, weights):
-    def objective(q, k, v):
-        return jnp.sum(attention(q, k, v).astype(jnp.float32) * weights.astype(jnp.float32))
-
-    out = attention(q, k, v)
-    grads = jax.grad(objective, argnums=(0, 1, 2))(q, k, v)
-    return [np.asarray(x, np.float32) for x in (out, *grads)]
+    """``attention``'s output and the gradients of ``sum(output * weights)`` (traceable):
+    one forward pass, whose vjp takes the objective's cotangent."""
+    out, vjp = jax.vjp(attention, q, k, v)
+    return [out, *vjp(weights.astype(jnp.float32).astype(out.dtype))]
 
 
-def _flash(mask, q_tile=Q_TILE, k_tile=K_TILE):
-    return jax.jit(lambda q, k, v: flash_attention(q, k, v, mask, q_tile=q_tile, k_tile=k_tile))
+@functools.partial(jax.jit, static_argnames=("q_tile", "k_tile", "dense_dtype"))
+def _flash_and_dense(cases, mask, q_tile=Q_TILE, k_tile=K_TILE, dense_dtype=None):
+    """For each ``(q, k, v, weights)`` in ``cases``: flash's and dense attention's output and
+    gradients. One compiled program for all the cases, the mask an argument (its arrays are
+    traced), so the tests of one mask share a compile."""
+    results = []
+    for q, k, v, weights in cases:
+        dense_mask = mask.dense(q.shape[1], k.shape[1])
+        flash = _value_and_grads(
+            lambda q, k, v: flash_attention(q, k, v, mask, q_tile=q_tile, k_tile=k_tile),
+            q, k, v, weights)
+        cast = (lambda x: x) if dense_dtype is None else (lambda x: x.astype(dense_dtype))
+        dense = _value_and_grads(lambda q, k, v, m=dense_mask: attend(q, k, v, m),
+                                 cast(q), cast(k), cast(v), weights)
+        results.append((flash, dense))
+    return results
 
 
-def _dense(mask, length=T, kv_length=T):
-    dense_mask = mask.dense(length, kv_length)
-    return jax.jit(lambda q, k, v: attend(q, k, v, dense_mask))
+def _as_numpy(results):
+    return [tuple([np.asarray(x, np.float32) for x in xs] for xs in pair) for pair in results]
 
 
-@pytest.mark.parametrize("heads, kv_heads", [(4, 2), (2, 2), (4, 1)])
+HEADS = [(4, 2), (2, 2), (4, 1)]
+
+
+@functools.cache
+def _every_heads(kind):
+    """Flash and dense for ``MASKS[kind]`` at each of ``HEADS``: one compile per mask kind."""
+    results = _flash_and_dense(tuple(_inputs(*h) for h in HEADS), MASKS[kind]())
+    return dict(zip(HEADS, _as_numpy(results), strict=True))
+
+
+@pytest.mark.parametrize("heads, kv_heads", HEADS)
 @pytest.mark.parametrize("kind", sorted(MASKS))
 def test_values_and_gradients_equal_dense_attention(kind, heads, kv_heads):
-    q, k, v, weights = _inputs(heads, kv_heads)
-    mask = MASKS[kind]()
-    got = _value_and_grads(_flash(mask), q, k, v, weights)
-    want = _value_and_grads(_dense(mask), q, k, v, weights)
+    got, want = _every_heads(kind)[heads, kv_heads]
     for name, a, b in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 @pytest.mark.parametrize("q_tile, k_tile", [(1, 1), (5, 3), (64, 64), (37, 12)])
 def test_any_tiles_give_the_same_attention(q_tile, k_tile):
-    q, k, v, weights = _inputs(4, 2)
     mask = MASKS["segments, padding, window"]()
-    got = _value_and_grads(_flash(mask, q_tile, k_tile), q, k, v, weights)
-    want = _value_and_grads(_dense(mask), q, k, v, weights)
+    [(got, want)] = _as_numpy(_flash_and_dense((_inputs(4, 2),), mask, q_tile, k_tile))
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
@@ -95,16 +113,17 @@ def test_queries_after_a_prefix_of_keys():
     q, k, v, weights = _inputs(4, 2, length=11, kv_length=41)
     valid = jnp.asarray(np.random.default_rng(3).random((B, 41)) < 0.7)
     mask = AttentionMask(key_valid=valid, window=13, q_offset=30)
-    got = _value_and_grads(_flash(mask), q, k, v, weights)
-    want = _value_and_grads(_dense(mask, 11, 41), q, k, v, weights)
+    [(got, want)] = _as_numpy(_flash_and_dense(((q, k, v, weights),), mask))
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
 def test_a_query_that_sees_nothing_gets_the_mean_value_as_dense_attention():
-    q, k, v, weights = _inputs(4, 2)
+    _, _, v, weights = _inputs(4, 2)
     mask = AttentionMask(key_valid=jnp.zeros((B, T), bool).at[1].set(True))
-    out, dq, dk, dv = _value_and_grads(_flash(mask), q, k, v, weights)
+    # every case of HEADS, as for MASKS["padding"]: the same program (the mask is traced)
+    results = _flash_and_dense(tuple(_inputs(*h) for h in HEADS), mask)
+    [((out, dq, dk, dv), want), *_] = _as_numpy(results)
     mean = np.repeat(np.asarray(v[0]).mean(axis=0), 2, axis=0)  # [heads, d]
     np.testing.assert_allclose(out[0], np.broadcast_to(mean, out[0].shape), rtol=1e-5,
                                atol=1e-6)
@@ -112,7 +131,6 @@ def test_a_query_that_sees_nothing_gets_the_mean_value_as_dense_attention():
     np.testing.assert_allclose(dv[0], np.broadcast_to(
         np.asarray(weights[0]).reshape(T, 2, 2, D).sum(axis=(0, 2)) / T, dv[0].shape),
         rtol=1e-5, atol=1e-6)
-    want = _value_and_grads(_dense(mask), q, k, v, weights)
     for a, b in zip((out, dq, dk, dv), want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
@@ -120,10 +138,8 @@ def test_a_query_that_sees_nothing_gets_the_mean_value_as_dense_attention():
 @pytest.mark.parametrize("kind", ["causal", "segments, padding, window"])
 def test_bfloat16_within_bfloat16_tolerance(kind):
     """bf16 flash vs float32 dense: within a few bf16 steps (2^-8) of each array's scale."""
-    mask = MASKS[kind]()
-    *inputs, weights = _inputs(4, 2, dtype=jnp.bfloat16)
-    got = _value_and_grads(_flash(mask), *inputs, weights)
-    want = _value_and_grads(_dense(mask), *(x.astype(jnp.float32) for x in inputs), weights)
+    [(got, want)] = _as_numpy(_flash_and_dense((_inputs(4, 2, dtype=jnp.bfloat16),),
+                                               MASKS[kind](), dense_dtype=jnp.float32))
     for name, a, b in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
         assert np.max(np.abs(a - b)) <= 2e-2 * np.max(np.abs(b)), name
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -50,12 +51,18 @@ def batches(packing):
                         pad_id=0, packing=packing, shuffle=False))
 
 
+@eqx.filter_jit
+def _loss(model, batch):
+    """``loss(model, **batch)``, compiled (one program per batch layout, not op by op)."""
+    return loss(model, **batch)
+
+
 def test_a_packed_batch_passed_whole_gives_the_unpacked_loss(model):
     packed, padded = batches(True), batches(False)
     assert len(packed["input_ids"]) < len(padded["input_ids"]) or (
         packed["segment_ids"].max() > 1)
-    want = loss(model, **padded)
-    np.testing.assert_allclose(loss(model, **packed), want, rtol=1e-5)
+    want = _loss(model, dict(padded))
+    np.testing.assert_allclose(_loss(model, dict(packed)), want, rtol=1e-5)
     # the same batch through a jitted train step, whole
     tx = optax.sgd(0.0)
     step = make_train_step(loss, tx)
@@ -73,12 +80,12 @@ def test_a_packed_batch_refuses_to_give_an_attention_mask():
 
 def test_position_ids_restarting_keep_packed_sequences_apart(model):
     packed, padded = batches(True), batches(False)
-    want = loss(model, **padded)
-    got = loss(model, input_ids=packed["input_ids"], labels=packed["labels"],
-               position_ids=packed["positions"])
+    want = _loss(model, dict(padded))
+    got = _loss(model, dict(input_ids=packed["input_ids"], labels=packed["labels"],
+                            position_ids=packed["positions"]))
     np.testing.assert_allclose(got, want, rtol=1e-5)
     # the ids and labels alone cross-attend and give another number
-    crossed = loss(model, input_ids=packed["input_ids"], labels=packed["labels"])
+    crossed = _loss(model, dict(input_ids=packed["input_ids"], labels=packed["labels"]))
     assert abs(float(crossed) - float(want)) > 1e-4
     with pytest.raises(ConfigError, match="positions= or position_ids="):
         loss(model, input_ids=packed["input_ids"], labels=packed["labels"],
@@ -98,11 +105,16 @@ def test_dpo_loss_takes_labels_or_targets_by_keyword(model):
     reference = jax.tree.map(lambda x: x * 1.01 if eqx_float(x) else x, model)
     with pytest.raises(ConfigError, match="by keyword"):
         dpo_loss(model, ids, labels, reference=reference)
-    by_labels = dpo_loss(model, ids, labels=labels, reference=reference, beta=0.5)
-    by_targets = dpo_loss(model, ids, targets=targets, reference=reference, beta=0.5)
+
+    @eqx.filter_jit
+    def losses(model, reference):  # one program
+        return (dpo_loss(model, ids, labels=labels, reference=reference, beta=0.5),
+                dpo_loss(model, ids, targets=targets, reference=reference, beta=0.5),
+                # unshifted labels taken for targets score other tokens: another loss
+                dpo_loss(model, ids, targets=labels, reference=reference, beta=0.5))
+
+    by_labels, by_targets, misread = losses(model, reference)
     np.testing.assert_allclose(by_labels.loss, by_targets.loss, rtol=1e-6)
-    # unshifted labels taken for targets score other tokens: another loss
-    misread = dpo_loss(model, ids, targets=labels, reference=reference, beta=0.5)
     assert abs(float(misread.loss) - float(by_labels.loss)) > 1e-4
 
 
@@ -112,8 +124,9 @@ def test_policy_loss_takes_labels_or_targets_by_keyword(model):
     adv = jnp.array([1.0, -1.0, 0.5, -0.5])
     with pytest.raises(ConfigError, match="by keyword"):
         policy_loss(model, ids, targets, old_logprobs=old, advantages=adv)
-    by_targets = policy_loss(model, ids, targets=targets, old_logprobs=old, advantages=adv)
-    by_labels = policy_loss(model, ids, labels=labels, old_logprobs=old, advantages=adv)
+    by_targets, by_labels = eqx.filter_jit(lambda model: (  # one program
+        policy_loss(model, ids, targets=targets, old_logprobs=old, advantages=adv),
+        policy_loss(model, ids, labels=labels, old_logprobs=old, advantages=adv)))(model)
     np.testing.assert_allclose(by_labels.loss, by_targets.loss, rtol=1e-6)
 
 

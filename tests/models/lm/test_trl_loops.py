@@ -17,6 +17,7 @@ from jaxlean.models.lm.trl_config import (
 
 pytest.importorskip("transformers")
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
@@ -69,6 +70,13 @@ def setup(tmp_path_factory):
     return tokenizer, model
 
 
+# The SFT runs below share one step program (same shapes, schedule and learning rate), and so
+# do the GRPO runs (same policy, prompts and config but for the steps and the checkpoints):
+# a run after the first loads its programs from the suite's compilation cache.
+SFT = dict(per_device_train_batch_size=4, max_length=24, learning_rate=3e-2,
+           lr_scheduler_type="constant")
+
+
 def test_sft_train_minimises_the_models_loss(setup):
     from jaxlean.models.lm.post_train import sft_train
     tokenizer, model = setup
@@ -76,8 +84,7 @@ def test_sft_train_minimises_the_models_loss(setup):
                            {"role": "assistant", "content": str(a + b)}]}
              for a in range(4) for b in range(4)]
     result = sft_train(model, chats, tokenizer, SFTConfig(
-        learning_rate=3e-2, max_steps=12, per_device_train_batch_size=8, max_length=24,
-        logging_steps=4, assistant_only_loss=True))
+        max_steps=12, logging_steps=4, assistant_only_loss=True, **SFT))
     losses = [row["loss"] for row in result.history]
     assert len(losses) == 3 and losses[-1] < losses[0]
     assert {"loss", "grad_norm", "learning_rate", "num_tokens"} <= set(result.history[0])
@@ -98,35 +105,45 @@ def test_dpo_train_first_step_is_dpo_loss(setup):
     result = dpo_train(policy, pairs, tokenizer, config)
     batch = next(PreferenceBatches(tokenize_preferences(pairs, tokenizer, max_length=24), 4, 24,
                                    pad_id=tokenizer.pad_token_id, seed=config.seed))
-    want = dpo_loss(policy, **batch, reference="base", beta=0.2, loss_type="robust",
-                    label_smoothing=0.1)
+    want = eqx.filter_jit(dpo_loss)(policy, **batch, reference="base", beta=0.2,
+                                    loss_type="robust", label_smoothing=0.1)
     np.testing.assert_allclose(result.history[0]["loss"], want.loss, rtol=1e-5)
     np.testing.assert_allclose(result.history[0]["rewards/margins"], want.margin, atol=1e-6)
 
 
-def test_grpo_train_on_text_compiles_rollout_and_step_once(setup):
+GRPO_PROMPTS = [{"prompt": [{"role": "user", "content": f"What is {a} + {b}?"}], "answer": a + b}
+                for a in range(3) for b in range(3)]
+
+
+def correct(prompts, completions, answer, **_):
+    return [float(c.strip() == str(x)) for c, x in zip(completions, answer, strict=True)]
+
+
+def digits(completions, **_):
+    return [sum(ch.isdigit() for ch in c) / 4 for c in completions]
+
+
+def _grpo(model, tokenizer, steps, on_log=None, **options):
+    """A GRPO run of ``steps`` on ``GRPO_PROMPTS``: every run here compiles the same programs."""
     from jaxlean.models.lm.grpo_train import grpo_train
-    tokenizer, model = setup
     policy = add_lora(model, rank=2, key=jax.random.key(2), targets="all-linear")
-    prompts = [{"prompt": [{"role": "user", "content": f"What is {a} + {b}?"}], "answer": a + b}
-               for a in range(3) for b in range(3)]
-
-    def correct(prompts, completions, answer, **_):
-        return [float(c.strip() == str(x)) for c, x in zip(completions, answer, strict=True)]
-
-    def digits(completions, **_):
-        return [sum(ch.isdigit() for ch in c) / 4 for c in completions]
-
-    config = GRPOConfig(max_steps=3, per_device_train_batch_size=8, num_generations=4,
+    config = GRPOConfig(max_steps=steps, per_device_train_batch_size=8, num_generations=4,
                         max_completion_length=4, beta=0.04, learning_rate=1e-2,
-                        loss_type="grpo", logging_steps=1)
+                        loss_type="grpo", logging_steps=1, lr_scheduler_type="constant",
+                        **options)
+    return grpo_train(policy, GRPO_PROMPTS, [correct, digits], tokenizer, config,
+                      on_log=on_log)
+
+
+def test_grpo_train_on_text_compiles_rollout_and_step_once(setup):
+    tokenizer, model = setup
     compiles = []
 
     def count(_row):
         compiles.append(sum(f.compiles for f in cache_stats().functions.values()))
 
     cache_stats(reset=True)
-    result = grpo_train(policy, prompts, [correct, digits], tokenizer, config, on_log=count)
+    result = _grpo(model, tokenizer, 3, on_log=count)
     assert len(result.history) == 3
     assert compiles[1] == compiles[0] == compiles[2], compiles  # nothing after iteration 1
     row = result.history[0]
@@ -177,23 +194,10 @@ def test_warmup_steps_below_one_is_a_ratio_as_transformers():
 
 
 def test_grpo_train_resumes_where_it_stopped(setup, tmp_path):
-    from jaxlean.models.lm.grpo_train import grpo_train
     tokenizer, model = setup
-    policy = add_lora(model, rank=2, key=jax.random.key(3))
-    prompts = [{"prompt": f"What is {a} + 1?"} for a in range(4)]
-
-    def length(completions, **_):
-        return [float(len(c)) for c in completions]
-
-    def run(steps, **options):
-        config = GRPOConfig(max_steps=steps, per_device_train_batch_size=4, num_generations=2,
-                            max_completion_length=2, learning_rate=1e-2, logging_steps=1,
-                            lr_scheduler_type="constant", **options)
-        return grpo_train(policy, prompts, length, tokenizer, config)
-
-    whole = run(2)
-    run(1, output_dir=str(tmp_path))
-    resumed = run(2, output_dir=str(tmp_path), resume_from_checkpoint=True)
+    whole = _grpo(model, tokenizer, 2)
+    _grpo(model, tokenizer, 1, output_dir=str(tmp_path))
+    resumed = _grpo(model, tokenizer, 2, output_dir=str(tmp_path), resume_from_checkpoint=True)
     assert [r["step"] for r in resumed.history] == [2]
     for a, b in zip(jax.tree.leaves(whole.model), jax.tree.leaves(resumed.model), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -206,8 +210,7 @@ def test_sft_train_resumes_where_it_stopped(setup, tmp_path):
 
     def run(steps, **options):
         return sft_train(model, texts, tokenizer, SFTConfig(
-            max_steps=steps, per_device_train_batch_size=2, max_length=16, learning_rate=1e-2,
-            lr_scheduler_type="constant", logging_steps=1, save_steps=1, **options))
+            max_steps=steps, logging_steps=1, save_steps=1, **SFT, **options))
 
     whole = run(4)
     run(2, output_dir=str(tmp_path))

@@ -49,6 +49,13 @@ def examples_of(step, tokenizer):
                                 max_length=step["max_length"])
 
 
+@eqx.filter_jit
+def _loss_and_grads(model, batch, **options):
+    """DPO's loss, its outputs and its gradient in the policy: one compiled program."""
+    return eqx.filter_value_and_grad(
+        lambda m: (lambda o: (o.loss, o))(dpo_loss(m, **batch, **options)), has_aux=True)(model)
+
+
 @pytest.mark.parametrize("step", STEPS, ids=[step_id(s) for s in STEPS])
 def test_first_step_equals_trls(step, tokenizer, models):
     examples = examples_of(step, tokenizer)
@@ -58,8 +65,7 @@ def test_first_step_equals_trls(step, tokenizer, models):
     batch = collate_preferences(examples, tokenizer.pad_token_id, max_length=step["max_length"])
     options = dict(reference=reference, beta=step["beta"], loss_type=step["loss_type"],
                    label_smoothing=step["label_smoothing"])
-    (value, out), grads = eqx.filter_value_and_grad(
-        lambda m: (lambda o: (o.loss, o))(dpo_loss(m, **batch, **options)), has_aux=True)(model)
+    (value, out), grads = _loss_and_grads(model, batch, **options)
     np.testing.assert_allclose(float(value), step["loss"], rtol=0, atol=1e-5)
     got = {"rewards/chosen": np.mean(out.chosen_rewards),
            "rewards/rejected": np.mean(out.rejected_rewards),

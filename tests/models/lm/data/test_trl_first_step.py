@@ -63,7 +63,7 @@ def test_first_step_loss_and_gradients_equal_trls(step, model, tokenizer):
     assert rows == step["rows"]
     ids = batch.pop("input_ids")
     assert int(loss_tokens(ids, **batch)) == step["tokens"]  # the same labelled tokens
-    value, grads = eqx.filter_value_and_grad(loss)(model, ids, **batch)
+    value, grads = eqx.filter_jit(eqx.filter_value_and_grad(loss))(model, ids, **batch)
     np.testing.assert_allclose(float(value), step["loss"], rtol=0, atol=1e-4)
     ours = dict(hf_tensors(grads))
     assert sorted(ours) == sorted(step["grads"])
