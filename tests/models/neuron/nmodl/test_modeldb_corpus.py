@@ -160,6 +160,8 @@ def summary(results: dict[str, dict]) -> str:
              f"({len(compared) / max(len(density), 1):.0%}) and within {VOLTAGE_TOLERANCE} mV "
              f"{len(matched)} ({len(matched) / max(len(density), 1):.0%} of those NEURON runs); "
              f"worst difference {max(compared.values(), default=0):.3g} mV"]
+    lines += [f"  {p}: {e:.3g} mV" for p, e in sorted(compared.items(), key=lambda x: -x[1])[:3]
+              if e < VOLTAGE_TOLERANCE]
     lines += [f"  differs: {p}: {e:.3g} mV" for p, e in sorted(compared.items())
               if e >= VOLTAGE_TOLERANCE]
     lines += [f"  run error: {p}: {r['run_error']}" for p, r in results.items()
