@@ -21,8 +21,10 @@ The block's statements run in order, each over the names kept per compartment
   replaced, as nocmodl writes it.
 * ``euler``: ``x = x + dt f(x)``, every ``f`` from the values before the step.
 * ``SOLVE procedure`` (no METHOD): the PROCEDURE runs.
-* ``SOLVE kinetic STEADYSTATE sparse`` in INITIAL: :data:`STEADY_REPEATS` backward
-  Euler steps of :data:`STEADY_DT`, NEURON's way to the steady state.
+* ``SOLVE kinetic STEADYSTATE sparse`` in INITIAL: backward Euler steps of
+  :data:`STEADY_DT`, NEURON's way to the steady state: one for a linear scheme (every
+  side of every reaction one state or none), :data:`STEADY_REPEATS` otherwise, as
+  ``_ss_sparse`` does (one step is not yet the steady state where a rate is slow).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
 from jaxlean.models.neuron.nmodl.model import Model
 
-__all__ = ["METHODS", "NEWTON_STEPS", "mentions", "solve"]
+__all__ = ["METHODS", "NEWTON_STEPS", "linear", "mentions", "solve"]
 
 METHODS = ("cnexp", "derivimplicit", "euler", "sparse")
 NEWTON_STEPS = 3
@@ -43,7 +45,15 @@ NEWTON_STEPS = 3
 
 STEADY_DT, STEADY_REPEATS = 1e9, 7
 """``SOLVE kinetic STEADYSTATE sparse`` (in INITIAL): backward Euler steps of 1e9 ms, as
-NEURON's ``_ss_sparse`` takes them (up to 7)."""
+NEURON's ``_ss_sparse`` takes them (one for a linear scheme, up to 7 otherwise)."""
+
+
+def linear(block: s.Block) -> bool:
+    """Whether a KINETIC block's reactions are linear in its states, as nocmodl decides
+    (each side of each ``~`` at most one state, coefficient 1)."""
+    return all(sum(coefficient for _, coefficient in side) <= 1
+               for statement in block.body if isinstance(statement, s.Reaction)
+               for side in (statement.left, statement.right))
 
 
 def mentions(model: Model, expr: s.Expr, name: str, seen: frozenset = frozenset()) -> bool:
@@ -221,7 +231,7 @@ def solve(model: Model, block: s.Block, method: str, names: dict, dt) -> None:
     elif method == "steadystate" and block.kind == "KINETIC":
         saved = names.get("dt")
         names["dt"] = STEADY_DT
-        for _ in range(STEADY_REPEATS):
+        for _ in range(1 if linear(block) else STEADY_REPEATS):
             _backward_euler(model, block, names, STEADY_DT)
         if saved is None:
             names.pop("dt")
