@@ -310,9 +310,12 @@ def test_label_smoothing_matches_full_logits(head_kind):
         per_token = -jnp.sum(smooth * logp, axis=-1)
         return jnp.sum(jnp.where(mask, per_token, 0)) / jnp.sum(mask)
 
-    value, grads = jax.jit(jax.value_and_grad(ours, (0, 1)))(hidden, head)
+    # the forward-only value and the gradients' value in one program
+    value, (grad_value, grads) = jax.jit(lambda *a: (ours(*a), jax.value_and_grad(
+        ours, (0, 1))(*a)))(hidden, head)
     ref_value, ref_grads = jax.jit(jax.value_and_grad(ref, (0, 1)))(hidden, head)
     _close(value, ref_value, 1e-5)
+    _close(grad_value, ref_value, 1e-5)
     for a, b in zip(grads, ref_grads, strict=True):
         _close(a, b, 1e-5)
 
@@ -326,11 +329,12 @@ def test_cross_entropy_float_weights_and_empty_mask():
         nll = -_ref_matrix(hidden, head, targets)[0]
         return (cross_entropy(hidden, head, targets, mask=weights),
                 jnp.sum(nll * weights) / jnp.sum(weights),
+                cross_entropy(hidden, head, targets, mask=empty),
                 jax.value_and_grad(lambda h: cross_entropy(h, head, targets, mask=empty))(hidden))
 
-    weighted, want, (empty_value, grads) = jax.jit(losses)(hidden, head)
+    weighted, want, empty_value, (empty_grad_value, grads) = jax.jit(losses)(hidden, head)
     _close(weighted, want, 1e-5)
-    assert float(empty_value) == 0.0
+    assert float(empty_value) == 0.0 and float(empty_grad_value) == 0.0
     assert not np.any(np.asarray(grads))
 
 
