@@ -99,8 +99,8 @@ def test_grpo_objective_on_logprobs_equals_trl(trl, case):
     advantages = group_advantages(jnp.asarray(x["rewards"]), 4)
     np.testing.assert_allclose(advantages, x[f"{case}/advantages"], **CLOSE)
     options = _grpo_options(x, case)
-    value, grad = jax.value_and_grad(lambda lp: policy_objective(
-        lp, jnp.asarray(x["old_logprobs"]), advantages, **options).loss)(jnp.asarray(logprobs))
+    value, grad = jax.jit(jax.value_and_grad(lambda lp: policy_objective(  # one compile
+        lp, jnp.asarray(x["old_logprobs"]), advantages, **options).loss))(jnp.asarray(logprobs))
     np.testing.assert_allclose(value, x[f"{case}/loss"], **CLOSE)
     np.testing.assert_allclose(grad, x[f"{case}/grad_logprobs"], **CLOSE)
 
@@ -190,7 +190,11 @@ def test_dpo_objective_on_sequence_logprobs_equals_trl(trl, loss_type):
                              chosen_lengths=mask[:half].sum(-1),
                              rejected_lengths=mask[half:].sum(-1))
 
-    (value, out), grad = jax.value_and_grad(lambda s: (loss(s).loss, loss(s)), has_aux=True)(sums)
+    def loss_and_outputs(sums):
+        out = loss(sums)
+        return out.loss, out
+
+    (value, out), grad = jax.jit(jax.value_and_grad(loss_and_outputs, has_aux=True))(sums)
     np.testing.assert_allclose(value, x[f"{loss_type}/loss"], **CLOSE)
     np.testing.assert_allclose(np.asarray(grad)[:, None] * mask, x[f"{loss_type}/grad_logprobs"],
                                **CLOSE)

@@ -3,6 +3,8 @@ their micro-batching rule, and their errors."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +24,7 @@ from jaxlean.loss.preference import dpo_loss, dpo_objective, sequence_logprobs
 B, T, H, V = 4, 9, 16, 200
 
 
+@functools.cache  # one set of arrays (and one compile of the ops making them) per seed
 def _data(seed=0):
     k = jax.random.split(jax.random.key(seed), 7)
     hidden = normal(k[0], (B, T, H))
@@ -67,55 +70,78 @@ CASES = [("grpo", "token"), ("bnpo", "token"), ("dr_grpo", "token"), ("dapo", "t
 PATHS = ["one_pass", "recompute", "callable"]
 
 
-@pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("normalization,level", CASES)
-def test_policy_loss_matches_full_logits(normalization, level, path):
+def _extra(normalization):
+    return {"dr_grpo": dict(max_completion_length=12),
+            "dapo": dict(num_items_in_batch=40.0)}.get(normalization, {})
+
+
+@functools.cache  # every case's chunked loss on one path: one program per path
+def _policy_losses(path):
     hidden, head, targets, old, ref, adv, mask = _data()
-    extra = {"dr_grpo": dict(max_completion_length=12),
-             "dapo": dict(num_items_in_batch=40.0)}.get(normalization, {})
-    naive_extra = dict(max_len=extra.get("max_completion_length"),
-                       num_items=extra.get("num_items_in_batch"))
     ids = jnp.where(mask > 0, targets, -100)  # positions off the completion: ignored
 
-    def ours(hidden, head):
+    def ours(hidden, head, normalization, level):
         w = (lambda c: c @ head) if path == "callable" else head
         return policy_gradient_loss(
             hidden, w, ids, old, adv, mask=mask, clip_eps=0.2, clip_eps_high=0.28,
             ref_logprobs=ref, kl_coef=0.05, normalization=normalization,
             importance_sampling_level=level, chunk_size=5,
-            vocab_chunk=60 if path == "recompute" else None, **extra).loss
+            vocab_chunk=60 if path == "recompute" else None, **_extra(normalization)).loss
 
-    naive = lambda h, w: _naive_policy(h, w, targets, old, adv, mask, ref,
-                                       normalization=normalization, level=level, kl_coef=0.05,
-                                       **naive_extra)
-    value, grads = jax.jit(jax.value_and_grad(ours, (0, 1)))(hidden, head)
-    want, want_grads = jax.value_and_grad(naive, (0, 1))(hidden, head)
+    return jax.jit(lambda h, w: [jax.value_and_grad(ours, (0, 1))(h, w, *case)
+                                 for case in CASES])(hidden, head)
+
+
+@functools.cache  # every case's references (shared by the paths) in one program
+def _policy_references():
+    hidden, head, targets, old, ref, adv, mask = _data()
+
+    def references(hidden, head, normalization, level):
+        extra = _extra(normalization)
+        naive = lambda h, w: _naive_policy(
+            h, w, targets, old, adv, mask, ref, normalization=normalization, level=level,
+            kl_coef=0.05, max_len=extra.get("max_completion_length"),
+            num_items=extra.get("num_items_in_batch"))
+        on_logprobs = lambda lp: policy_objective(
+            lp, old, adv, mask=mask, clip_eps=0.2, clip_eps_high=0.28, ref_logprobs=ref,
+            kl_coef=0.05, normalization=normalization, importance_sampling_level=level,
+            **extra).loss
+        return (jax.value_and_grad(naive, (0, 1))(hidden, head),
+                jax.value_and_grad(on_logprobs)(_naive_logprobs(hidden, head, targets))[0])
+
+    return jax.jit(lambda h, w: [references(h, w, *case) for case in CASES])(hidden, head)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("normalization,level", CASES)
+def test_policy_loss_matches_full_logits(normalization, level, path):
+    case = CASES.index((normalization, level))
+    value, grads = _policy_losses(path)[case]
+    (want, want_grads), on_logprobs = _policy_references()[case]
     np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)
     for a, b in zip(grads, want_grads, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * float(jnp.abs(b).max()))
-    logp = _naive_logprobs(hidden, head, targets)
-    on_logprobs = jax.value_and_grad(lambda lp: policy_objective(
-        lp, old, adv, mask=mask, clip_eps=0.2, clip_eps_high=0.28, ref_logprobs=ref,
-        kl_coef=0.05, normalization=normalization, importance_sampling_level=level,
-        **extra).loss)(logp)
-    np.testing.assert_allclose(on_logprobs[0], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(on_logprobs, want, rtol=1e-5, atol=1e-6)
 
 
 def test_sequence_level_is_not_token_level():
     hidden, head, targets, old, _, adv, mask = _data()
-    run = lambda level: float(policy_gradient_loss(
+    run = lambda level: policy_gradient_loss(
         hidden, head, targets, old, adv, mask=mask, normalization="grpo",
-        importance_sampling_level=level).loss)
-    assert abs(run("sequence") - run("token")) > 1e-3
+        importance_sampling_level=level).loss
+    sequence, token = jax.jit(lambda: (run("sequence"), run("token")))()  # one compile
+    assert abs(float(sequence) - float(token)) > 1e-3
 
 
 def test_names_alias_the_old_normalizations():
     hidden, head, targets, old, _, adv, mask = _data()
     run = lambda how: policy_gradient_loss(hidden, head, targets, old, adv, mask=mask,
                                            normalization=how).loss
-    np.testing.assert_array_equal(run("token"), run("bnpo"))
-    np.testing.assert_array_equal(run("sequence"), run("grpo"))
-    np.testing.assert_allclose(run("dapo"), run("bnpo"), rtol=1e-6)  # its default divisor
+    names = ("token", "bnpo", "sequence", "grpo", "dapo")
+    loss = dict(zip(names, jax.jit(lambda: [run(how) for how in names])(), strict=True))
+    np.testing.assert_array_equal(loss["token"], loss["bnpo"])
+    np.testing.assert_array_equal(loss["sequence"], loss["grpo"])
+    np.testing.assert_allclose(loss["dapo"], loss["bnpo"], rtol=1e-6)  # its default divisor
 
 
 def test_dapo_micro_batches_add_up_to_the_whole_batch():
@@ -128,25 +154,35 @@ def test_dapo_micro_batches_add_up_to_the_whole_batch():
                                     mask=mask[rows], normalization="dapo",
                                     num_items_in_batch=items).loss
 
-    whole = jax.value_and_grad(loss)(head, slice(None))
-    parts = [jax.value_and_grad(loss)(head, rows, jnp.sum(mask))
-             for rows in (slice(0, 2), slice(2, None))]
+    whole, *parts = jax.jit(lambda head: [jax.value_and_grad(loss)(head, slice(None))] + [
+        jax.value_and_grad(loss)(head, rows, jnp.sum(mask))
+        for rows in (slice(0, 2), slice(2, None))])(head)  # one compile
     np.testing.assert_allclose(parts[0][0] + parts[1][0], whole[0], rtol=1e-5)
     np.testing.assert_allclose(parts[0][1] + parts[1][1], whole[1], rtol=1e-4, atol=1e-7)
 
 
-@pytest.mark.parametrize("loss_type", ["sigmoid", "hinge", "ipo"])
-@pytest.mark.parametrize("path", PATHS)
-def test_dpo_loss_matches_full_logits(loss_type, path):
+DPO_LOSS_TYPES = ["sigmoid", "hinge", "ipo"]
+
+
+@functools.cache  # every loss type's chunked loss on one path: one program per path
+def _dpo_losses(path):
     hidden, head, targets, _, ref, _, mask = _data(1)
     ids = jnp.where(mask > 0, targets, -100)
 
-    def ours(hidden, head):
+    def ours(hidden, head, loss_type):
         w = (lambda c: c @ head) if path == "callable" else head
         return dpo_loss(hidden, w, ids, ref, mask=mask, beta=0.2, loss_type=loss_type,
                         chunk_size=4, vocab_chunk=64 if path == "recompute" else None).loss
 
-    def naive(hidden, head):
+    return jax.jit(lambda h, w: [jax.value_and_grad(ours, (0, 1))(h, w, loss_type)
+                                 for loss_type in DPO_LOSS_TYPES])(hidden, head)
+
+
+@functools.cache  # every loss type's reference (shared by the paths) in one program
+def _dpo_references():
+    hidden, head, targets, _, ref, _, mask = _data(1)
+
+    def naive(hidden, head, loss_type):
         logp = _naive_logprobs(hidden, head, targets)
         ratio = jnp.sum((logp - ref) * mask, -1)
         c, r = ratio[:2], ratio[2:]
@@ -157,8 +193,15 @@ def test_dpo_loss_matches_full_logits(loss_type, path):
         n = jnp.sum(mask, -1)
         return jnp.mean((c / n[:2] - r / n[2:] - 1 / 0.4) ** 2)
 
-    value, grads = jax.jit(jax.value_and_grad(ours, (0, 1)))(hidden, head)
-    want, want_grads = jax.value_and_grad(naive, (0, 1))(hidden, head)
+    return jax.jit(lambda h, w: [jax.value_and_grad(naive, (0, 1))(h, w, loss_type)
+                                 for loss_type in DPO_LOSS_TYPES])(hidden, head)
+
+
+@pytest.mark.parametrize("loss_type", DPO_LOSS_TYPES)
+@pytest.mark.parametrize("path", PATHS)
+def test_dpo_loss_matches_full_logits(loss_type, path):
+    value, grads = _dpo_losses(path)[DPO_LOSS_TYPES.index(loss_type)]
+    want, want_grads = _dpo_references()[DPO_LOSS_TYPES.index(loss_type)]
     np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-6)
     for a, b in zip(grads, want_grads, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * float(jnp.abs(b).max()))

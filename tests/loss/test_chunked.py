@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -15,6 +17,7 @@ from jaxlean.loss.chunked import cross_entropy, token_logprobs, token_stats
 BATCH, T, H, V = 2, 13, 16, 300  # 26 tokens: ragged for every chunk size used below
 
 
+@functools.cache  # one set of arrays (and one compile of the ops making them) per dtype
 def _data(dtype=jnp.float32, seed=0):
     k = jax.random.split(jax.random.key(seed), 4)
     hidden = normal(k[0], (BATCH, T, H)).astype(dtype)
@@ -55,39 +58,58 @@ CHUNKINGS = [
 ]
 
 
-@pytest.mark.parametrize("temperature", [1.0, 0.7])
-@pytest.mark.parametrize("chunking", CHUNKINGS, ids=str)
-def test_token_stats_match_full_logits(chunking, temperature):
-    hidden, head, targets, w = _data()
-    w_top = normal(jax.random.key(5), (BATCH, T, 3))
-
+def _token_stats_objective(w_top, w):
     def scalar(lp, ent, lse, top):
         return jnp.sum(lp * w[0]) + jnp.sum(ent * w[1]) + jnp.sum(lse) + jnp.sum(top * w_top)
 
-    def ours(hidden, head):
-        s = token_stats(hidden, head, targets, top_k=3, temperature=temperature, **chunking)
-        return scalar(s.logprobs, s.entropy, s.logsumexp, s.top_logprobs), s
+    return scalar
+
+
+@functools.cache  # one compiled reference per temperature, shared by the chunkings
+def _token_stats_reference(temperature):
+    hidden, head, targets, w = _data()
+    scalar = _token_stats_objective(normal(jax.random.key(5), (BATCH, T, 3)), w)
 
     def ref(hidden, head):
         lp, ent, lse, top, ids = _ref_matrix(hidden, head, targets, temperature=temperature,
                                              top_k=3)
-        return scalar(lp, ent, lse, top), (lp, ent, lse, top, ids)
+        return scalar(lp, ent, lse, top), (lp, ent, lse, top, ids, jnp.argmax(hidden @ head, -1))
 
-    (_, s), grads = jax.jit(jax.value_and_grad(ours, (0, 1), has_aux=True))(hidden, head)
-    ref_value_and_grad = jax.jit(jax.value_and_grad(ref, (0, 1), has_aux=True))
-    (_, (lp, ent, lse, top, ids)), ref_grads = ref_value_and_grad(hidden, head)
+    return jax.jit(jax.value_and_grad(ref, (0, 1), has_aux=True))(hidden, head)
+
+
+@functools.cache  # every chunking at one temperature in one program: one compile each
+def _token_stats_chunked(temperature):
+    hidden, head, targets, w = _data()
+    scalar = _token_stats_objective(normal(jax.random.key(5), (BATCH, T, 3)), w)
+
+    def each(chunking, hidden, head):
+        def ours(hidden, head):
+            s = token_stats(hidden, head, targets, top_k=3, temperature=temperature, **chunking)
+            return scalar(s.logprobs, s.entropy, s.logsumexp, s.top_logprobs), s
+
+        return (jax.value_and_grad(ours, (0, 1), has_aux=True)(hidden, head),
+                token_logprobs(hidden, head, targets, temperature=temperature, **chunking))
+
+    return jax.jit(lambda h, w: [each(chunking, h, w) for chunking in CHUNKINGS])(hidden, head)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+@pytest.mark.parametrize("chunking", CHUNKINGS, ids=str)
+def test_token_stats_match_full_logits(chunking, temperature):
+    ((_, s), grads), only_logprobs = _token_stats_chunked(temperature)[
+        CHUNKINGS.index(chunking)]
+    (_, (lp, ent, lse, top, ids, argmax)), ref_grads = _token_stats_reference(temperature)
     assert s.logprobs.shape == (BATCH, T) and s.logprobs.dtype == jnp.float32
     assert s.top_ids.shape == (BATCH, T, 3) and s.top_ids.dtype == jnp.int32
     np.testing.assert_array_equal(s.top_ids, ids)
-    np.testing.assert_array_equal(s.argmax, jnp.argmax(hidden @ head, axis=-1))
+    np.testing.assert_array_equal(s.argmax, argmax)
     # 300 one-column blocks merge sequentially: float32 rounding grows with the block count
     rtol = 5e-5 if chunking.get("vocab_chunk") == 1 else 1e-5
     for a, b in zip((s.logprobs, s.entropy, s.logsumexp, s.top_logprobs, *grads),
                     (lp, ent, lse, top, *ref_grads), strict=True):
         _close(a, b, rtol)
-    only_logprobs = jax.jit(lambda h, W: token_logprobs(h, W, targets, temperature=temperature,
-                                                        **chunking))
-    np.testing.assert_allclose(only_logprobs(hidden, head), s.logprobs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(only_logprobs, s.logprobs, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("chunking", [dict(chunk_size=8), dict(chunk_size=8, vocab_chunk=70)],
@@ -96,13 +118,15 @@ def test_bf16_accumulates_in_f32(chunking):
     hidden, head, targets, w = _data(jnp.bfloat16)
     loss = lambda h, W: jnp.sum(token_logprobs(h, W, targets, **chunking) * w[0])
     ref = lambda h, W: jnp.sum(_ref_matrix(h, W, targets)[0] * w[0])
-    values = jax.jit(lambda h, W: token_logprobs(h, W, targets, **chunking))(hidden, head)
+    values, grads = jax.jit(lambda h, W: (token_logprobs(h, W, targets, **chunking),
+                                          jax.grad(loss, (0, 1))(h, W)))(hidden, head)
+    ref_values, ref_grads = jax.jit(lambda h, W: (_ref_matrix(h, W, targets)[0],
+                                                  jax.grad(ref, (0, 1))(h, W)))(hidden, head)
     assert values.dtype == jnp.float32
     # bf16 products are exact in f32: the values match the f32 reference closely.
-    _close(values, _ref_matrix(hidden, head, targets)[0], 1e-5)
-    grads = jax.jit(jax.grad(loss, (0, 1)))(hidden, head)
+    _close(values, ref_values, 1e-5)
     assert grads[0].dtype == grads[1].dtype == jnp.bfloat16
-    for a, b in zip(grads, jax.jit(jax.grad(ref, (0, 1)))(hidden, head), strict=True):
+    for a, b in zip(grads, ref_grads, strict=True):
         _close(a, b, 2e-2)
 
 
@@ -118,8 +142,8 @@ def test_bf16_token_stats_entropy_and_top_k():
         return jnp.sum(ent * w[1]) + jnp.sum(top), (ent, top, ids)
 
     (_, s), grads = jax.jit(jax.value_and_grad(ours, (0, 1), has_aux=True))(hidden, head)
-    (_, (ent, top, ids)), ref_grads = jax.value_and_grad(ref, (0, 1), has_aux=True)(hidden,
-                                                                                    head)
+    (_, (ent, top, ids)), ref_grads = jax.jit(jax.value_and_grad(ref, (0, 1), has_aux=True))(
+        hidden, head)
     np.testing.assert_array_equal(s.top_ids, ids)
     _close(s.entropy, ent, 1e-5)
     _close(s.top_logprobs, top, 1e-5)
@@ -256,11 +280,13 @@ def test_cross_entropy_mask_reduction_z_loss(reduction, z_loss):
         return cross_entropy(hidden, head, targets, mask=mask, reduction=reduction,
                              z_loss=z_loss, chunk_size=6, vocab_chunk=77)
 
-    _close(jax.jit(ours)(hidden, head), ref(hidden, head), 1e-5)
     scalar = (lambda f: lambda *a: jnp.sum(f(*a) * w[0])) if reduction == "none" else (
         lambda f: f)
-    for a, b in zip(jax.jit(jax.grad(scalar(ours), (0, 1)))(hidden, head),
-                    jax.jit(jax.grad(scalar(ref), (0, 1)))(hidden, head), strict=True):
+    # value and gradients in one program each (one compile, not two)
+    both = lambda f: jax.jit(lambda *a: (f(*a), jax.grad(scalar(f), (0, 1))(*a)))
+    (value, grads), (ref_value, ref_grads) = both(ours)(hidden, head), both(ref)(hidden, head)
+    _close(value, ref_value, 1e-5)
+    for a, b in zip(grads, ref_grads, strict=True):
         _close(a, b, 1e-5)
 
 
@@ -284,21 +310,31 @@ def test_label_smoothing_matches_full_logits(head_kind):
         per_token = -jnp.sum(smooth * logp, axis=-1)
         return jnp.sum(jnp.where(mask, per_token, 0)) / jnp.sum(mask)
 
-    _close(jax.jit(ours)(hidden, head), ref(hidden, head), 1e-5)
-    for a, b in zip(jax.jit(jax.grad(ours, (0, 1)))(hidden, head),
-                    jax.jit(jax.grad(ref, (0, 1)))(hidden, head), strict=True):
+    # the forward-only value and the gradients' value in one program
+    value, (grad_value, grads) = jax.jit(lambda *a: (ours(*a), jax.value_and_grad(
+        ours, (0, 1))(*a)))(hidden, head)
+    ref_value, ref_grads = jax.jit(jax.value_and_grad(ref, (0, 1)))(hidden, head)
+    _close(value, ref_value, 1e-5)
+    _close(grad_value, ref_value, 1e-5)
+    for a, b in zip(grads, ref_grads, strict=True):
         _close(a, b, 1e-5)
 
 
 def test_cross_entropy_float_weights_and_empty_mask():
     hidden, head, targets, _ = _data()
     weights = jnp.abs(normal(jax.random.key(3), (BATCH, T)))
-    nll = -_ref_matrix(hidden, head, targets)[0]
-    _close(cross_entropy(hidden, head, targets, mask=weights),
-           jnp.sum(nll * weights) / jnp.sum(weights), 1e-5)
     empty = jnp.zeros((BATCH, T), bool)
-    assert float(cross_entropy(hidden, head, targets, mask=empty)) == 0.0
-    grads = jax.grad(lambda h: cross_entropy(h, head, targets, mask=empty))(hidden)
+
+    def losses(hidden, head):  # one program: one compile, not one per eager op
+        nll = -_ref_matrix(hidden, head, targets)[0]
+        return (cross_entropy(hidden, head, targets, mask=weights),
+                jnp.sum(nll * weights) / jnp.sum(weights),
+                cross_entropy(hidden, head, targets, mask=empty),
+                jax.value_and_grad(lambda h: cross_entropy(h, head, targets, mask=empty))(hidden))
+
+    weighted, want, empty_value, (empty_grad_value, grads) = jax.jit(losses)(hidden, head)
+    _close(weighted, want, 1e-5)
+    assert float(empty_value) == 0.0 and float(empty_grad_value) == 0.0
     assert not np.any(np.asarray(grads))
 
 

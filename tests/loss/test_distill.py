@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
 
@@ -19,6 +20,7 @@ from jaxlean.loss.distill import distill_loss
 BATCH, T, HS, HT, V = 2, 13, 12, 20, 300  # 26 tokens: ragged for the chunk sizes below
 
 
+@functools.cache  # one set of arrays (and one compile of the ops making them) per dtype
 def _data(dtype=jnp.float32):
     k = jax.random.split(jax.random.key(0), 5)
     hs = normal(k[0], (BATCH, T, HS)).astype(dtype)
@@ -26,7 +28,7 @@ def _data(dtype=jnp.float32):
     ht = normal(k[2], (BATCH, T, HT)).astype(dtype)
     wt = (normal(k[3], (HT, V)) * 0.5).astype(dtype)
     mask = jax.random.bernoulli(k[4], 0.7, (BATCH, T))
-    return hs, ws, ht, wt, mask
+    return hs, ws, ht, wt, mask, normal(jax.random.key(9), (BATCH, T))  # last: cotangents
 
 
 def _reference(logits_s, logits_t, divergence, temperature, beta=0.5, top_k=None):
@@ -61,34 +63,52 @@ CASES = [
 CHUNKINGS = [dict(), dict(chunk_size=5, vocab_chunk=64), dict(chunk_size=26, vocab_chunk=299)]
 
 
+def _per_token_objective(per_token_loss):
+    """(sum of per-token values times fixed cotangents, the per-token values)."""
+    g = _data()[5]
+
+    def objective(*args):
+        per_token = per_token_loss(*args)
+        return jnp.sum(per_token * g), per_token
+
+    return objective
+
+
+@functools.cache  # one compiled reference per case, shared by the chunkings
+def _reference_values_and_grads(case_index):
+    opts = dict(temperature=1.0) | CASES[case_index]
+    ref_opts = {k: v for k, v in opts.items() if k != "divergence"}
+    ref = _per_token_objective(
+        lambda hs, ws, ht, wt: _reference(hs @ ws, ht @ wt, opts["divergence"], **ref_opts))
+    return jax.jit(jax.value_and_grad(ref, (0, 1, 2, 3), has_aux=True))(*_data()[:4])
+
+
+@functools.cache  # every chunking of one case in one program: one compile per case
+def _values_and_grads(case_index):
+    opts = dict(temperature=1.0) | CASES[case_index]
+
+    def each(chunking, *args):
+        ours = _per_token_objective(
+            lambda hs, ws, ht, wt: distill_loss(hs, ws, ht, wt, reduction="none",
+                                                teacher_grad=True, **opts, **chunking))
+        return jax.value_and_grad(ours, (0, 1, 2, 3), has_aux=True)(*args)
+
+    return jax.jit(lambda *args: [each(chunking, *args) for chunking in CHUNKINGS])(
+        *_data()[:4])
+
+
 @pytest.mark.parametrize("chunking", CHUNKINGS, ids=str)
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_matches_full_logits_with_teacher_gradients(case, chunking):
-    hs, ws, ht, wt, _ = _data()
-    g = normal(jax.random.key(9), (BATCH, T))
-    opts = dict(temperature=1.0) | case
-    ref_opts = {k: v for k, v in opts.items() if k != "divergence"}
-
-    def ours(hs, ws, ht, wt):
-        per_token = distill_loss(hs, ws, ht, wt, reduction="none", teacher_grad=True,
-                                 **opts, **chunking)
-        return jnp.sum(per_token * g), per_token
-
-    def ref(hs, ws, ht, wt):
-        per_token = _reference(hs @ ws, ht @ wt, opts["divergence"], **ref_opts)
-        return jnp.sum(per_token * g), per_token
-
-    (_, values), grads = jax.jit(jax.value_and_grad(ours, (0, 1, 2, 3), has_aux=True))(
-        hs, ws, ht, wt)
-    (_, ref_values), ref_grads = jax.value_and_grad(ref, (0, 1, 2, 3), has_aux=True)(
-        hs, ws, ht, wt)
+    (_, values), grads = _values_and_grads(CASES.index(case))[CHUNKINGS.index(chunking)]
+    (_, ref_values), ref_grads = _reference_values_and_grads(CASES.index(case))
     assert float(jnp.min(ref_values)) >= -1e-6 and float(jnp.max(ref_values)) > 1e-2
     for a, b in zip((values, *grads), (ref_values, *ref_grads), strict=True):
         _close(a, b, 2e-5)
 
 
 def test_teacher_is_constant_by_default_and_mask_mean():
-    hs, ws, ht, wt, mask = _data()
+    hs, ws, ht, wt, mask, _ = _data()
 
     def ours(ws, wt):
         return distill_loss(hs, ws, ht, wt, divergence="jsd", mask=mask, chunk_size=8)
@@ -98,8 +118,9 @@ def test_teacher_is_constant_by_default_and_mask_mean():
         return jnp.sum(jnp.where(mask, per_token, 0)) / jnp.sum(mask)
 
     value, (dws, dwt) = jax.jit(jax.value_and_grad(ours, (0, 1)))(ws, wt)
-    _close(value, ref(ws, wt), 1e-5)
-    _close(dws, jax.grad(ref)(ws, wt), 2e-5)
+    ref_value, ref_dws = jax.jit(jax.value_and_grad(ref))(ws, wt)
+    _close(value, ref_value, 1e-5)
+    _close(dws, ref_dws, 2e-5)
     assert not np.any(np.asarray(dwt))
 
 
@@ -114,7 +135,7 @@ class SoftCapped(eqx.Module):
 @pytest.mark.parametrize("divergence", ["reverse_kl", "top_k_kl"])
 def test_callable_heads(divergence):
     """A module student and a closure teacher; gradients reach both (teacher_grad=True)."""
-    hs, ws, ht, wt, _ = _data()
+    hs, ws, ht, wt, *_ = _data()
     bias = jnp.linspace(-1.0, 1.0, V)
     student = SoftCapped(ws, bias)
 
@@ -127,25 +148,31 @@ def test_callable_heads(divergence):
         extra = dict(top_k=7) if divergence == "top_k_kl" else {}
         return jnp.mean(_reference(student(hs), ht @ wt + bias, divergence, 1.3, **extra))
 
-    _close(jax.jit(ours)(student, wt), ref(student, wt), 1e-5)
-    grads, ref_grads = jax.jit(jax.grad(ours, (0, 1)))(student, wt), jax.grad(ref, (0, 1))(
-        student, wt)
+    # the forward-only value and the gradients' value in one program
+    value, (grad_value, grads) = jax.jit(lambda *a: (ours(*a), jax.value_and_grad(
+        ours, (0, 1))(*a)))(student, wt)
+    ref_value, ref_grads = jax.jit(jax.value_and_grad(ref, (0, 1)))(student, wt)
+    _close(value, ref_value, 1e-5)
+    _close(grad_value, ref_value, 1e-5)
     for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads), strict=True):
         _close(a, b, 2e-5)
 
 
 def test_bf16_inputs_accumulate_in_f32():
-    hs, ws, ht, wt, _ = _data(jnp.bfloat16)
+    hs, ws, ht, wt, *_ = _data(jnp.bfloat16)
     ours = lambda hs, ws: distill_loss(hs, ws, ht, wt, chunk_size=8, vocab_chunk=70)
     ref = lambda hs, ws: jnp.mean(_reference(hs.astype(jnp.float32) @ ws.astype(jnp.float32),
                                              ht.astype(jnp.float32) @ wt.astype(jnp.float32),
                                              "forward_kl", 1.0))
-    value = jax.jit(ours)(hs, ws)
+    # the forward-only value and the gradients' value in one program
+    value, (grad_value, grads) = jax.jit(lambda *a: (ours(*a), jax.value_and_grad(
+        ours, (0, 1))(*a)))(hs, ws)
+    ref_value, ref_grads = jax.jit(jax.value_and_grad(ref, (0, 1)))(hs, ws)
     assert value.dtype == jnp.float32
-    _close(value, ref(hs, ws), 1e-4)
-    grads = jax.jit(jax.grad(ours, (0, 1)))(hs, ws)
+    _close(value, ref_value, 1e-4)
+    _close(grad_value, ref_value, 1e-4)
     assert grads[0].dtype == grads[1].dtype == jnp.bfloat16
-    for a, b in zip(grads, jax.grad(ref, (0, 1))(hs, ws), strict=True):
+    for a, b in zip(grads, ref_grads, strict=True):
         _close(a, b, 2e-2)
 
 
@@ -163,7 +190,7 @@ def test_memory_does_not_hold_the_logits():
 def test_a_closed_over_teacher_is_not_folded_at_compile_time():
     """jit makes a closed-over teacher's arrays constants; XLA must not fold the teacher's
     computation into new constants (at T=1024, V=32,000 that folding took 17 s)."""
-    hs, ws, ht, wt, _ = _data()
+    hs, ws, ht, wt, *_ = _data()
     loss = lambda w: distill_loss(hs, w, ht, wt, divergence="jsd", chunk_size=8)
     hlo = jax.jit(jax.value_and_grad(loss)).lower(ws).compile().as_text()
     teacher_shaped = {shape for shape in re.findall(r"= f32\[([\d,]*)\]\S* constant\(", hlo)
@@ -172,7 +199,7 @@ def test_a_closed_over_teacher_is_not_folded_at_compile_time():
 
 
 def test_errors_name_the_problem():
-    hs, ws, ht, wt, _ = _data()
+    hs, ws, ht, wt, *_ = _data()
     with pytest.raises(ConfigError, match=r"student's vocabulary \(V=300\) and the teacher's "
                                           r"\(V=299\) differ"):
         distill_loss(hs, ws, ht, wt[:, :299])
@@ -191,14 +218,14 @@ def test_errors_name_the_problem():
 
 
 def test_one_device_mesh_matches_unsharded():
-    hs, ws, ht, wt, mask = _data()
+    hs, ws, ht, wt, mask, _ = _data()
     hs, ht, mask = hs.reshape(BATCH * T, HS), ht.reshape(BATCH * T, HT), mask.reshape(-1)
     vp = VocabParallel(jax.make_mesh((1,), ("model",)), "model")
     loss = lambda ws, vp: distill_loss(hs, ws, ht, wt, divergence="top_k_kl", top_k=4,
                                        mask=mask, chunk_size=8, vocab_chunk=70,
                                        vocab_parallel=vp)
     got = jax.jit(jax.value_and_grad(lambda ws: loss(ws, vp)))(ws)
-    want = jax.value_and_grad(lambda ws: loss(ws, None))(ws)
+    want = jax.jit(jax.value_and_grad(lambda ws: loss(ws, None)))(ws)
     for a, b in zip(got, want, strict=True):
         _close(a, b, 1e-5)
     with pytest.raises(ConfigError, match="matrix heads for both"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
 import jax
@@ -16,6 +17,7 @@ from jaxlean.loss.policy import kl_estimate, policy_gradient_loss
 B, T, H, V = 3, 9, 16, 200
 
 
+@functools.cache  # one set of arrays (and one compile of the ops making them)
 def _data():
     k = jax.random.split(jax.random.key(0), 7)
     hidden = normal(k[0], (B, T, H))
@@ -56,13 +58,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_matches_full_logits(case):
+@functools.cache  # every case's loss and its reference: two programs for all cases
+def _losses_and_references():
     hidden, head, tokens, old, ref, adv, mask = _data()
     tokens = jnp.where(mask, tokens, -1)  # masked positions may hold any id
-    opts = dict(clip_eps=0.2, clip_high=0.28, temperature=0.9) | case
+    safe = jnp.where(mask, tokens, 0)
 
-    def ours(hidden, head):
+    def ours(hidden, head, case):
         out = policy_gradient_loss(
             hidden, head, tokens, old, adv, mask=mask, clip_eps=0.2, clip_eps_high=0.28,
             ref_logprobs=ref, kl_coef=case["kl_coef"], kl_estimator=case["estimator"],
@@ -70,11 +72,24 @@ def test_matches_full_logits(case):
             temperature=0.9, chunk_size=5, vocab_chunk=60)
         return out.loss, out
 
-    value, grads = jax.jit(jax.value_and_grad(ours, (0, 1), has_aux=True))(hidden, head)
-    safe = jnp.where(mask, tokens, 0)
-    reference = lambda h, w: _reference(h, w, safe, old, ref, adv, mask, **opts)
-    ref_grads = jax.grad(reference, (0, 1))(hidden, head)
-    np.testing.assert_allclose(value[0], reference(hidden, head), rtol=1e-5, atol=1e-6)
+    def reference(h, w, case):
+        return _reference(h, w, safe, old, ref, adv, mask,
+                          **dict(clip_eps=0.2, clip_high=0.28, temperature=0.9) | case)
+
+    losses = jax.jit(lambda h, w: [jax.value_and_grad(ours, (0, 1), has_aux=True)(h, w, case)
+                                   for case in CASES])(hidden, head)
+    references = jax.jit(lambda h, w: [jax.value_and_grad(reference, (0, 1))(h, w, case)
+                                       for case in CASES])(hidden, head)
+    return losses, references
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_matches_full_logits(case):
+    _, _, _, old, _, adv, mask = _data()
+    losses, references = _losses_and_references()
+    value, grads = losses[CASES.index(case)]
+    ref_value, ref_grads = references[CASES.index(case)]
+    np.testing.assert_allclose(value[0], ref_value, rtol=1e-5, atol=1e-6)
     for a, b in zip(grads, ref_grads, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * float(jnp.abs(b).max()))
     out = value[1]
@@ -89,15 +104,21 @@ def test_matches_full_logits(case):
 
 def test_kl_estimators_against_exact_kl():
     """k1 and k3 are unbiased: their means over samples of pi approach KL(pi || ref)."""
-    k = jax.random.split(jax.random.key(1), 3)
-    logits, ref_logits = normal(k[0], (50,)), normal(k[1], (50,)) * 0.5
-    logp, ref_logp = jax.nn.log_softmax(logits), jax.nn.log_softmax(ref_logits)
-    exact = jnp.sum(jnp.exp(logp) * (logp - ref_logp))
-    samples = jax.random.categorical(k[2], logits, shape=(200_000,))
-    for estimator in ("k1", "k3"):
-        estimate = jnp.mean(kl_estimate(logp[samples], ref_logp[samples], estimator))
+    @jax.jit  # one compile, not one per eager op
+    def estimates():
+        k = jax.random.split(jax.random.key(1), 3)
+        logits, ref_logits = normal(k[0], (50,)), normal(k[1], (50,)) * 0.5
+        logp, ref_logp = jax.nn.log_softmax(logits), jax.nn.log_softmax(ref_logits)
+        exact = jnp.sum(jnp.exp(logp) * (logp - ref_logp))
+        samples = jax.random.categorical(k[2], logits, shape=(200_000,))
+        means = [jnp.mean(kl_estimate(logp[samples], ref_logp[samples], estimator))
+                 for estimator in ("k1", "k3")]
+        return exact, means, jnp.min(kl_estimate(logp, ref_logp, "k3"))
+
+    exact, means, smallest_k3 = estimates()
+    for estimate in means:
         np.testing.assert_allclose(estimate, exact, rtol=0.03)
-    assert float(jnp.min(kl_estimate(logp, ref_logp, "k3"))) >= 0
+    assert float(smallest_k3) >= 0
 
 
 def test_errors_name_the_problem():

@@ -1,5 +1,7 @@
 """scan_layers against an unrolled Python loop over the unstacked layers; stack/unstack."""
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -53,26 +55,39 @@ CASES = (
 )
 
 
+def _inputs():
+    return (make_layers(7), normal(jax.random.key(1), (3, 5)),
+            normal(jax.random.key(2), (7, 3, 5)))
+
+
+def _values_and_grads(run, layers, h, xs):
+    """``run``'s (carry, ys) and the gradients of ``loss_of(run)`` w.r.t. the layers and h."""
+    loss = loss_of(lambda layers, h: run(layers, h, xs))
+    return run(layers, h, xs), eqx.filter_grad(lambda both: loss(*both))((layers, h))
+
+
+@functools.cache  # the unrolled reference: one compile, shared by every case
+def _reference():
+    layers, h0, xs = _inputs()
+    (carry, ys), (grads, h_grad) = eqx.filter_jit(_values_and_grads)(unrolled, layers, h0, xs)
+    return carry, ys, stack(grads), h_grad
+
+
 @pytest.mark.parametrize(("remat", "nested"), CASES)
 def test_scan_layers_matches_unrolled_loop(remat, nested):
-    layers = make_layers(7)
-    h0 = normal(jax.random.key(1), (3, 5))
-    xs = normal(jax.random.key(2), (7, 3, 5))
+    layers, h0, xs = _inputs()
 
-    def scanned(stacked, h):
+    def scanned(stacked, h, xs):
         return scan_layers(layer_fn, stacked, h, xs, remat=remat, nested=nested)
 
-    ref_carry, ref_ys = unrolled(layers, h0, xs)
-    carry, ys = eqx.filter_jit(scanned)(stack(layers), h0)
+    # values and both gradients in one program: one compile per case
+    (carry, ys), (grads, h_grad) = eqx.filter_jit(_values_and_grads)(scanned, stack(layers),
+                                                                     h0, xs)
+    ref_carry, ref_ys, ref_grads, ref_h_grad = _reference()
     np.testing.assert_allclose(carry, ref_carry, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ys, ref_ys, rtol=1e-5, atol=1e-5)
-
-    ref_grads = eqx.filter_grad(loss_of(lambda ls, h: unrolled(ls, h, xs)))(layers, h0)
-    grads = eqx.filter_jit(eqx.filter_grad(loss_of(scanned)))(stack(layers), h0)
     for name in ("w", "b"):
-        np.testing.assert_allclose(grads[name], stack(ref_grads)[name], rtol=1e-4, atol=1e-5)
-    h_grad = jax.grad(loss_of(scanned), argnums=1)(stack(layers), h0)
-    ref_h_grad = jax.grad(loss_of(lambda ls, h: unrolled(ls, h, xs)), argnums=1)(layers, h0)
+        np.testing.assert_allclose(grads[name], ref_grads[name], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(h_grad, ref_h_grad, rtol=1e-4, atol=1e-5)
 
 

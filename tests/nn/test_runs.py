@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -131,22 +133,32 @@ OPTIONS = [
 @pytest.mark.parametrize("name", ["first-last-differ", "period-2", "paramless-in-pattern",
                                   "first-changes-shape"])
 def test_values_and_gradients_match_an_unrolled_loop(name, options):
-    layers = CHAINS[name]()
-    x = _input(name)
-
-    def loss(model, x):
-        return jnp.sum(jnp.sin(model(x)))
-
-    ref_value, (ref_grads, ref_x_grad) = eqx.filter_value_and_grad(
-        lambda both: loss(lambda h: loop(both[0], h), both[1]))((layers, x))
-    for model in _pair(layers, **options):
-        value, (grads, x_grad) = eqx.filter_jit(eqx.filter_value_and_grad(
-            lambda both: loss(*both)))((model, x))
+    ref_value, (ref_grads, ref_x_grad) = _loop_value_and_grads(name)
+    for value, (grads, x_grad) in _chain_values_and_grads(name)[OPTIONS.index(options)]:
         np.testing.assert_allclose(value, ref_value, rtol=1e-5, atol=1e-6)
         got = grads.layers if isinstance(grads, Sequential) else \
             [grads.node(node) for node in grads.plan.nodes]
         _close(got, ref_grads, 1e-4)
         _close(x_grad, ref_x_grad, 1e-4)
+
+
+@functools.cache  # every option's Sequential and Graph of one chain in one program
+def _chain_values_and_grads(name):
+    layers = CHAINS[name]()
+    models = [_pair(layers, **options) for options in OPTIONS]
+    return eqx.filter_jit(lambda models, x: [[_value_and_grads(model, x) for model in pair]
+                                             for pair in models])(models, _input(name))
+
+
+def _value_and_grads(model, x):
+    """``sum(sin(model(x)))`` and its gradients w.r.t. the model's arrays and ``x``."""
+    return eqx.filter_value_and_grad(lambda both: jnp.sum(jnp.sin(both[0](both[1]))))((model, x))
+
+
+@functools.cache  # the reference loop: one compile per chain, shared by the options
+def _loop_value_and_grads(name):
+    loss = lambda both: jnp.sum(jnp.sin(loop(*both)))
+    return eqx.filter_jit(eqx.filter_value_and_grad(loss))((CHAINS[name](), _input(name)))
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(
