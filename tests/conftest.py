@@ -24,6 +24,29 @@ def pytest_sessionfinish(session):
     xla_cache.session_finish(session)
 
 
+QUICK_EMITTERS = "--xla_cpu_use_fusion_emitters=false"  # make test's quick-compile flag
+IN_DEFAULT_EMITTERS_CHILD = "JAXLEAN_TEST_DEFAULT_EMITTERS_CHILD"
+
+
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked ``default_emitters`` checks a result of XLA's default CPU code (bit for
+    bit, or to a tolerance the quick emitters' rounding exceeds): where ``make test`` turned
+    the fusion emitters off, it runs in a child pytest with them on, and passes as it does."""
+    if (pyfuncitem.get_closest_marker("default_emitters") is None
+            or QUICK_EMITTERS not in os.environ.get("XLA_FLAGS", "")
+            or os.environ.get(IN_DEFAULT_EMITTERS_CHILD)):
+        return None
+    flags = os.environ["XLA_FLAGS"] + " --xla_cpu_use_fusion_emitters=true"  # the later wins
+    env = dict(os.environ, XLA_FLAGS=flags, **{IN_DEFAULT_EMITTERS_CHILD: "1"})
+    env.pop("PYTEST_XDIST_WORKER", None)
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+               pyfuncitem.nodeid]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    return True
+
+
 def pytest_terminal_summary(terminalreporter):
     if lines := xla_cache.summary_lines():
         terminalreporter.write_sep("-", "XLA compilation cache")

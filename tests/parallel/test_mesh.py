@@ -63,6 +63,7 @@ def test_rule_errors_name_the_leaf():
         partition_specs(tree, mesh, [("b", P(None, None)), (".*", P())])
 
 
+@pytest.mark.default_emitters  # init_sharded equals eager init bit for bit
 def test_shard_model_and_init_sharded_keep_values_and_static_fields():
     mesh = make_mesh()
     model = Transformer(CONFIG, key=jax.random.key(0))

@@ -84,6 +84,7 @@ OPTIONS = {
 }
 
 
+@pytest.mark.default_emitters  # to optax at rtol 1e-6 through Newton-Schulz iterations
 @pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
 def test_options_are_optax_muon_options(options):
     params = mixed_params(jnp.float32)
