@@ -192,16 +192,16 @@ class Network:
             made.append(self._connection(index, a, b, synapse, {
                 name: float(column[i]) for name, column in columns.items()}))
         network = dataclasses.replace(self, connections=self.connections + tuple(made))
-        if isinstance(synapse, SpikingSynapse):
-            network._check_thresholds(network.params()["synapses"])
+        if isinstance(synapse, SpikingSynapse):  # each connection's own or default value
+            network._check_thresholds({k: dict(c.values).get(
+                "threshold", c.synapse.defaults()["threshold"])
+                for k, c in enumerate(network.connections)
+                if isinstance(c.synapse, SpikingSynapse)})
         return network
 
-    def _check_thresholds(self, synapses: Mapping) -> None:
+    def _check_thresholds(self, thresholds: dict[int, float] | None) -> None:
         """Spiking connections from one compartment share one threshold, as NEURON's
-        ``PreSyn`` does (``_presyn.py``); skipped under a transformation."""
-        spiking = {name: group for name, group in self.synapse_groups().items()
-                   if isinstance(group[0], SpikingSynapse)}
-        thresholds = concrete_thresholds(synapses, spiking)
+        ``PreSyn`` does (``_presyn.py``); ``None`` (under a transformation) skips it."""
         if thresholds is not None:
             c = self.connections
             check_shared_thresholds(
@@ -342,4 +342,5 @@ def check_synapse_params(net: Network, synapses: Mapping) -> None:
                 raise ConfigError(f"params['synapses'][{name!r}][{p!r}] of "
                                   f"{net.connections[k].describe(k)} must be finite; got "
                                   f"{np.broadcast_to(np.asarray(value), (ix.size,))[bad[0]]}")
-    net._check_thresholds(synapses)
+    net._check_thresholds(concrete_thresholds(synapses, {
+        name: group for name, group in groups.items() if isinstance(group[0], SpikingSynapse)}))
