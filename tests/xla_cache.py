@@ -14,10 +14,9 @@ test's compiles are left out of the counts. Each worker hands its counts to the 
 run, the least recently used entries beyond ``MAX_BYTES`` are removed.
 
 ``run_on_devices`` children (one process with several CPU devices), the examples' own
-processes (``tests/test_examples.py``) and the docs pages (``tests/test_docs.py``, whose CPU
-budget is checked only on a page that loaded nothing) use the cache too, through
-``tests/xla_cache_child.py``, and their counts join their test process's. Other child
-processes compile for themselves: the multi-process runs (one that loads cached
+processes (``tests/test_examples.py``) and the docs pages (``tests/test_docs.py``) use the
+cache too, through ``tests/xla_cache_child.py``, and their counts join their test process's.
+Other child processes compile for themselves: the multi-process runs (one that loads cached
 collectives needs jaxlean's checks, ``jaxlean/compile/cpu_collectives.py``); jaxlean has no
 environment variable that turns its cache on, and JAX's own (``JAX_COMPILATION_CACHE_DIR``)
 would bring JAX's store (entries written in place).
