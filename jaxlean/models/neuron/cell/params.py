@@ -32,6 +32,7 @@ __all__ = [
     "GEOMETRY",
     "PRESETS",
     "RENAMED",
+    "RENAMED_RECORDINGS",
     "Compartments",
     "Params",
     "check",
@@ -53,8 +54,10 @@ POSITIVE = ("length", "radius", "cm", "Ra")
 PRESETS = {"hh": (hh,), "passive": (pas,)}
 RENAMED = {"e_na": "ena", "e_k": "ek", "g_leak": "g_pas", "e_leak": "e_pas",
            "capacitance": "cm", "axial_resistivity": "Ra", "g_na": "gnabar_hh",
-           "g_k": "gkbar_hh", "gl": "gl_hh", "el": "el_hh", "i_l": "il_hh", "i_leak": "i_pas"}
+           "g_k": "gkbar_hh", "gl": "gl_hh", "el": "el_hh"}
 """jaxlean's former names of values NEURON names otherwise: given, an error names NEURON's."""
+RENAMED_RECORDINGS = {"i_l": "il_hh", "i_leak": "i_pas"}
+"""The same for currents a run records (``states=``)."""
 
 
 class Compartments(Protocol):

@@ -153,7 +153,7 @@ def _sites(cell: Cell, insertions, record: object, names: Sequence[str] | Mappin
         owners["i_clamp"] = None
     unknown = [name for name in wanted if name not in owners]
     for name in unknown:
-        if (new := parameters.RENAMED.get(name)) in owners:
+        if (new := parameters.RENAMED_RECORDINGS.get(name)) in owners:
             raise ConfigError(f"cannot record {name!r}: it is now called {new!r}, NEURON's name")
     if unknown:
         raise ConfigError(f"cannot record {unknown}; this cell has {list(owners)}")
