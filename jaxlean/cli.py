@@ -26,7 +26,6 @@ DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" /
 
 
 def _bench(args: argparse.Namespace) -> int:
-    import jax
 
     from jaxlean.bench import (
         BenchContext,
@@ -53,7 +52,9 @@ def _bench(args: argparse.Namespace) -> int:
                       f"available: {', '.join(registry)}[/red]")
         return 2
     # Compile times must be measured, not served from a persistent cache.
-    jax.config.update("jax_enable_compilation_cache", False)
+    from jaxlean.compile import _jax_private
+
+    _jax_private.set_cache_enabled(False)  # also after a compile
     selected = [registry[name] for name in (args.names or registry)]
     command = "jaxlean " + shlex.join(sys.argv[1:])
     results, failures = [], []

@@ -10,9 +10,11 @@ left out of the script. A block marked ``<!-- docs-test: figure loss.png -->`` d
 the page runs; where it is installed the run must write the file. The page shows the
 committed copy, ``figures/loss.png`` beside it, which ``python tests/test_docs.py
 --figures`` (``make docs-figures``) draws again from the pages' own code. A page's code
-must run within ``PAGE_CPU_BUDGET_S`` CPU seconds. The pages run on the suite's compilation
-cache (``tests/xla_cache.py``), so a second ``make test`` loads what the first compiled (a
-loaded program only lowers a page's CPU time, so the budget still binds the cold run).
+should run within ``PAGE_CPU_BUDGET_S`` CPU seconds: a page over it is reported as a
+``PageOverBudget`` warning in the run's summary, not failed (speed is measured by ``jaxlean
+bench``, never asserted by a test: CPU time moves with the machine, its load and the XLA
+version). The pages run on the suite's compilation cache (``tests/xla_cache.py``), so a
+second ``make test`` loads what the first compiled.
 ``make docs-figures`` runs them without it (the compile-once page plots compile times).
 
 The API reference (``docs/api/*.md``) must name every public module of jaxlean in a
@@ -33,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import types
+import warnings
 from pathlib import Path
 
 import pytest
@@ -53,9 +56,12 @@ PAGES = sorted(path for path in DOCS.rglob("*.md")
 RUNNABLE = [path for path in PAGES if blocks(path.read_text())]
 _DIRECTIVE = re.compile(r"^::: ([\w.]+)\s*$", re.M)
 # A page's code runs in under 30 s on an idle 2-core machine; measured in CPU seconds (the
-# page's process and its threads), so that a loaded machine does not fail it, with room for
-# a slower CPU.
+# page's process and its threads), with room for a slower CPU. Over it: a warning to act on.
 PAGE_CPU_BUDGET_S = 40.0
+
+
+class PageOverBudget(UserWarning):
+    """A documentation page's code took more CPU time than ``PAGE_CPU_BUDGET_S``."""
 
 
 def page_id(path: Path) -> str:
@@ -155,8 +161,10 @@ def test_page_runs(path, tmp_path):
     xla_cache.add_child_counts(counts)
     assert done.returncode == 0, f"{page_id(path)}:\n{done.stderr[-3000:]}"
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    assert cpu < PAGE_CPU_BUDGET_S, (f"{page_id(path)} took {cpu:.0f} CPU seconds: make its "
-                                     f"sizes smaller (budget {PAGE_CPU_BUDGET_S:.0f})")
+    if cpu >= PAGE_CPU_BUDGET_S:
+        message = (f"{page_id(path)} took {cpu:.0f} CPU seconds: make its sizes smaller "
+                   f"(budget {PAGE_CPU_BUDGET_S:.0f})")
+        warnings.warn(PageOverBudget(message), stacklevel=1)
     for name in drawn:
         assert (tmp_path / name).is_file(), f"{page_id(path)} did not draw {name}"
 

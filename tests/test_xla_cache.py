@@ -57,15 +57,20 @@ def test_a_childs_counts_join_the_process_counts(tmp_path):
 @on_the_suite_cache
 def test_turning_the_cache_off_is_honoured():
     """``jaxlean bench`` turns the cache off to time compiles: with the suite's store
-    installed, nothing is served then (JAX reads the flag at each compile)."""
+    installed, nothing is served then, even in a process that has already used the cache
+    (JAX memoises that decision per process; ``set_cache_enabled`` makes it read the flag
+    again). The program is on disk before the switch, in a cold run as in a warm one."""
     x = jnp.arange(4.0)
     program = lambda: jax.jit(lambda v: jnp.cumprod(v + 2.0))
     program().lower(x).compile()  # on disk now
-    jax.config.update("jax_enable_compilation_cache", False)
+    _jax_private.set_cache_enabled(False)
     try:
         before = cache_stats()
         program().lower(x).compile()
         after = cache_stats()
     finally:
-        jax.config.update("jax_enable_compilation_cache", True)
+        _jax_private.set_cache_enabled(True)
     assert after.hits == before.hits
+    assert cache_stats().hits == after.hits  # the switch back took effect too:
+    program().lower(x).compile()
+    assert cache_stats().hits == after.hits + 1

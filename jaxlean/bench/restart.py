@@ -112,7 +112,6 @@ def _initial_shapes(make_model: Callable, tx: Any) -> dict:
 
 def run_child(workload: str, mode: str, directory: Path, spawned_at: float) -> dict[str, Any]:
     """One process of the benchmark (see the module docstring); seconds count from spawn."""
-    import jax
 
     from jaxlean.compile.cache import cache_stats, enable_compilation_cache
     from jaxlean.train.checkpoint import Checkpointer
@@ -120,7 +119,9 @@ def run_child(workload: str, mode: str, directory: Path, spawned_at: float) -> d
 
     out: dict[str, Any] = {"imported_s": time.time() - spawned_at}
     if mode == "cold" or mode == "setup":
-        jax.config.update("jax_enable_compilation_cache", False)
+        from jaxlean.compile import _jax_private
+
+        _jax_private.set_cache_enabled(False)  # also after a compile
     else:
         enable_compilation_cache(directory / "xla", min_compile_secs=0)
     loss_fn, make_model, tx, batch = WORKLOADS[workload]()

@@ -81,6 +81,10 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("jax._src.compilation_cache._cache_initialized", "install jaxlean's file store"),
     Internal("jax._src.compilation_cache._cache_initialized_mutex",
              "install jaxlean's file store", methods=("__enter__", "__exit__")),
+    Internal("jax._src.compilation_cache._cache_checked",
+             "make turning the cache off take effect after a compile", optional=True),
+    Internal("jax._src.compilation_cache._cache_used",
+             "make turning the cache off take effect after a compile", optional=True),
     Internal("jax._src.compilation_cache.decompress_executable",
              "read a stored cache entry", params=("executable",)),
     Internal("jax._src.compilation_cache_interface.CacheInterface",
@@ -219,6 +223,26 @@ def set_persistent_store(store: Any) -> None:
     with module._cache_initialized_mutex:
         module._cache = store
         module._cache_initialized = True
+
+
+def set_cache_enabled(enabled: bool) -> None:
+    """Turn JAX's persistent cache on or off for every later compile of this process.
+
+    JAX decides once per process, at its first compile, whether it uses the cache
+    (``is_cache_used`` is memoised), so flipping ``jax_enable_compilation_cache`` after a
+    compile changes nothing by itself: a benchmark that turns the cache off to time
+    compiles would still be served. Forgetting that decision (not the installed store)
+    makes JAX read the flag again at the next compile.
+    """
+    jax.config.update("jax_enable_compilation_cache", enabled)
+    names = ("jax._src.compilation_cache._cache_checked",
+             "jax._src.compilation_cache._cache_used")
+    if any(name in _problems for name in names):
+        return  # this JAX keeps the decision elsewhere (or not at all): the flag is all
+    module = importlib.import_module("jax._src.compilation_cache")
+    with module._cache_initialized_mutex:
+        module._cache_checked = False
+        module._cache_used = False
 
 
 def persistent_store() -> Any:
