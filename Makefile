@@ -58,15 +58,16 @@ test-latest:
 		| sed 's/^/newest on the package index: /'
 	$(LATEST_BIN)/ruff check jaxlean tests examples
 	# The quick-compile flags this XLA knows (an XLA_FLAGS entry it does not know is fatal;
-	# jaxlib 0.12 has no fusion-emitter switch). The suite's cache is off by default here:
-	# whether the newest JAX reconnects a cached program's host callbacks is not yet checked
-	# (JAXLEAN_TEST_XLA_CACHE=.cache/test-xla-latest turns it on).
+	# jaxlib 0.12 has no fusion-emitter switch). The suite's cache is on here as in `make
+	# test` (its own directory per jax and jaxlib version): JAX 0.12 stores programs with host
+	# callbacks and a loaded one calls the loading process's callbacks (tests/compile/
+	# test_cache_truth.py checks it). JAXLEAN_TEST_XLA_CACHE=off runs without it.
 	@flags="$(QUICK_XLA_FLAGS)"; \
 	probe='import jax.numpy as jnp; jnp.zeros(1).block_until_ready()'; \
 	if ! XLA_FLAGS="$$flags" JAX_PLATFORMS=cpu $(LATEST_BIN)/python -c "$$probe" >/dev/null 2>&1; \
 	then flags="--xla_backend_optimization_level=0"; fi; \
 	echo "XLA_FLAGS=\"$$flags $$XLA_FLAGS\""; \
-	JAXLEAN_TEST_XLA_CACHE=$${JAXLEAN_TEST_XLA_CACHE:-off} XLA_FLAGS="$$flags $$XLA_FLAGS" \
+	XLA_FLAGS="$$flags $$XLA_FLAGS" \
 		$(LATEST_BIN)/python $(PYTEST)
 
 # The documentation site (mkdocs.yml, docs/) into site/, with the `docs` extra (mkdocs,
@@ -89,4 +90,4 @@ bench: $(STAMP)
 	$(BIN)/jaxlean bench --out bench-results
 
 clean:
-	rm -rf $(VENV) $(LATEST_VENV) bench-results .pytest_cache .cache/test-xla .cache/test-xla-latest
+	rm -rf $(VENV) $(LATEST_VENV) bench-results .pytest_cache .cache/test-xla

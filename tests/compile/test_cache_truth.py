@@ -92,6 +92,47 @@ def test_where_jax_stores_host_callback_programs_they_are_written_not_warned(
     assert (row.uncacheable, row.writes) == (0, 1)
 
 
+_CALLBACK_CHILD = textwrap.dedent("""
+    import json, sys
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.experimental import io_callback
+    from jaxlean.compile.cache import cache_stats, enable_compilation_cache
+
+    enable_compilation_cache(sys.argv[1], min_compile_secs=0)
+    seen = []  # this process's callbacks: a loaded program must call these
+
+    @jax.jit
+    def calls_home(x):
+        jax.debug.callback(lambda v: seen.append(["debug", float(v)]), x.sum())
+        y = jax.pure_callback(lambda v: np.asarray(v) * float(sys.argv[2]),
+                              jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+        io_callback(lambda v: seen.append(["io", float(v)]), None, y.sum(), ordered=True)
+        return y + 1
+
+    out = calls_home(jnp.arange(3.0)).tolist()
+    jax.effects_barrier()
+    row = cache_stats().functions["jit(calls_home)"]
+    print(json.dumps({"out": out, "seen": seen, "hits": row.hits, "writes": row.writes}))
+""")
+
+
+@pytest.mark.skipif(REFUSES, reason="this JAX's persistent cache refuses host callbacks")
+def test_a_loaded_program_calls_the_loading_processs_host_callbacks(tmp_path):
+    """Where JAX stores programs with host callbacks (JAX 0.12), a fresh process that loads
+    one runs its own callbacks (debug, pure and ordered io), with its own values: the
+    ground on which ``make test-latest`` runs on the suite's cache."""
+    def run(factor: int) -> dict:
+        done = subprocess.run([sys.executable, "-c", _CALLBACK_CHILD, str(tmp_path), str(factor)],
+                              capture_output=True, text=True, env=child_env(), timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first, loaded = run(2), run(5)
+    assert (first["writes"], loaded["hits"]) == (1, 1)
+    assert first["out"] == [1.0, 3.0, 5.0] and first["seen"] == [["debug", 3.0], ["io", 6.0]]
+    assert loaded["out"] == [1.0, 6.0, 11.0] and loaded["seen"] == [["debug", 3.0], ["io", 15.0]]
+
+
 @only_where_refused
 def test_uncacheable_warning_once_per_function(restore_jax_cache_config, fresh_warnings,
                                                tmp_path):
