@@ -52,9 +52,9 @@ def _bench(args: argparse.Namespace) -> int:
                       f"available: {', '.join(registry)}[/red]")
         return 2
     # Compile times must be measured, not served from a persistent cache.
-    from jaxlean.compile import _jax_private
+    from jaxlean.compile.cache import use_compilation_cache
 
-    _jax_private.set_cache_enabled(False)  # also after a compile
+    use_compilation_cache(False)  # also after a compile
     selected = [registry[name] for name in (args.names or registry)]
     command = "jaxlean " + shlex.join(sys.argv[1:])
     results, failures = [], []

@@ -10,7 +10,7 @@ import jaxlib
 import pytest
 
 from jaxlean.compile import _jax_private
-from jaxlean.compile.cache import cache_stats
+from jaxlean.compile.cache import cache_stats, use_compilation_cache
 from tests import xla_cache
 
 on_the_suite_cache = pytest.mark.skipif(xla_cache._SUITE is None,
@@ -58,18 +58,18 @@ def test_a_childs_counts_join_the_process_counts(tmp_path):
 def test_turning_the_cache_off_is_honoured():
     """``jaxlean bench`` turns the cache off to time compiles: with the suite's store
     installed, nothing is served then, even in a process that has already used the cache
-    (JAX memoises that decision per process; ``set_cache_enabled`` makes it read the flag
-    again). The program is on disk before the switch, in a cold run as in a warm one."""
+    (JAX memoises that decision per process; ``use_compilation_cache`` makes it read the
+    flag again). The program is on disk before the switch, in a cold run as in a warm one."""
     x = jnp.arange(4.0)
     program = lambda: jax.jit(lambda v: jnp.cumprod(v + 2.0))
     program().lower(x).compile()  # on disk now
-    _jax_private.set_cache_enabled(False)
+    use_compilation_cache(False)
     try:
         before = cache_stats()
         program().lower(x).compile()
         after = cache_stats()
     finally:
-        _jax_private.set_cache_enabled(True)
+        use_compilation_cache(True)
     assert after.hits == before.hits
     assert cache_stats().hits == after.hits  # the switch back took effect too:
     program().lower(x).compile()

@@ -162,11 +162,11 @@ def measure_sharded(quick: bool) -> dict[str, Any]:
     import jax
     from jax.sharding import PartitionSpec as P
 
-    from jaxlean.compile import _jax_private
+    from jaxlean.compile.cache import use_compilation_cache
     from jaxlean.models.lm.rules import transformer_rules
     from jaxlean.parallel.mesh import make_mesh, shard_model
 
-    _jax_private.set_cache_enabled(False)  # also after a compile
+    use_compilation_cache(False)  # also after a compile
     if jax.device_count() < DEVICES:
         raise RuntimeError(f"needs {DEVICES} devices, found {jax.device_count()}")
     config, depths, repeats = SIZES[quick]

@@ -119,9 +119,9 @@ def run_child(workload: str, mode: str, directory: Path, spawned_at: float) -> d
 
     out: dict[str, Any] = {"imported_s": time.time() - spawned_at}
     if mode == "cold" or mode == "setup":
-        from jaxlean.compile import _jax_private
+        from jaxlean.compile.cache import use_compilation_cache
 
-        _jax_private.set_cache_enabled(False)  # also after a compile
+        use_compilation_cache(False)  # also after a compile
     else:
         enable_compilation_cache(directory / "xla", min_compile_secs=0)
     loss_fn, make_model, tx, batch = WORKLOADS[workload]()

@@ -113,11 +113,11 @@ def measure_in_this_process(quick: bool) -> dict[str, Any]:
     import numpy as np
 
     from jaxlean.bench._measure import wall_times
-    from jaxlean.compile import _jax_private
+    from jaxlean.compile.cache import use_compilation_cache
     from jaxlean.models.lm.data import synthetic_batch
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig
 
-    _jax_private.set_cache_enabled(False)  # also after a compile
+    use_compilation_cache(False)  # also after a compile
     sizes, batch, length, counts, repeats, min_seconds = SIZES[quick]
     if jax.device_count() < max(counts):
         raise RuntimeError(f"needs {max(counts)} devices, found {jax.device_count()}")

@@ -26,7 +26,8 @@ from jaxlean.compile.stats import (
 )
 from jaxlean.errors import CacheError
 
-__all__ = ["CacheStats", "FunctionCacheStats", "cache_stats", "enable_compilation_cache"]
+__all__ = ["CacheStats", "FunctionCacheStats", "cache_stats", "enable_compilation_cache",
+           "use_compilation_cache"]
 
 _summary_registered = False
 
@@ -39,6 +40,17 @@ def _install_store(store: SafeFileCache | None) -> None:
         return
     jax.config.update("jax_enable_compilation_cache", True)
     _jax_private.set_persistent_store(store)
+
+
+def use_compilation_cache(enabled: bool) -> None:
+    """Turn the persistent cache on or off for every later compile of this process.
+
+    Unlike setting ``jax_enable_compilation_cache`` alone, this takes effect after the
+    process has compiled: JAX decides once per process whether it uses the cache, and
+    this makes it decide again (the store and directory set up stay). ``jaxlean bench``
+    turns the cache off this way so that compile times are measured, not loaded.
+    """
+    _jax_private.set_cache_enabled(enabled)
 
 
 def _print_summary() -> None:
