@@ -164,7 +164,7 @@ _CORPUS = {"kind": "swc", "dt": 0.025, "t_max": 10.0, "amp": 1.0, "delay": 1.0, 
 CASES = {
     "passive_cable": {"kind": "cable", "n": 25, "length": 500.0, "diam": 2.0, "dt": 0.025,
                       "t_max": 10.0, "amp": 0.1, "delay": 1.0, "dur": 5.0, "celsius": 6.3,
-                      "g_pas": 3e-4, "e_pas": -54.3},
+                      "g_pas": 3e-4, "e_pas": -54.3, "Ra": 100.0},
     "y_hh": {**_SWC, "swc": "y", "nseg": ["ncomp", 2], "amp": 0.4},
     "y_hh_16c": {**_SWC, "swc": "y", "nseg": ["ncomp", 2], "amp": 0.4, "celsius": 16.3},
     "pyramidal_hh": {**_SWC, "swc": "pyramidal", "nseg": ["ncomp", 2], "amp": 1.0},
@@ -231,7 +231,7 @@ def _swc_cell(h, case: dict):
 def _cable(h, case: dict):
     cable = h.Section(name="cable")
     cable.L, cable.diam, cable.nseg = case["length"], case["diam"], case["n"]
-    cable.Ra, cable.cm = 100.0, 1.0
+    cable.Ra, cable.cm = case["Ra"], 1.0
     cable.insert("pas")
     for segment in cable:
         segment.g_pas, segment.e_pas = case["g_pas"], case["e_pas"]
