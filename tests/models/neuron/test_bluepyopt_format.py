@@ -10,6 +10,8 @@ with BluePyOpt (1.14.26) and NEURON 9.0.2 from BluePyOpt's own L5PC files (``SOU
   The whole 500 ms run is checked (its cost is the compile, ~20 s at a load of 18 on two
   cores; 60 ms cost the same), against the committed fixture and, where BluePyOpt is
   installed, against a fixture it writes again (:func:`test_matches_bluepyopt_live`).
+* ``bluepyopt_locations.npz``: BluePyOpt's ``NrnSomaDistanceCompLocation`` at path
+  distances in the apical and basal lists, against ``distribution.at_distance``.
 * ``bluepyopt_scalers.npz``: every BluePyOpt scaler on the same cell, ``Ra`` and ``cm``
   differing between sections: each segment's value, and 20 ms of the step protocol.
 """
@@ -29,6 +31,7 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError
+from jaxlean.models.neuron.cell import distribution
 from jaxlean.models.neuron.formats import bluepyopt
 from jaxlean.models.neuron.formats.bluepyopt_expression import compile_distribution
 from jaxlean.models.neuron.simulation.cable import Stimulus, simulate, step_current
@@ -146,6 +149,31 @@ def test_params_are_differentiable_in_the_parameter_set(model):
 
     with jax.enable_x64():
         assert float(jax.grad(total)(0.02)) == pytest.approx(apical.size)
+
+
+def check_locations(model: bluepyopt.BluePyOptModel, path: Path) -> None:
+    fx = np.load(path)
+    for region, distances in json.loads(str(fx["case"])).items():
+        for k, d in enumerate(distances):
+            name, x = distribution.at_distance(model.cell, d, region)
+            assert name == str(fx[f"{region}_names"][k]), (region, d)
+            assert x == pytest.approx(float(fx[f"{region}_x"][k]), abs=1e-12), (region, d)
+
+
+@needs_morphio
+def test_at_distance_is_bluepyopts_soma_distance_location(model):
+    """``distribution.at_distance`` against BluePyOpt's ``NrnSomaDistanceCompLocation`` run
+    by BluePyOpt (``bluepyopt_locations.npz``): the same section and ``x`` at each distance
+    from ``soma(0.5)``, the example's ``dend1`` and ``dend2`` (660, 800 um apical) among them."""
+    check_locations(model, FOLDER / "bluepyopt_locations.npz")
+
+
+@needs_morphio
+@needs_bluepyopt
+def test_at_distance_is_bluepyopts_live(model, tmp_path):
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), "bluepyopt_locations"],
+                   check=True, capture_output=True)
+    check_locations(model, tmp_path / "bluepyopt_locations.npz")
 
 
 # The expression compiler against BluePyOpt's own rule: format with %.17g, then eval.
