@@ -17,7 +17,8 @@ and segment areas, and each recorded site as the ``(section name, x)`` a NEURON 
 Recordings start at ``t = 0`` (``Vector.record`` after ``finitialize``).
 
 ``pyramidal_soma_hh`` is the NEURON habit: ``hh`` on the soma, ``pas`` on every other section,
-nothing set (NEURON's defaults of both, ``hh``'s leak included, and ``Ra = 35.4``).
+nothing set (NEURON's defaults of both, ``hh``'s leak included, and of ``Ra`` and ``cm``; the
+case's ``Ra`` is NEURON's default, which its d_lambda rule reads).
 """
 
 from __future__ import annotations
@@ -209,11 +210,12 @@ def _swc_cell(h, case: dict):
         kind = int(record.type)
         sections.append(by_name[f"{TYPES.get(kind, f'dend_{kind}')}[{int(record.nameindex)}]"])
     for section in sections:
-        section.Ra, section.cm = case["Ra"], 1.0
-        section.nseg = _nseg(h, section, case["nseg"], section.name().startswith("soma"))
         if case.get("channels") == "soma_hh":  # the NEURON habit, every value NEURON's default
+            section.nseg = _nseg(h, section, case["nseg"], section.name().startswith("soma"))
             section.insert("hh" if section.name().startswith("soma") else "pas")
             continue
+        section.Ra, section.cm = case["Ra"], 1.0
+        section.nseg = _nseg(h, section, case["nseg"], section.name().startswith("soma"))
         section.insert("hh")
         for segment in section:
             for name, value in HH.items():
