@@ -80,7 +80,7 @@ def test_what_neuron_defaults_and_jaxlean_does_not_is_asked_for():
     """NEURON's ``dt`` (0.025 ms) and ``nseg`` (1) are not assumed: ``simulate`` takes
     ``dt`` and a morphology needs a discretisation rule, rather than silently another value."""
     assert inspect.signature(simulate).parameters["dt"].default is inspect.Parameter.empty
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="give exactly one of ncomp"):
         Cell.from_swc(swc.fixture("y"))
 
 
