@@ -30,6 +30,13 @@ parameter and scaler objects. Cases (:data:`CASES`):
   each, as BluePyEModel's ``replace_axon_legacy`` morphology modifier makes it in Python
   (``python_*``, through BluePyOpt's ``morph_modifiers``) and as its HOC
   ``replace_axon_legacy_hoc`` does in a ``create_hoc`` template (``hoc_*``).
+* ``bluepyopt_locations``: the cell with BluePyOpt's stub alone, BluePyOpt's
+  ``NrnSomaDistanceCompLocation`` (its point at a path distance from ``soma(0.5)`` in a
+  section list: the example's ``dend1`` and ``dend2`` among them) at each distance of the
+  case: the section and ``x`` it picks.
+* ``bluepyemodel_taper_run`` (needs ``bluepyemodel`` too): that tapered stub
+  (``replace_axon_legacy``) on a passive cell (:data:`TAPER_PARAMETERS`), 20 ms of the step
+  protocol at the soma and in both stub sections.
 * ``bluepyopt_scalers``: the example's mechanisms with :data:`SCALER_PARAMETERS` (every
   scaler BluePyOpt has: linear with multiplier and offset, soma distance from
   ``soma(0)`` and ``soma(0.5)``, the step scaler, the section distance scaler, an
@@ -49,7 +56,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _bluepyopt_cell import cell_model, hoc_template_cell, short_name, simulator
+from _bluepyopt_cell import (
+    cell_model,
+    hoc_template_cell,
+    mechanisms,
+    parameters,
+    short_name,
+    simulator,
+)
 from _fixture_cli import command_line, nrnivmodl_and_load, run_cases  # scripts/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +79,25 @@ CASES = {
     "bluepyopt_scalers": {"dt": 0.025, "t_max": 20.0, "amp": 0.5, "delay": 2.0, "dur": 15.0,
                           "every": 4, "sites": [["somatic", 0, 0.5], ["apical", 12, 0.5]]},
     "bluepyemodel_taper": {},
+    # a passive cell with the tapered stub: the per-segment cylinders' areas and resistances
+    "bluepyemodel_taper_run": {"dt": 0.025, "t_max": 20.0, "amp": 0.5, "delay": 2.0,
+                               "dur": 15.0, "every": 4,
+                               "sites": [["somatic", 0, 0.5], ["axonal", 0, 0.5],
+                                         ["axonal", 1, 0.9]]},
+    # the L5PC example's dend1 and dend2 (660 and 800 um apical), and points across regions
+    "bluepyopt_locations": {"apical": [5.0, 60.0, 150.0, 333.3, 660.0, 800.0, 1100.0],
+                            "basal": [10.0, 45.5, 120.0, 200.0]},
 }
+
+#: ``parameters.json`` entries of ``bluepyemodel_taper_run``: ``pas`` everywhere.
+TAPER_PARAMETERS = [
+    {"param_name": "g_pas", "sectionlist": "all", "type": "range", "dist_type": "uniform",
+     "value": 1e-4},
+    {"param_name": "e_pas", "sectionlist": "all", "type": "range", "dist_type": "uniform",
+     "value": -65.0},
+    {"param_name": "Ra", "sectionlist": "all", "type": "section", "dist_type": "uniform",
+     "value": 100.0},
+]
 
 #: Entries in ``parameters.json``'s form exercising each BluePyOpt scaler (values arbitrary).
 SCALER_PARAMETERS = [
@@ -233,6 +265,21 @@ def run_taper(case: dict) -> dict[str, np.ndarray]:
             "bluepyemodel_version": np.asarray(version("bluepyemodel"))}
 
 
+def run_taper_cell(case: dict) -> dict[str, np.ndarray]:
+    from importlib.metadata import version
+
+    import bluepyopt.ephys as ephys
+    from bluepyemodel.evaluation import modifiers
+
+    morph = ephys.morphologies.NrnFileMorphology(
+        str(MORPHOLOGY), do_replace_axon=False, morph_modifiers=[modifiers.replace_axon_legacy])
+    model = ephys.models.CellModel("taperrun", morph=morph, mechs=mechanisms({"all": ["pas"]}),
+                                   params=parameters(TAPER_PARAMETERS))
+    result = _run(model, case, {})
+    return {**result, "parameters": np.asarray(json.dumps(TAPER_PARAMETERS)),
+            "bluepyemodel_version": np.asarray(version("bluepyemodel"))}
+
+
 def run_scalers(case: dict) -> dict[str, np.ndarray]:
     compile_mods()
     model = cell_model("scalers", MORPHOLOGY, FOLDER / "mechanisms.json", None,
@@ -242,8 +289,27 @@ def run_scalers(case: dict) -> dict[str, np.ndarray]:
             "parameters": np.asarray(json.dumps(SCALER_PARAMETERS))}
 
 
+def run_locations(case: dict) -> dict[str, np.ndarray]:
+    """BluePyOpt's ``NrnSomaDistanceCompLocation`` on the stub cell: each region's section
+    and ``x`` at each distance from ``soma(0.5)``."""
+    import bluepyopt.ephys as ephys
+
+    model = cell_model("locations", MORPHOLOGY, None, None)
+    sim = simulator()
+    model.instantiate(sim=sim)
+    out = {}
+    for region, distances in case.items():
+        found = [ephys.locations.NrnSomaDistanceCompLocation(
+            f"{region}{k}", soma_distance=d, seclist_name=region).instantiate(
+                sim=sim, icell=model.icell) for k, d in enumerate(distances)]
+        out[f"{region}_names"] = np.asarray([short_name(seg.sec) for seg in found])
+        out[f"{region}_x"] = np.asarray([seg.x for seg in found])
+    return {**out, "case": np.asarray(json.dumps(case)), **_versions()}
+
+
 RUNS = {"bluepyopt_l5pc": run_l5pc, "bluepyopt_stub": run_stub,
-        "bluepyopt_scalers": run_scalers, "bluepyemodel_taper": run_taper}
+        "bluepyopt_scalers": run_scalers, "bluepyemodel_taper": run_taper,
+        "bluepyopt_locations": run_locations, "bluepyemodel_taper_run": run_taper_cell}
 
 
 def main(names: list[str], out: Path = OUT) -> None:

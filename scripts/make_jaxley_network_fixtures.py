@@ -20,7 +20,9 @@ import numpy as np
 NCOMP = 2
 CELLS = ([-1, 0, 0], [-1, 0, 1], [-1])
 """Each cell's branch parents (jaxley's ``parents``); every branch has :data:`NCOMP`
-compartments of length 10 um, radius 1 um."""
+compartments of length 10 um, radius 1 um, axial resistivity :data:`RA`."""
+RA = 100.0
+"""Axial resistivity (ohm cm) set on both sides (jaxlean's default is NEURON's 35.4)."""
 EDGES = (  # (pre cell, pre branch, pre comp, post cell, post branch, post comp, gS, v_th)
     (0, 1, 1, 1, 0, 0, 0.02, -35.0),
     (1, 2, 1, 2, 0, 1, 0.015, -30.0),
@@ -50,7 +52,7 @@ def jaxley_traces() -> np.ndarray:
         cell = jx.Cell(jx.Branch(jx.Compartment(), ncomp=NCOMP), parents=list(parents))
         cell.set("length", 10.0)
         cell.set("radius", 1.0)
-        cell.set("axial_resistivity", 100.0)
+        cell.set("axial_resistivity", RA)
         cell.insert(HH())
         cells.append(cell)
     net = jx.Network(cells)

@@ -17,7 +17,8 @@ and segment areas, and each recorded site as the ``(section name, x)`` a NEURON 
 Recordings start at ``t = 0`` (``Vector.record`` after ``finitialize``).
 
 ``pyramidal_soma_hh`` is the NEURON habit: ``hh`` on the soma, ``pas`` on every other section,
-nothing set (NEURON's defaults of both, ``hh``'s leak included, and ``Ra = 35.4``).
+nothing set (NEURON's defaults of both, ``hh``'s leak included, and of ``Ra`` and ``cm``; the
+case's ``Ra`` is NEURON's default, which its d_lambda rule reads).
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ _CORPUS = {"kind": "swc", "dt": 0.025, "t_max": 10.0, "amp": 1.0, "delay": 1.0, 
 CASES = {
     "passive_cable": {"kind": "cable", "n": 25, "length": 500.0, "diam": 2.0, "dt": 0.025,
                       "t_max": 10.0, "amp": 0.1, "delay": 1.0, "dur": 5.0, "celsius": 6.3,
-                      "g_pas": 3e-4, "e_pas": -54.3},
+                      "g_pas": 3e-4, "e_pas": -54.3, "Ra": 100.0},
     "y_hh": {**_SWC, "swc": "y", "nseg": ["ncomp", 2], "amp": 0.4},
     "y_hh_16c": {**_SWC, "swc": "y", "nseg": ["ncomp", 2], "amp": 0.4, "celsius": 16.3},
     "pyramidal_hh": {**_SWC, "swc": "pyramidal", "nseg": ["ncomp", 2], "amp": 1.0},
@@ -209,11 +210,12 @@ def _swc_cell(h, case: dict):
         kind = int(record.type)
         sections.append(by_name[f"{TYPES.get(kind, f'dend_{kind}')}[{int(record.nameindex)}]"])
     for section in sections:
-        section.Ra, section.cm = case["Ra"], 1.0
-        section.nseg = _nseg(h, section, case["nseg"], section.name().startswith("soma"))
         if case.get("channels") == "soma_hh":  # the NEURON habit, every value NEURON's default
+            section.nseg = _nseg(h, section, case["nseg"], section.name().startswith("soma"))
             section.insert("hh" if section.name().startswith("soma") else "pas")
             continue
+        section.Ra, section.cm = case["Ra"], 1.0
+        section.nseg = _nseg(h, section, case["nseg"], section.name().startswith("soma"))
         section.insert("hh")
         for segment in section:
             for name, value in HH.items():
@@ -231,7 +233,7 @@ def _swc_cell(h, case: dict):
 def _cable(h, case: dict):
     cable = h.Section(name="cable")
     cable.L, cable.diam, cable.nseg = case["length"], case["diam"], case["n"]
-    cable.Ra, cable.cm = 100.0, 1.0
+    cable.Ra, cable.cm = case["Ra"], 1.0
     cable.insert("pas")
     for segment in cable:
         segment.g_pas, segment.e_pas = case["g_pas"], case["e_pas"]

@@ -34,6 +34,9 @@ TIME_LIMIT_STEP_COMPARTMENTS = 2e8  # nor runs longer than this (compartments x 
 SAME_STEPS = 400  # 10 ms: the stimulated spike and its spread to the tips
 SAME_TOLERANCE_MV = 0.1  # float32 round-off through a spike is ~0.01 mV
 TIME_NOISE = 0.10
+RA = 100.0
+"""Axial resistivity (ohm cm) of the bench's cell, set on both sides (jaxlean's default is
+NEURON's 35.4)."""
 """Stated noise band of a ratio of alternating timings on a shared 2-core VM (widened to the
 per-round spread of the ratio when that is larger)."""
 
@@ -51,8 +54,13 @@ def _jaxlean_cell(branches: np.ndarray) -> Cell:
     return Cell.from_parents(parents, 10.0, 1.0)
 
 
+def bench_params(cell: Cell) -> dict:
+    """``cell.params()`` with the bench's axial resistivity :data:`RA`."""
+    return {**cell.params(), "Ra": jnp.asarray(RA, dtype=float)}
+
+
 def _ours(cell: Cell, steps: int, remat):
-    base = cell.params()
+    base = bench_params(cell)
 
     def loss(trainable):
         trace = simulate(cell, {**base, **trainable}, _stimulus(steps), DT, DT * steps, record=0,
@@ -74,8 +82,8 @@ def _stimulus(steps: int) -> list[Stimulus]:
 
 
 def jaxley_hh_cell(branches: np.ndarray):
-    """jaxley's cell with jaxlean's geometry (10 um compartments of radius 1 um, 100 ohm cm)
-    and HH everywhere, not yet stimulated."""
+    """jaxley's cell with jaxlean's geometry (10 um compartments of radius 1 um, :data:`RA`
+    ohm cm) and HH everywhere, not yet stimulated."""
     import jaxley as jx
     from jaxley.channels import HH
 
@@ -83,7 +91,7 @@ def jaxley_hh_cell(branches: np.ndarray):
                    parents=branches.tolist())
     cell.set("length", 10.0)
     cell.set("radius", 1.0)
-    cell.set("axial_resistivity", 100.0)
+    cell.set("axial_resistivity", RA)
     cell.insert(HH())
     return cell
 
@@ -136,7 +144,8 @@ def check_same_model(cell: Cell, branches: np.ndarray) -> str:
 
     tip = int(cell.tips[np.argmax(cell.path_distance[cell.tips])])
     t_max = DT * SAME_STEPS
-    ours = simulate(cell, cell.params(), _stimulus(SAME_STEPS), DT, t_max, record=[0, tip])["v"]
+    ours = simulate(cell, bench_params(cell), _stimulus(SAME_STEPS), DT, t_max,
+                    record=[0, tip])["v"]
     peer = _jaxley_cell(branches, SAME_STEPS)
     peer.branch(tip // COMPARTMENTS_PER_BRANCH).comp(tip % COMPARTMENTS_PER_BRANCH).record(
         verbose=False)

@@ -34,6 +34,7 @@ from jaxlean.bench._cable_case import (
     TIME_NOISE,
     _jaxlean_cell,
     _stimulus,
+    bench_params,
     branch_parents,
     jaxley_hh_cell,
     stimulated_jaxley_cell,
@@ -95,7 +96,7 @@ def jaxlean_cell(branches: np.ndarray, sites: np.ndarray) -> Cell:
 
 
 def _params(cell: Cell) -> dict:
-    return {**cell.params(), **SYNAPSE}
+    return {**bench_params(cell), **SYNAPSE}
 
 
 def _ours(cell: Cell, steps: int, times: np.ndarray):

@@ -35,6 +35,9 @@ INPUT_COMPARTMENTS = 4
 G_SYNAPSE = (0.002, 0.02)
 """``gS`` (uS) of input->hidden and hidden->output synapses: inputs drive the hidden cells."""
 PULSE = (0.2, 3.0, 0.5)  # start, duration (ms), largest amplitude (nA) of an input's step
+RA = 100.0
+"""Axial resistivity (ohm cm) of every cell, set on both sides (jaxlean's default is NEURON's
+35.4)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +101,8 @@ def jaxlean_side(arch: Architecture, net: Network | None = None):
     function of the batch's pixels giving every cell's somatic voltage ``(batch, T+1, cells)``."""
     net = jaxlean_network(arch) if net is None else net
     base = net.stacked_params()
+    for kind in base["types"]:
+        kind["Ra"] = jnp.full_like(kind["Ra"], RA)
     pulse, pattern = jnp.asarray(_pulse(arch)), jnp.asarray(_pattern(arch))
     somas = [net.index(c, 0) for c in range(len(net.cells))]
     outputs = somas[arch.inputs + arch.hidden:]
@@ -141,7 +146,7 @@ def jaxley_network(arch: Architecture):
     source, out = chain(), chain()
     cells = [source] * arch.inputs + [hidden] * arch.hidden + [out] * arch.outputs
     net = jx.Network(cells)
-    net.set("axial_resistivity", 100.0)
+    net.set("axial_resistivity", RA)
     net.insert(HH())
     a, b = arch.inputs, arch.inputs + arch.hidden
     fully_connect(net.cell(list(range(a))), net.cell(list(range(a, b))), IonotropicSynapse())

@@ -10,6 +10,10 @@ with BluePyOpt (1.14.26) and NEURON 9.0.2 from BluePyOpt's own L5PC files (``SOU
   The whole 500 ms run is checked (its cost is the compile, ~20 s at a load of 18 on two
   cores; 60 ms cost the same), against the committed fixture and, where BluePyOpt is
   installed, against a fixture it writes again (:func:`test_matches_bluepyopt_live`).
+* ``bluepyopt_locations.npz``: BluePyOpt's ``NrnSomaDistanceCompLocation`` at path
+  distances in the apical and basal lists, against ``distribution.at_distance``.
+* ``bluepyemodel_taper_run.npz``: BluePyEModel's tapered stub on a passive cell, 20 ms of
+  the step protocol (with BluePyEModel 1.0.50's ``replace_axon_legacy``).
 * ``bluepyopt_scalers.npz``: every BluePyOpt scaler on the same cell, ``Ra`` and ``cm``
   differing between sections: each segment's value, and 20 ms of the step protocol.
 """
@@ -29,8 +33,10 @@ import numpy as np
 import pytest
 
 from jaxlean.errors import ConfigError
+from jaxlean.models.neuron.cell import distribution
 from jaxlean.models.neuron.formats import bluepyopt
 from jaxlean.models.neuron.formats.bluepyopt_expression import compile_distribution
+from jaxlean.models.neuron.morphology import axon_stub
 from jaxlean.models.neuron.simulation.cable import Stimulus, simulate, step_current
 
 FOLDER = Path(__file__).parent / "fixtures" / "bluepyopt_l5pc"
@@ -55,7 +61,8 @@ def crossings(v: np.ndarray, dt: float) -> np.ndarray:
     return (k + v[k] / (v[k] - v[k + 1])) * dt
 
 
-def check_run(model: bluepyopt.BluePyOptModel, fx, params: dict, t_max: float) -> np.ndarray:
+def check_run(model: bluepyopt.BluePyOptModel, fx, params: dict, t_max: float,
+              v_tol: float = V_TOL) -> np.ndarray:
     """The voltages of BluePyOpt's step protocol (the fixture's case) against its own."""
     case = json.loads(str(fx["case"]))
     cell = model.cell
@@ -67,7 +74,7 @@ def check_run(model: bluepyopt.BluePyOptModel, fx, params: dict, t_max: float) -
                        case["dt"], t_max, record=sites, progress=False)
     v = np.asarray(out["v"])
     ours = v[:: case["every"]]
-    np.testing.assert_array_less(np.abs(ours - fx["v"][: ours.shape[0]]).max(), V_TOL)
+    np.testing.assert_array_less(np.abs(ours - fx["v"][: ours.shape[0]]).max(), v_tol)
     last = (v.shape[0] - 1) * case["dt"]
     for k in range(v.shape[1]):
         theirs = fx[f"spikes_{k}"]
@@ -146,6 +153,50 @@ def test_params_are_differentiable_in_the_parameter_set(model):
 
     with jax.enable_x64():
         assert float(jax.grad(total)(0.02)) == pytest.approx(apical.size)
+
+
+def check_locations(model: bluepyopt.BluePyOptModel, path: Path) -> None:
+    fx = np.load(path)
+    for region, distances in json.loads(str(fx["case"])).items():
+        for k, d in enumerate(distances):
+            name, x = distribution.at_distance(model.cell, d, region)
+            assert name == str(fx[f"{region}_names"][k]), (region, d)
+            assert x == pytest.approx(float(fx[f"{region}_x"][k]), abs=1e-12), (region, d)
+
+
+@needs_morphio
+def test_at_distance_is_bluepyopts_soma_distance_location(model):
+    """``distribution.at_distance`` against BluePyOpt's ``NrnSomaDistanceCompLocation`` run
+    by BluePyOpt (``bluepyopt_locations.npz``): the same section and ``x`` at each distance
+    from ``soma(0.5)``, the example's ``dend1`` and ``dend2`` (660, 800 um apical) among them."""
+    check_locations(model, FOLDER / "bluepyopt_locations.npz")
+
+
+@needs_morphio
+@needs_bluepyopt
+def test_at_distance_is_bluepyopts_live(model, tmp_path):
+    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), "bluepyopt_locations"],
+                   check=True, capture_output=True)
+    check_locations(model, tmp_path / "bluepyopt_locations.npz")
+
+
+@needs_morphio
+def test_tapered_stub_runs_as_bluepyemodels_in_neuron():
+    """``bluepyemodel_taper_run.npz``: BluePyEModel's tapered stub (``replace_axon_legacy``,
+    two sections of five segments, one diameter each) on a passive cell, run by BluePyOpt in
+    NEURON: the same sections and ``nseg``, and the voltages at the soma and in both stub
+    sections within 1e-6 mV (measured 2e-11; the stub with each section's mean diameter
+    instead of its five is 2.7e-3 mV off at ``axon[1](0.9)``, BluePyOpt's plain stub 0.1 mV)."""
+    fx = np.load(FOLDER / "bluepyemodel_taper_run.npz")
+    model = bluepyopt.load(FILES[0], {"all": ["pas"]}, json.loads(str(fx["parameters"])), None,
+                           replace_axon=axon_stub.replace_axon_tapered)
+    cell = model.cell
+    assert cell.section_names == tuple(str(n) for n in fx["names"])
+    np.testing.assert_array_equal([cell.compartments_of(n).size for n in cell.section_names],
+                                  fx["nseg"])
+    with jax.enable_x64():
+        params = model.params()
+    check_run(model, fx, params, json.loads(str(fx["case"]))["t_max"], v_tol=1e-6)
 
 
 # The expression compiler against BluePyOpt's own rule: format with %.17g, then eval.

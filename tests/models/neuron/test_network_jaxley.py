@@ -51,6 +51,14 @@ def network() -> Network:
     return net
 
 
+def script_params(net: Network) -> dict:
+    """``net.params()`` with the script's axial resistivity (jaxlean's default is NEURON's)."""
+    params = net.params()
+    for cell in params["cells"]:
+        cell["Ra"] = jnp.asarray(SCRIPT.RA, dtype=float)
+    return params
+
+
 def run(net: Network, params: dict, t_max: float = SCRIPT.T_MAX) -> dict:
     amplitude, start, duration = SCRIPT.STIMULUS
     stimulus = Stimulus(net.index(0, 0), step_current(amplitude, start, duration, SCRIPT.DT,
@@ -65,8 +73,8 @@ def ours() -> tuple[np.ndarray, float]:
     the start of a step, jaxlean after the solve, so jaxley's ``s`` after step ``n`` is
     jaxlean's after step ``n - 1`` (the voltages are the same at every step)."""
     net = network()
-    out = run(net, net.params())
-    shorter = run(net, net.params(), SCRIPT.T_MAX - SCRIPT.DT)
+    out = run(net, script_params(net))
+    shorter = run(net, script_params(net), SCRIPT.T_MAX - SCRIPT.DT)
     return np.asarray(out["v"]).T, float(shorter["final"]["synapses"]["ionotropic"]["s"][0])
 
 
@@ -91,7 +99,7 @@ def test_matches_jaxley_live():
 def test_gradient_of_a_synaptic_weight_matches_finite_differences():
     net = network()
     with jax.enable_x64():
-        base = net.params()
+        base = script_params(net)
 
         def loss(g):
             params = {**base, "synapses": {"ionotropic": {**base["synapses"]["ionotropic"],

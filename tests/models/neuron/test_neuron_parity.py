@@ -60,7 +60,8 @@ def jaxlean_trace(fixture) -> tuple[np.ndarray, Cell | None, np.ndarray | None]:
     if case["kind"] == "cable":
         cable = Cell.from_parents(np.arange(case["n"]) - 1, case["length"] / case["n"],
                                   case["diam"] / 2)
-        params = {**cable.params("passive"), "g_pas": case["g_pas"], "e_pas": case["e_pas"]}
+        params = {**cable.params("passive"), "g_pas": case["g_pas"], "e_pas": case["e_pas"],
+                  "Ra": jnp.asarray(case["Ra"])}
         sites, stimulated = fixture["sites"][:, 1], 0   # compartment k: segment k of cable
     else:
         cell, counts = swc_cell(case)
@@ -71,9 +72,7 @@ def jaxlean_trace(fixture) -> tuple[np.ndarray, Cell | None, np.ndarray | None]:
                  for name, x in zip(fixture["site_names"], fixture["site_x"], strict=True)]
         stimulated = cell.location(0, 0.5)   # the IClamp at root(0.5)
         params = cell.params()
-        if case["Ra"] == discretize.NEURON_DEFAULTS["Ra"]:
-            params = discretize.neuron_defaults(params)    # the corpus runs NEURON's defaults
-        else:
+        if case.get("channels") != "soma_hh":   # the NEURON habit sets nothing: the defaults
             params["Ra"] = jnp.asarray(case["Ra"])
         cable = cell
     params["celsius"] = jnp.asarray(case["celsius"])

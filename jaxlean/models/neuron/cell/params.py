@@ -47,7 +47,7 @@ __all__ = [
 Params = dict[str, jax.Array]
 
 GEOMETRY = {"length": "um", "radius": "um"}
-CELL = {"cm": (1.0, "uF/cm2"), "Ra": (100.0, "ohm cm"),
+CELL = {"cm": (1.0, "uF/cm2"), "Ra": (35.4, "ohm cm"),
         "v_init": (-65.0, "mV"), "celsius": (6.3, "degC")}
 SCALAR_ONLY = ("celsius",)
 POSITIVE = ("length", "radius", "cm", "Ra")

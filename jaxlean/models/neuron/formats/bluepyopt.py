@@ -17,7 +17,7 @@ the tree (``replace_axon=axon_stub.replace_axon_tapered``, a published template'
 mechanisms inserted in NEURON's order (``pas``, then ``nrnivmodl``'s); parameters applied
 in the file's order, a later entry overriding an earlier one where both apply; what the
 files leave unset has NEURON's value (``Ra = 35.4``, ``celsius = 6.3``, ...:
-:data:`~jaxlean.models.neuron.morphology.discretize.NEURON_DEFAULTS`), not jaxlean's.
+:data:`~jaxlean.models.neuron.morphology.discretize.NEURON_DEFAULTS`, jaxlean's defaults too).
 """
 
 from __future__ import annotations

@@ -6,13 +6,14 @@ A rule maps a section to its ``nseg``, as a NEURON user sets it with ``forall``:
 * :class:`MaxLength` ``(um)``: ``ceil(L / um)`` segments, none longer than ``um``;
 * :class:`PerLength` ``(um=40)``: ``1 + 2 int(L / um)`` segments, Hay et al.'s (2011) and
   BluePyOpt's rule (``nseg_frequency``);
-* :class:`DLambda` ``(axial_resistivity, d_lambda=0.1, frequency=100)``: NEURON's
+* :class:`DLambda` ``(Ra, d_lambda=0.1, freq=100, cm=1)``: NEURON's
   standard recipe (``stdlib.hoc``'s ``lambda_f`` and the CellBuilder's d_lambda
   rule), an odd number of segments each at most ``d_lambda`` of the AC length
-  constant at ``frequency`` Hz: ``nseg = int((L / (d_lambda lambda_f) + 0.9) / 2) * 2 + 1``,
+  constant at ``freq`` Hz: ``nseg = int((L / (d_lambda lambda_f) + 0.9) / 2) * 2 + 1``,
   with ``lambda_f`` integrated over the 3-D points.
 
-Defaults differ between jaxlean and NEURON: see :data:`NEURON_DEFAULTS`.
+jaxlean's cable defaults are NEURON's (:data:`NEURON_DEFAULTS`); NEURON's ``nseg`` is 1
+for every section (``Fixed(1)``), while ``Cell.from_swc`` asks for a rule.
 """
 
 from __future__ import annotations
@@ -31,19 +32,20 @@ from jaxlean.models.neuron.morphology import _geometry
 __all__ = ["NEURON_DEFAULTS", "DLambda", "Fixed", "MaxLength", "PerLength", "compartments",
            "neuron_defaults", "section_nseg"]
 
-#: NEURON's values of the cable parameters whose jaxlean default differs or that
-#: NEURON users get without asking: ``Ra = 35.4`` ohm cm (jaxlean: 100), ``cm = 1``
-#: uF/cm2, ``v_init = -65`` mV, ``celsius = 6.3`` degC. Channel defaults are
-#: NEURON's in both: ``hh`` (its leak ``gl = 3e-4`` S/cm2, ``el = -54.3`` mV
-#: included) and ``pas`` (``g_pas = 1e-3`` S/cm2, ``e_pas = -70`` mV). NEURON's
-#: default ``nseg`` is 1 for every section (``Fixed(1)``); jaxlean's
-#: ``Cell.from_swc`` asks for a rule.
+#: NEURON's values of the cable parameters a NEURON user gets without asking (NEURON
+#: 9.0.2: ``h.Section()``, ``h.celsius``, ``h.v_init``): ``Ra = 35.4`` ohm cm, ``cm = 1``
+#: uF/cm2, ``v_init = -65`` mV, ``celsius = 6.3`` degC. jaxlean's defaults
+#: (``cell.params.CELL``) are the same values, and so are the channels': ``hh`` (its leak
+#: ``gl_hh = 3e-4`` S/cm2, ``el_hh = -54.3`` mV included) and ``pas`` (``g_pas = 1e-3``
+#: S/cm2, ``e_pas = -70`` mV). NEURON's default ``nseg`` is 1 for every section
+#: (``Fixed(1)``); jaxlean's ``Cell.from_swc`` asks for a rule.
 NEURON_DEFAULTS = {"Ra": 35.4, "cm": 1.0, "v_init": -65.0,
                    "celsius": 6.3}
 
 
 def neuron_defaults(params: dict) -> dict:
-    """``params`` with NEURON's defaults (:data:`NEURON_DEFAULTS`) for the keys it has."""
+    """``params`` with NEURON's defaults (:data:`NEURON_DEFAULTS`) for the keys it has: the
+    values a NEURON user gets without setting them (jaxlean's defaults are the same)."""
     return {**params, **{name: jnp.asarray(value, dtype=float)
                          for name, value in NEURON_DEFAULTS.items() if name in params}}
 
