@@ -180,7 +180,8 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
         batch = rollout_batch(rollout,
                               mask_truncated_completions=config.mask_truncated_completions)
         if config.beta:
-            batch["ref_logprobs"] = reference(ref_model, batch["input_ids"], batch["targets"],
+            batch["ref_logprobs"] = reference(ref_model, batch["input_ids"],
+                                              targets=batch["targets"],
                                               attention_mask=batch["attention_mask"])
         for _ in range(config.num_iterations):
             model, state, (out, stats) = step(model, state, **batch,
