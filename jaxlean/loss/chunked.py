@@ -110,9 +110,9 @@ def token_stats(hidden: jax.Array, head: Head, *positional: Any,
     log-probs are differentiable (the top-k ids are held fixed, as for a gather).
 
     Args:
-        hidden, head, labels, targets, chunk_size, vocab_chunk, vocab_parallel,
-            ignore_index: as in :func:`token_logprobs` (an ignored target's log-prob is
-            0; the other statistics do not depend on the target).
+        hidden, head, labels, targets, chunk_size, vocab_chunk, vocab_parallel, ignore_index: as
+            in :func:`token_logprobs` (an ignored target's log-prob is 0; the other
+            statistics do not depend on the target).
         top_k: how many of the largest log-probs to return (``1 <= top_k <= V``).
         temperature: logits are divided by it (> 0) before the softmax.
 
