@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
                                       group_ids=np.repeat(picked, args.group))
 
         batch = rollout_batch(rollout)
-        ref = reference_logprobs(reference, batch["input_ids"], batch["targets"],
+        ref = reference_logprobs(reference, batch["input_ids"], targets=batch["targets"],
                                  attention_mask=batch["attention_mask"])
         for _ in range(args.updates):
             policy, state, (metrics, stats) = step(

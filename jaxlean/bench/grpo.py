@@ -76,7 +76,8 @@ def full_logits_loss(hidden, head, tokens, old, ref, advantages, mask):
 
 def jaxlean_loss(hidden, head, tokens, old, ref, advantages, mask):
     """jaxlean's GRPO loss (clipped ratio, k3 KL) on hidden states and a head."""
-    return policy_gradient_loss(hidden, head, tokens, old, advantages, mask=mask, clip_eps=CLIP,
+    return policy_gradient_loss(hidden, head, targets=tokens, old_logprobs=old,
+                                advantages=advantages, mask=mask, clip_eps=CLIP,
                                 ref_logprobs=ref, kl_coef=BETA, kl_estimator="k3").loss
 
 

@@ -85,7 +85,7 @@ def skyrl_checkpointed_loss(hidden: jax.Array, head: jax.Array, targets: jax.Arr
 
 def jaxlean_loss(hidden: jax.Array, head: jax.Array, targets: jax.Array) -> jax.Array:
     """(d) :func:`jaxlean.loss.chunked.cross_entropy` with its default settings."""
-    return cross_entropy(hidden, head, targets)
+    return cross_entropy(hidden, head, targets=targets)
 
 
 METHODS: dict[str, Callable] = {
@@ -258,7 +258,8 @@ def full_logits_grpo(h, w, tokens, old, adv, ref):
 
 def jaxlean_grpo(h, w, tokens, old, adv, ref):
     """jaxlean's chunked GRPO loss."""
-    return policy_gradient_loss(h, w, tokens, old, adv, ref_logprobs=ref, **GRPO_OPTIONS).loss
+    return policy_gradient_loss(h, w, targets=tokens, old_logprobs=old, advantages=adv,
+                                ref_logprobs=ref, **GRPO_OPTIONS).loss
 
 
 def _heads_specs(objective: str, tokens: int, hs: int, ht: int, vocab: int):

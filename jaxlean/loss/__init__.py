@@ -11,6 +11,11 @@
 - ``onepass``: scalar losses whose gradient is computed in the forward pass;
 - ``vocab_parallel``: :class:`VocabParallel`, a head split over the vocabulary on a mesh.
 
+Every loss here that takes token ids takes them by keyword: ``targets=`` (already shifted:
+position ``t`` predicts ``targets[..., t]``) or ``labels=`` (Hugging Face's, unshifted, shifted
+inside with the call's per-token arrays); a positional one could be either and raises a
+``ConfigError`` (``_token_ids``). ``distill_loss`` takes ``targets=`` only.
+
 Private modules hold the shared machinery: ``_kernel`` (plan, block statistics,
 custom VJPs), ``_checks`` (input checks, targets, loss weights), ``_per_token``
 (the kernel's entry) and ``_divergence`` (distillation's recomputing path).

@@ -33,7 +33,7 @@ is handled per shard and combined with per-token collectives; see
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -57,6 +57,7 @@ from jaxlean.loss._checks import (
 )
 from jaxlean.loss._kernel import AUTO_BLOCK_BYTES, Want
 from jaxlean.loss._per_token import target_outs
+from jaxlean.loss._token_ids import ids_to_predict
 from jaxlean.loss.onepass import onepass_sum
 from jaxlean.loss.vocab_parallel import VocabParallel
 
@@ -95,8 +96,9 @@ class TokenStats(NamedTuple):
     top_ids: jax.Array
 
 
-def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int = 1,
-                temperature: float = 1.0, chunk_size: int = 1024,
+def token_stats(hidden: jax.Array, head: Head, *positional: Any,
+                labels: jax.Array | None = None, targets: jax.Array | None = None,
+                top_k: int = 1, temperature: float = 1.0, chunk_size: int = 1024,
                 vocab_chunk: int | None = None, vocab_parallel: VocabParallel | None = None,
                 ignore_index: int | None = IGNORE_INDEX) -> TokenStats:
     """Every per-token quantity of ``softmax(hidden @ head / temperature)`` in one chunked pass.
@@ -108,7 +110,7 @@ def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int
     log-probs are differentiable (the top-k ids are held fixed, as for a gather).
 
     Args:
-        hidden, head, targets, chunk_size, vocab_chunk, vocab_parallel, ignore_index: as
+        hidden, head, labels, targets, chunk_size, vocab_chunk, vocab_parallel, ignore_index: as
             in :func:`token_logprobs` (an ignored target's log-prob is 0; the other
             statistics do not depend on the target).
         top_k: how many of the largest log-probs to return (``1 <= top_k <= V``).
@@ -117,6 +119,8 @@ def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int
     Returns:
         A :class:`TokenStats` of float32 arrays (float64 for float64 inputs) and int32 ids.
     """
+    targets, _ = ids_to_predict("token_stats", positional, labels, targets,
+                                ignore_index=ignore_index)
     temperature = check_temperature(temperature)
     check_inputs(hidden, targets)
     top_k = check_top_k(top_k, head_vocab(head, hidden, 1)[0])
@@ -128,8 +132,10 @@ def token_stats(hidden: jax.Array, head: Head, targets: jax.Array, *, top_k: int
                       outs.top - lse[..., None], outs.top_ids)
 
 
-def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_size: int = 1024,
-                   vocab_chunk: int | None = None, temperature: float = 1.0,
+def token_logprobs(hidden: jax.Array, head: Head, *positional: Any,
+                   labels: jax.Array | None = None, targets: jax.Array | None = None,
+                   chunk_size: int = 1024, vocab_chunk: int | None = None,
+                   temperature: float = 1.0,
                    vocab_parallel: VocabParallel | None = None,
                    ignore_index: int | None = IGNORE_INDEX) -> jax.Array:
     """Per-token ``log p(target)`` without materialising the ``[tokens, vocab]`` logits.
@@ -143,7 +149,12 @@ def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_s
         head: an ``[H, V]`` matrix, or a callable mapping a chunk ``[C, H]`` of
             hidden states (tokens flattened) to logits ``[C, V]`` (LoRA, tied
             embeddings, a bias, soft-capping; gradients reach its arrays).
-        targets: integer token ids ``[..., T]`` in ``[0, V)``, or ``ignore_index``.
+        labels: integer token ids ``[..., T]`` aligned with the inputs, as Hugging Face's
+            ``labels``: position ``t`` predicts ``labels[..., t + 1]`` (shifted here; the
+            last position predicts nothing). Give ``labels`` or ``targets``, by keyword:
+            a positional array raises :class:`ConfigError` (it could be either).
+        targets: integer token ids ``[..., T]`` in ``[0, V)``, or ``ignore_index``,
+            already shifted: position ``t`` predicts ``targets[..., t]``.
         chunk_size: tokens per chunk; token counts that do not divide are split
             into equal chunks and padded, without changing results.
         vocab_chunk: vocabulary columns per block (matrix heads only). ``None``
@@ -162,13 +173,16 @@ def token_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *, chunk_s
     Returns:
         ``logprobs [..., T]`` in float32 (float64 for float64 inputs).
     """
+    targets, _ = ids_to_predict("token_logprobs", positional, labels, targets,
+                                ignore_index=ignore_index)
     want = Want(temperature=check_temperature(temperature))
     outs, _ = target_outs(hidden, head, targets, chunk_size, vocab_chunk, want, vocab_parallel,
                           ignore_index)
     return outs.target - outs.lse
 
 
-def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
+def cross_entropy(hidden: jax.Array, head: Head, *positional: Any,
+                  labels: jax.Array | None = None, targets: jax.Array | None = None,
                   mask: jax.Array | None = None, reduction: Reduction = "mean",
                   z_loss: float = 0.0, label_smoothing: float = 0.0, chunk_size: int = 1024,
                   vocab_chunk: int | None = None, vocab_parallel: VocabParallel | None = None,
@@ -180,10 +194,12 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
     ``(1 - ε) * -log p(target) + ε * mean_j(-log p_j)``.
 
     Args:
-        hidden, head, targets, chunk_size, vocab_chunk, vocab_parallel: as in
-            :func:`token_logprobs`.
+        hidden, head, labels, targets, chunk_size, vocab_chunk, vocab_parallel: as in
+            :func:`token_logprobs` (``labels=`` unshifted or ``targets=`` shifted, by
+            keyword).
         mask: ``[..., T]`` booleans or float weights; masked-out tokens (``False``
-            or ``0``) count for nothing and their targets may be any value.
+            or ``0``) count for nothing and their targets may be any value. Per
+            position of ``targets``, or, with ``labels``, per label (shifted with them).
         ignore_index: targets equal to it count for nothing, as if masked out
             (Hugging Face's ``-100``; ``None``: nothing ignored). Any other target
             outside ``[0, V)`` raises :class:`DataError` when concrete and makes
@@ -201,6 +217,9 @@ def cross_entropy(hidden: jax.Array, head: Head, targets: jax.Array, *,
     if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) \
             or not 0 <= label_smoothing <= 1:
         raise ConfigError(f"label_smoothing must be a number in [0, 1], got {label_smoothing!r}")
+    targets, shifted = ids_to_predict("cross_entropy", positional, labels, targets,
+                                      ignore_index=ignore_index, per_token={"mask": mask})
+    mask = shifted["mask"]
     check_inputs(hidden, targets)
     targets = masked_targets(targets, mask)
     if reduction != "none" and one_pass_applies(hidden, head, chunk_size, vocab_chunk,

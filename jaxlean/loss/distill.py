@@ -130,8 +130,10 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
             labels (as in TRL's GKD): positions whose target is ``ignore_index`` count
             for nothing (prompts, padding); the ids themselves are not used. A target
             outside ``[0, V)`` that is not ``ignore_index`` raises :class:`DataError`
-            when concrete and makes the loss NaN under ``jit``. (Called ``labels``
-            before; that keyword now raises a :class:`ConfigError`.)
+            when concrete and makes the loss NaN under ``jit``. Already shifted, by
+            keyword (called ``labels`` before; that keyword raises a
+            :class:`ConfigError` rather than being read as Hugging Face's unshifted
+            labels, which the other losses take as ``labels=``).
         ignore_index: the target meaning "no loss here" (``None``: nothing ignored).
         teacher_grad: also differentiate with respect to the teacher (by default
             it is a constant: no teacher gradient is computed or stored).
@@ -145,7 +147,13 @@ def distill_loss(hidden_s: jax.Array, head_s: Head, hidden_t: jax.Array, head_t:
     Returns:
         A scalar, or ``[..., T]`` for ``reduction="none"``; float32 (float64 for float64 inputs).
     """
-    reject_renamed(renamed, {"labels": "targets"}, "distill_loss")
+    if "labels" in renamed:  # its old name for shifted targets: never read as unshifted
+        raise ConfigError("distill_loss: the argument 'labels' is now called 'targets': ids "
+                          "already shifted (position t predicts targets[..., t]), as TRL's "
+                          "generalized_jsd_loss takes its labels; this loss does not take "
+                          "Hugging Face's unshifted labels (it was given shifted ones under "
+                          "that name before)")
+    reject_renamed(renamed, {}, "distill_loss")
     temperature = check_temperature(temperature)
     _check(hidden_s, hidden_t, divergence, beta, top_k)
     check_chunk("chunk_size", chunk_size)

@@ -33,6 +33,7 @@ from jaxlean.loss._checks import (
 )
 from jaxlean.loss._kernel import Want
 from jaxlean.loss._per_token import target_outs
+from jaxlean.loss._token_ids import ids_to_predict
 from jaxlean.loss.chunked import one_pass_applies
 from jaxlean.loss.onepass import onepass_sum
 from jaxlean.loss.vocab_parallel import VocabParallel
@@ -144,9 +145,10 @@ def _check_normalization(normalization, max_completion_length, num_items_in_batc
                           f"normalization={normalization!r}")
 
 
-def policy_gradient_loss(hidden: jax.Array, head: Head, targets: jax.Array | None = None,
+def policy_gradient_loss(hidden: jax.Array, head: Head, *positional: Any,
+                         labels: jax.Array | None = None, targets: jax.Array | None = None,
                          old_logprobs: jax.Array | None = None,
-                         advantages: jax.Array | None = None, *,
+                         advantages: jax.Array | None = None,
                          mask: jax.Array | None = None, clip_eps: float = 0.2,
                          clip_eps_high: float | None = None,
                          ref_logprobs: jax.Array | None = None, kl_coef: float = 0.0,
@@ -171,12 +173,17 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, targets: jax.Array | Non
     Args:
         hidden: the policy's final hidden states ``[B, T, H]``.
         head: ``[H, V]`` matrix or callable head, as in :func:`token_logprobs`.
-        targets: the sampled token ids ``[B, T]`` whose log-probs are optimised
-            (called ``tokens`` before; that keyword now raises a :class:`ConfigError`).
+        labels: the sequences' token ids ``[B, T]`` unshifted, as Hugging Face's
+            ``labels`` (``-100`` on prompts and padding): shifted here, and with them every
+            ``[B, T]`` array of the call (``old_logprobs``, ``advantages``, ``mask``,
+            ``ref_logprobs``), which are then per label.
+        targets: the sampled token ids ``[B, T]`` whose log-probs are optimised, already
+            shifted (called ``tokens`` before; that keyword now raises a
+            :class:`ConfigError`). Give ``labels`` or ``targets``, by keyword: a positional
+            array raises :class:`ConfigError` (it could be either).
         old_logprobs: ``[B, T]`` log-probs of ``targets`` under the sampling policy.
         advantages: ``[B]`` (one per sequence, as in GRPO) or ``[B, T]``.
-            ``targets``, ``old_logprobs`` and ``advantages`` are required (their
-            ``None`` defaults only let the old keyword be refused by name).
+            ``old_logprobs`` and ``advantages`` are required, by keyword.
         mask: ``[B, T]`` weights (0 on prompts and padding); ``None`` for all ones.
         clip_eps, clip_eps_high: the ratio's clip range ``[1 - clip_eps, 1 + clip_eps_high]``
             (``clip_eps_high`` defaults to ``clip_eps``; DAPO raises it).
@@ -208,7 +215,15 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, targets: jax.Array | Non
         A :class:`PolicyLoss`.
     """
     reject_renamed(renamed, {"tokens": "targets"}, "policy_gradient_loss")
-    missing = [name for name, x in (("targets", targets), ("old_logprobs", old_logprobs),
+    targets, shifted = ids_to_predict(
+        "policy_gradient_loss", positional, labels, targets, ignore_index=ignore_index,
+        keywords=("old_logprobs", "advantages"), required=False,
+        per_token={"old_logprobs": old_logprobs, "advantages": advantages, "mask": mask,
+                   "ref_logprobs": ref_logprobs})
+    old_logprobs, advantages = shifted["old_logprobs"], shifted["advantages"]
+    mask, ref_logprobs = shifted["mask"], shifted["ref_logprobs"]
+    missing = [name for name, x in (("labels or targets", targets),
+                                    ("old_logprobs", old_logprobs),
                                     ("advantages", advantages)) if x is None]
     if missing:
         raise TypeError(f"policy_gradient_loss() missing required argument(s) {missing}")

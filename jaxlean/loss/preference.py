@@ -38,6 +38,7 @@ from jaxlean.loss._checks import (
 )
 from jaxlean.loss._kernel import Want
 from jaxlean.loss._per_token import target_outs
+from jaxlean.loss._token_ids import ids_to_predict
 from jaxlean.loss.vocab_parallel import VocabParallel
 
 __all__ = ["DPO_LOSS_TYPES", "DPOLoss", "DPOLossType", "dpo_loss", "dpo_objective",
@@ -197,7 +198,8 @@ def _pair_losses(loss_type: str, chosen: jax.Array, rejected: jax.Array,
     return sigmoid(beta * chosen) + 1 - sigmoid(beta * delta)  # apo_down
 
 
-def sequence_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *,
+def sequence_logprobs(hidden: jax.Array, head: Head, *positional: Any,
+                      labels: jax.Array | None = None, targets: jax.Array | None = None,
                       mask: jax.Array | None = None, temperature: float = 1.0,
                       chunk_size: int = 1024, vocab_chunk: int | None = None,
                       vocab_parallel: VocabParallel | None = None,
@@ -205,10 +207,14 @@ def sequence_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *,
                       ) -> tuple[jax.Array, jax.Array]:
     """Each sequence's weighted sum of target log-probs ``[B]`` and its weight ``[B]``.
 
-    Chunked like :func:`jaxlean.loss.chunked.token_logprobs` (same arguments);
-    ``mask`` ``[B, T]`` weights the tokens (0: prompt, padding), and ignored targets
-    count for nothing. The second result is the token count (mask sum) per sequence.
+    Chunked like :func:`jaxlean.loss.chunked.token_logprobs` (same arguments: ``labels=``
+    unshifted or ``targets=`` shifted, by keyword); ``mask`` ``[B, T]`` weights the tokens
+    (0: prompt, padding; per label with ``labels``), and ignored targets count for
+    nothing. The second result is the token count (mask sum) per sequence.
     """
+    targets, shifted = ids_to_predict("sequence_logprobs", positional, labels, targets,
+                                      ignore_index=ignore_index, per_token={"mask": mask})
+    mask = shifted["mask"]
     if not hasattr(targets, "shape") or targets.ndim != 2:
         raise StructureError(f"targets must be [B, T], got {getattr(targets, 'shape', targets)}")
     if mask is not None and jnp.shape(mask) != targets.shape:
@@ -225,7 +231,8 @@ def sequence_logprobs(hidden: jax.Array, head: Head, targets: jax.Array, *,
     return total, jnp.sum(weights, -1)
 
 
-def dpo_loss(hidden: jax.Array, head: Head, targets: jax.Array, ref_logprobs: jax.Array, *,
+def dpo_loss(hidden: jax.Array, head: Head, *positional: Any, labels: jax.Array | None = None,
+             targets: jax.Array | None = None, ref_logprobs: jax.Array | None = None,
              mask: jax.Array | None = None, beta: float = 0.1,
              loss_type: DPOLossType = "sigmoid", label_smoothing: float = 0.0,
              chunk_size: int = 1024,
@@ -240,10 +247,16 @@ def dpo_loss(hidden: jax.Array, head: Head, targets: jax.Array, ref_logprobs: ja
     Args:
         hidden: the policy's final hidden states ``[2B, T, H]``.
         head: ``[H, V]`` matrix or callable head, as in :func:`token_logprobs`.
-        targets: ``[2B, T]`` the completions' token ids predicted at each position.
+        labels: ``[2B, T]`` the rows' token ids unshifted, as Hugging Face's ``labels``
+            (``-100`` on the prompt and padding): shifted here, with ``mask`` and a per
+            token ``ref_logprobs``, which are then per label.
+        targets: ``[2B, T]`` the completions' token ids predicted at each position
+            (already shifted). Give ``labels`` or ``targets``, by keyword: a positional
+            array raises :class:`ConfigError` (it could be either).
         ref_logprobs: the frozen reference's log-probs of ``targets``: per token
             ``[2B, T]`` (weighted and summed here with ``mask``) or already summed per
             sequence ``[2B]`` (TRL's ``ref_chosen_logps`` then ``ref_rejected_logps``).
+            Required, by keyword.
         mask: ``[2B, T]`` token weights (0 on prompts and padding); ``None``: all ones.
         beta, loss_type, label_smoothing: as in :func:`dpo_objective`.
         chunk_size, vocab_chunk, vocab_parallel, ignore_index: as in :func:`token_logprobs`.
@@ -251,6 +264,12 @@ def dpo_loss(hidden: jax.Array, head: Head, targets: jax.Array, ref_logprobs: ja
     Returns:
         A :class:`DPOLoss`.
     """
+    targets, shifted = ids_to_predict("dpo_loss", positional, labels, targets,
+                                      ignore_index=ignore_index, keywords=("ref_logprobs",),
+                                      per_token={"mask": mask, "ref_logprobs": ref_logprobs})
+    mask, ref_logprobs = shifted["mask"], shifted["ref_logprobs"]
+    if ref_logprobs is None:
+        raise TypeError("dpo_loss() missing the required argument 'ref_logprobs' (by keyword)")
     if not hasattr(targets, "shape") or targets.ndim != 2 or targets.shape[0] % 2:
         raise StructureError("targets must be [2B, T] (chosen rows, then rejected rows), got "
                              f"{list(getattr(targets, 'shape', [targets]))}")
@@ -258,7 +277,8 @@ def dpo_loss(hidden: jax.Array, head: Head, targets: jax.Array, ref_logprobs: ja
     if ref.shape not in (targets.shape, targets.shape[:1]):
         raise StructureError(f"ref_logprobs must be [2B, T] = {list(targets.shape)} or [2B], "
                              f"got {list(ref.shape)}")
-    logps, lengths = sequence_logprobs(hidden, head, targets, mask=mask, chunk_size=chunk_size,
+    logps, lengths = sequence_logprobs(hidden, head, targets=targets, mask=mask,
+                                       chunk_size=chunk_size,
                                        vocab_chunk=vocab_chunk, vocab_parallel=vocab_parallel,
                                        ignore_index=ignore_index)
     if ref.ndim == 2:

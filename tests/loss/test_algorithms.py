@@ -116,8 +116,9 @@ def test_grpo_chunked_loss_equals_trl(trl, case, path):
     chunks = dict(chunk_size=5, vocab_chunk=None if path == "one_pass" else 7)
 
     def loss(hidden, head):
-        return policy_gradient_loss(hidden, head, jnp.asarray(x["targets"]),
-                                    jnp.asarray(x["old_logprobs"]), advantages, **options,
+        return policy_gradient_loss(hidden, head, targets=jnp.asarray(x["targets"]),
+                                    old_logprobs=jnp.asarray(x["old_logprobs"]),
+                                    advantages=advantages, **options,
                                     **chunks).loss
 
     value, (d_hidden, d_head) = jax.jit(jax.value_and_grad(loss, (0, 1)))(
@@ -210,7 +211,8 @@ def test_dpo_chunked_loss_equals_trl(trl, loss_type, ref):
     ref_logprobs = x["ref_logprobs"] if ref == "per_token" else x[f"{loss_type}/ref_sums"]
 
     def loss(hidden, head):
-        return dpo_loss(hidden, head, jnp.asarray(x["targets"]), jnp.asarray(ref_logprobs),
+        return dpo_loss(hidden, head, targets=jnp.asarray(x["targets"]),
+                        ref_logprobs=jnp.asarray(ref_logprobs),
                         mask=jnp.asarray(x["mask"]), beta=DPO_CASES[loss_type],
                         loss_type=loss_type, chunk_size=5, vocab_chunk=7).loss
 

@@ -83,7 +83,8 @@ def _policy_losses(path):
     def ours(hidden, head, normalization, level):
         w = (lambda c: c @ head) if path == "callable" else head
         return policy_gradient_loss(
-            hidden, w, ids, old, adv, mask=mask, clip_eps=0.2, clip_eps_high=0.28,
+            hidden, w, targets=ids, old_logprobs=old, advantages=adv, mask=mask, clip_eps=0.2,
+            clip_eps_high=0.28,
             ref_logprobs=ref, kl_coef=0.05, normalization=normalization,
             importance_sampling_level=level, chunk_size=5,
             vocab_chunk=60 if path == "recompute" else None, **_extra(normalization)).loss
@@ -127,7 +128,8 @@ def test_policy_loss_matches_full_logits(normalization, level, path):
 def test_sequence_level_is_not_token_level():
     hidden, head, targets, old, _, adv, mask = _data()
     run = lambda level: policy_gradient_loss(
-        hidden, head, targets, old, adv, mask=mask, normalization="grpo",
+        hidden, head, targets=targets, old_logprobs=old, advantages=adv, mask=mask,
+        normalization="grpo",
         importance_sampling_level=level).loss
     sequence, token = jax.jit(lambda: (run("sequence"), run("token")))()  # one compile
     assert abs(float(sequence) - float(token)) > 1e-3
@@ -135,7 +137,8 @@ def test_sequence_level_is_not_token_level():
 
 def test_names_alias_the_old_normalizations():
     hidden, head, targets, old, _, adv, mask = _data()
-    run = lambda how: policy_gradient_loss(hidden, head, targets, old, adv, mask=mask,
+    run = lambda how: policy_gradient_loss(hidden, head, targets=targets, old_logprobs=old,
+                                           advantages=adv, mask=mask,
                                            normalization=how).loss
     names = ("token", "bnpo", "sequence", "grpo", "dapo")
     loss = dict(zip(names, jax.jit(lambda: [run(how) for how in names])(), strict=True))
@@ -150,7 +153,8 @@ def test_dapo_micro_batches_add_up_to_the_whole_batch():
     hidden, head, targets, old, _, adv, mask = _data()
 
     def loss(head, rows, items=None):
-        return policy_gradient_loss(hidden[rows], head, targets[rows], old[rows], adv[rows],
+        return policy_gradient_loss(hidden[rows], head, targets=targets[rows],
+                                    old_logprobs=old[rows], advantages=adv[rows],
                                     mask=mask[rows], normalization="dapo",
                                     num_items_in_batch=items).loss
 
@@ -171,7 +175,8 @@ def _dpo_losses(path):
 
     def ours(hidden, head, loss_type):
         w = (lambda c: c @ head) if path == "callable" else head
-        return dpo_loss(hidden, w, ids, ref, mask=mask, beta=0.2, loss_type=loss_type,
+        return dpo_loss(hidden, w, targets=ids, ref_logprobs=ref, mask=mask, beta=0.2,
+                        loss_type=loss_type,
                         chunk_size=4, vocab_chunk=64 if path == "recompute" else None).loss
 
     return jax.jit(lambda h, w: [jax.value_and_grad(ours, (0, 1))(h, w, loss_type)
@@ -209,7 +214,7 @@ def test_dpo_loss_matches_full_logits(loss_type, path):
 
 def test_dpo_at_the_reference_is_log_2_and_learns_toward_chosen():
     hidden, head, targets, _, _, _, mask = _data(2)
-    logps, lengths = sequence_logprobs(hidden, head, targets, mask=mask)
+    logps, lengths = sequence_logprobs(hidden, head, targets=targets, mask=mask)
     np.testing.assert_allclose(lengths, jnp.sum(mask, -1))
     out = dpo_objective(logps[:2], logps[2:], logps[:2], logps[2:], beta=0.1)
     np.testing.assert_allclose(out.loss, np.log(2), rtol=1e-6)
@@ -235,7 +240,8 @@ def test_advantage_properties():
 
 def test_errors_name_the_argument():
     hidden, head, targets, old, ref, adv, _ = _data()
-    call = lambda **kw: policy_gradient_loss(hidden, head, targets, old, adv, **kw)
+    call = lambda **kw: policy_gradient_loss(hidden, head, targets=targets, old_logprobs=old,
+                                             advantages=adv, **kw)
     with pytest.raises(ConfigError, match=r"unknown normalization 'seq'.*'dr_grpo', 'dapo'"):
         call(normalization="seq")
     with pytest.raises(ConfigError, match="max_completion_length is used by "
@@ -259,9 +265,9 @@ def test_errors_name_the_argument():
     with pytest.raises(StructureError, match="ref_chosen_logps shape"):
         dpo_objective(logps, logps, jnp.zeros(3), logps)
     with pytest.raises(StructureError, match=r"targets must be \[2B, T\]"):
-        dpo_loss(hidden[:3], head, targets[:3], ref[:3])
+        dpo_loss(hidden[:3], head, targets=targets[:3], ref_logprobs=ref[:3])
     with pytest.raises(StructureError, match="ref_logprobs must be"):
-        dpo_loss(hidden, head, targets, ref[:, :3])
+        dpo_loss(hidden, head, targets=targets, ref_logprobs=ref[:, :3])
     with pytest.raises(StructureError, match="multiple of group_size=3"):
         group_advantages(jnp.zeros(8), 3)
     with pytest.raises(ConfigError, match="group_size must be an integer"):

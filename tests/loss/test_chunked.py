@@ -85,11 +85,12 @@ def _token_stats_chunked(temperature):
 
     def each(chunking, hidden, head):
         def ours(hidden, head):
-            s = token_stats(hidden, head, targets, top_k=3, temperature=temperature, **chunking)
+            s = token_stats(hidden, head, targets=targets, top_k=3, temperature=temperature,
+                            **chunking)
             return scalar(s.logprobs, s.entropy, s.logsumexp, s.top_logprobs), s
 
         return (jax.value_and_grad(ours, (0, 1), has_aux=True)(hidden, head),
-                token_logprobs(hidden, head, targets, temperature=temperature, **chunking))
+                token_logprobs(hidden, head, targets=targets, temperature=temperature, **chunking))
 
     return jax.jit(lambda h, w: [each(chunking, h, w) for chunking in CHUNKINGS])(hidden, head)
 
@@ -116,9 +117,9 @@ def test_token_stats_match_full_logits(chunking, temperature):
                          ids=str)
 def test_bf16_accumulates_in_f32(chunking):
     hidden, head, targets, w = _data(jnp.bfloat16)
-    loss = lambda h, W: jnp.sum(token_logprobs(h, W, targets, **chunking) * w[0])
+    loss = lambda h, W: jnp.sum(token_logprobs(h, W, targets=targets, **chunking) * w[0])
     ref = lambda h, W: jnp.sum(_ref_matrix(h, W, targets)[0] * w[0])
-    values, grads = jax.jit(lambda h, W: (token_logprobs(h, W, targets, **chunking),
+    values, grads = jax.jit(lambda h, W: (token_logprobs(h, W, targets=targets, **chunking),
                                           jax.grad(loss, (0, 1))(h, W)))(hidden, head)
     ref_values, ref_grads = jax.jit(lambda h, W: (_ref_matrix(h, W, targets)[0],
                                                   jax.grad(ref, (0, 1))(h, W)))(hidden, head)
@@ -134,7 +135,8 @@ def test_bf16_token_stats_entropy_and_top_k():
     hidden, head, targets, w = _data(jnp.bfloat16)
 
     def ours(h, W):
-        s = token_stats(h, W, targets, top_k=2, temperature=0.8, chunk_size=8, vocab_chunk=70)
+        s = token_stats(h, W, targets=targets, top_k=2, temperature=0.8, chunk_size=8,
+                        vocab_chunk=70)
         return jnp.sum(s.entropy * w[1]) + jnp.sum(s.top_logprobs), s
 
     def ref(h, W):
@@ -158,7 +160,7 @@ def test_float64_gradients_are_exact():
         w = w.astype(jnp.float64)
 
         def ours(h, W):
-            s = token_stats(h, W, targets, chunk_size=6, vocab_chunk=41)
+            s = token_stats(h, W, targets=targets, chunk_size=6, vocab_chunk=41)
             lp, ent = s.logprobs, s.entropy
             return jnp.sum(lp * w[0] + ent * w[1])
 
@@ -205,7 +207,7 @@ def test_equinox_module_head_gradients_reach_its_params():
     module = _lora_head()
 
     def ours(module, hidden):
-        s = token_stats(hidden, module, targets, chunk_size=7, temperature=1.5)
+        s = token_stats(hidden, module, targets=targets, chunk_size=7, temperature=1.5)
         lp, ent = s.logprobs, s.entropy
         return jnp.sum(lp * w[0] + ent * w[1])
 
@@ -227,7 +229,7 @@ def test_closure_head_gradients_reach_closed_over_arrays():
 
     def ours(head, bias):
         softcapped = lambda chunk: 4.0 * jnp.tanh((chunk @ head + bias) / 4.0)
-        return jnp.sum(token_logprobs(hidden, softcapped, targets, chunk_size=4) * w[0])
+        return jnp.sum(token_logprobs(hidden, softcapped, targets=targets, chunk_size=4) * w[0])
 
     def ref(head, bias):
         return jnp.sum(_ref_logprobs(4.0 * jnp.tanh((hidden @ head + bias) / 4.0),
@@ -242,7 +244,8 @@ def test_tied_embedding_head_via_partial():
     hidden, head, targets, w = _data()
     embedding = head.T  # [V, H], as in tied input/output embeddings
     tied = lambda emb: jax.tree_util.Partial(lambda e, chunk: chunk @ e.T, emb)
-    ours = lambda emb: jnp.sum(cross_entropy(hidden, tied(emb), targets, reduction="none") * w[0])
+    ours = lambda emb: jnp.sum(cross_entropy(hidden, tied(emb), targets=targets,
+                                             reduction="none") * w[0])
     ref = lambda emb: -jnp.sum(_ref_logprobs(hidden @ emb.T, targets)[0] * w[0])
     _close(jax.jit(jax.grad(ours))(embedding), jax.jit(jax.grad(ref))(embedding), 1e-5)
 
@@ -250,7 +253,7 @@ def test_tied_embedding_head_via_partial():
 def test_bf16_callable_head():
     hidden, _, targets, w = _data(jnp.bfloat16)
     module = _lora_head(jnp.bfloat16)
-    ours = lambda m: jnp.sum(token_logprobs(hidden, m, targets, chunk_size=8) * w[0])
+    ours = lambda m: jnp.sum(token_logprobs(hidden, m, targets=targets, chunk_size=8) * w[0])
     ref = lambda m: jnp.sum(_ref_logprobs(m(hidden), targets)[0] * w[0])
     grads, ref_grads = jax.jit(jax.grad(ours))(module), jax.jit(jax.grad(ref))(module)
     assert grads.a.dtype == jnp.bfloat16
@@ -277,7 +280,7 @@ def test_cross_entropy_mask_reduction_z_loss(reduction, z_loss):
                 "mean": per_token.sum() / mask.sum()}[reduction]
 
     def ours(hidden, head):
-        return cross_entropy(hidden, head, targets, mask=mask, reduction=reduction,
+        return cross_entropy(hidden, head, targets=targets, mask=mask, reduction=reduction,
                              z_loss=z_loss, chunk_size=6, vocab_chunk=77)
 
     scalar = (lambda f: lambda *a: jnp.sum(f(*a) * w[0])) if reduction == "none" else (
@@ -300,7 +303,7 @@ def test_label_smoothing_matches_full_logits(head_kind):
     chunking = dict(chunk_size=6, vocab_chunk=77) if head_kind == "matrix" else dict(chunk_size=6)
 
     def ours(hidden, head):
-        return cross_entropy(hidden, make(head), targets, mask=mask, label_smoothing=eps,
+        return cross_entropy(hidden, make(head), targets=targets, mask=mask, label_smoothing=eps,
                              **chunking)
 
     def ref(hidden, head):
@@ -327,10 +330,11 @@ def test_cross_entropy_float_weights_and_empty_mask():
 
     def losses(hidden, head):  # one program: one compile, not one per eager op
         nll = -_ref_matrix(hidden, head, targets)[0]
-        return (cross_entropy(hidden, head, targets, mask=weights),
+        return (cross_entropy(hidden, head, targets=targets, mask=weights),
                 jnp.sum(nll * weights) / jnp.sum(weights),
-                cross_entropy(hidden, head, targets, mask=empty),
-                jax.value_and_grad(lambda h: cross_entropy(h, head, targets, mask=empty))(hidden))
+                cross_entropy(hidden, head, targets=targets, mask=empty),
+                jax.value_and_grad(lambda h: cross_entropy(h, head, targets=targets,
+                                                           mask=empty))(hidden))
 
     weighted, want, empty_value, (empty_grad_value, grads) = jax.jit(losses)(hidden, head)
     _close(weighted, want, 1e-5)
@@ -344,7 +348,7 @@ def test_memory_does_not_hold_the_logits():
     specs = (jax.ShapeDtypeStruct((tokens, width), jnp.float32),
              jax.ShapeDtypeStruct((width, vocab), jnp.float32),
              jax.ShapeDtypeStruct((tokens,), jnp.int32))
-    loss = lambda h, W, t: cross_entropy(h, W, t, chunk_size=128, vocab_chunk=1024)
+    loss = lambda h, W, t: cross_entropy(h, W, targets=t, chunk_size=128, vocab_chunk=1024)
     compiled = jax.jit(jax.value_and_grad(loss, (0, 1))).lower(*specs).compile()
     temp = compiled.memory_analysis().temp_size_in_bytes
     assert temp < tokens * vocab * 4 / 8
@@ -356,39 +360,39 @@ def test_memory_does_not_hold_the_logits():
 def test_errors_name_the_problem():
     hidden, head, targets, _ = _data()
     with pytest.raises(StructureError, match=r"H = hidden's last dim 16"):
-        token_logprobs(hidden, head[:8], targets)
+        token_logprobs(hidden, head[:8], targets=targets)
     with pytest.raises(StructureError, match="targets shape"):
-        token_logprobs(hidden, head, targets[:, :5])
+        token_logprobs(hidden, head, targets=targets[:, :5])
     with pytest.raises(StructureError, match="integer"):
-        token_logprobs(hidden, head, targets.astype(jnp.float32))
+        token_logprobs(hidden, head, targets=targets.astype(jnp.float32))
     with pytest.raises(StructureError, match="mask shape"):
-        cross_entropy(hidden, head, targets, mask=jnp.ones((BATCH,), bool))
+        cross_entropy(hidden, head, targets=targets, mask=jnp.ones((BATCH,), bool))
     with pytest.raises(StructureError, match="callable head must map"):
-        token_logprobs(hidden, lambda chunk: jnp.sum(chunk @ head, axis=-1), targets)
+        token_logprobs(hidden, lambda chunk: jnp.sum(chunk @ head, axis=-1), targets=targets)
     with pytest.raises(StructureError, match=r"callable head fails on a chunk .*\[26, 16\]"):
-        token_logprobs(hidden, lambda chunk: chunk @ head[:5], targets)
+        token_logprobs(hidden, lambda chunk: chunk @ head[:5], targets=targets)
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ConfigError, match="chunk_size must be a positive integer"):
-            token_logprobs(hidden, head, targets, chunk_size=bad)
+            token_logprobs(hidden, head, targets=targets, chunk_size=bad)
     with pytest.raises(ConfigError, match="vocab_chunk"):
-        token_logprobs(hidden, head, targets, vocab_chunk=0)
+        token_logprobs(hidden, head, targets=targets, vocab_chunk=0)
     with pytest.raises(ConfigError, match="matrix head"):
-        token_logprobs(hidden, lambda chunk: chunk @ head, targets, vocab_chunk=64)
+        token_logprobs(hidden, lambda chunk: chunk @ head, targets=targets, vocab_chunk=64)
     with pytest.raises(ConfigError, match="unknown reduction 'avg'"):
-        cross_entropy(hidden, head, targets, reduction="avg")
+        cross_entropy(hidden, head, targets=targets, reduction="avg")
     with pytest.raises(DataError, match=r"target id 300 at index \(1, 2\)"):
-        token_logprobs(hidden, head, targets.at[1, 2].set(V))
+        token_logprobs(hidden, head, targets=targets.at[1, 2].set(V))
     with pytest.raises(JaxleanError):
-        token_logprobs(hidden, "not a head", targets)
+        token_logprobs(hidden, "not a head", targets=targets)
     for bad in (0, -1.0, float("nan"), "hot"):
         with pytest.raises(ConfigError, match="temperature must be a finite number > 0"):
-            token_stats(hidden, head, targets, temperature=bad)
+            token_stats(hidden, head, targets=targets, temperature=bad)
     with pytest.raises(ConfigError, match="temperature"):
-        token_logprobs(hidden, head, targets, temperature=0.0)
+        token_logprobs(hidden, head, targets=targets, temperature=0.0)
     with pytest.raises(ConfigError, match=f"top_k={V + 1} is larger than the vocabulary size "
                                           f"V={V}"):
-        token_stats(hidden, lambda chunk: chunk @ head, targets, top_k=V + 1)
+        token_stats(hidden, lambda chunk: chunk @ head, targets=targets, top_k=V + 1)
     with pytest.raises(ConfigError, match="top_k must be an integer >= 1"):
-        token_stats(hidden, head, targets, top_k=0)
+        token_stats(hidden, head, targets=targets, top_k=0)
     with pytest.raises(ConfigError, match=r"label_smoothing must be a number in \[0, 1\]"):
-        cross_entropy(hidden, head, targets, label_smoothing=1.5)
+        cross_entropy(hidden, head, targets=targets, label_smoothing=1.5)

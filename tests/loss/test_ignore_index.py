@@ -43,21 +43,23 @@ def _scalar(out):
 # name -> (loss of (hidden, head, targets), the masked computation on full logits or the
 # same loss masked by mask= instead of by the labels)
 CASES = {
-    "token_logprobs": (lambda h, w, t: token_logprobs(h, w, t, chunk_size=3),
+    "token_logprobs": (lambda h, w, t: token_logprobs(h, w, targets=t, chunk_size=3),
                        lambda h, w: jnp.where(IGNORED, 0, _full_logprobs(h, w))),
-    "token_stats": (lambda h, w, t: token_stats(h, w, t, chunk_size=4, vocab_chunk=6),
+    "token_stats": (lambda h, w, t: token_stats(h, w, targets=t, chunk_size=4, vocab_chunk=6),
                     lambda h, w: jnp.where(IGNORED, 0, _full_logprobs(h, w))),
-    "cross_entropy": (lambda h, w, t: cross_entropy(h, w, t, chunk_size=3),
+    "cross_entropy": (lambda h, w, t: cross_entropy(h, w, targets=t, chunk_size=3),
                       lambda h, w: -jnp.sum(KEEP * _full_logprobs(h, w)) / jnp.sum(KEEP)),
     "cross_entropy_vocab_parallel": (
-        lambda h, w, t: cross_entropy(h, w, t, z_loss=0.1, vocab_parallel=VP),
-        lambda h, w: cross_entropy(h, w, TARGETS, z_loss=0.1, mask=KEEP)),
-    "callable_head": (lambda h, w, t: cross_entropy(h, lambda c: jnp.tanh(c @ w), t),
-                      lambda h, w: cross_entropy(h, lambda c: jnp.tanh(c @ w), TARGETS,
+        lambda h, w, t: cross_entropy(h, w, targets=t, z_loss=0.1, vocab_parallel=VP),
+        lambda h, w: cross_entropy(h, w, targets=TARGETS, z_loss=0.1, mask=KEEP)),
+    "callable_head": (lambda h, w, t: cross_entropy(h, lambda c: jnp.tanh(c @ w), targets=t),
+                      lambda h, w: cross_entropy(h, lambda c: jnp.tanh(c @ w), targets=TARGETS,
                                                  mask=KEEP)),
     "policy_gradient_loss": (
-        lambda h, w, t: policy_gradient_loss(h, w, t, OLD, ADV, chunk_size=3),
-        lambda h, w: policy_gradient_loss(h, w, TARGETS, OLD, ADV, mask=KEEP, chunk_size=3)),
+        lambda h, w, t: policy_gradient_loss(h, w, targets=t, old_logprobs=OLD, advantages=ADV,
+                                             chunk_size=3),
+        lambda h, w: policy_gradient_loss(h, w, targets=TARGETS, old_logprobs=OLD, advantages=ADV,
+                                          mask=KEEP, chunk_size=3)),
     "distill_loss": (lambda h, w, t: distill_loss(h, w, TEACHER, HEAD[::-1], targets=t),
                      lambda h, w: distill_loss(h, w, TEACHER, HEAD[::-1], mask=KEEP)),
 }
@@ -96,13 +98,13 @@ def test_ignored_targets_equal_the_masked_computation(name):
 
 def test_ignore_index_is_configurable():
     targets = jnp.where(IGNORED, 3, TARGETS)
-    got = jax.jit(lambda t: cross_entropy(HIDDEN, HEAD, t, ignore_index=3))(targets)
+    got = jax.jit(lambda t: cross_entropy(HIDDEN, HEAD, targets=t, ignore_index=3))(targets)
     keep = (targets != 3).astype(jnp.float32)
     want = -jnp.sum(keep * jnp.take_along_axis(jax.nn.log_softmax(HIDDEN @ HEAD), targets[
         ..., None], -1)[..., 0]) / jnp.sum(keep)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     with pytest.raises(DataError, match=r"target id -100 at index \(0, 0\) is outside the "
                                         r"vocabulary \[0, 16\) \(3 such ids\)"):
-        token_logprobs(HIDDEN, HEAD, LABELS, ignore_index=None)
+        token_logprobs(HIDDEN, HEAD, targets=LABELS, ignore_index=None)
     with pytest.raises(ConfigError, match="ignore_index must be an int"):
-        cross_entropy(HIDDEN, HEAD, TARGETS, ignore_index=-100.0)
+        cross_entropy(HIDDEN, HEAD, targets=TARGETS, ignore_index=-100.0)

@@ -61,8 +61,9 @@ def test_cross_entropy_matches_full_logits_and_recomputing_path(dtype, how, monk
     hidden, head, targets, weights, _ = _data(dtype)
     options = dict(label_smoothing=0.1, z_loss=1e-3)
     grad = lambda f: jax.jit(jax.value_and_grad(f, (0, 1, 2)))(hidden, head, weights)
-    ours = grad(lambda h, w, m: cross_entropy(h, w, targets, mask=m, chunk_size=8, **options))
-    recomputing = grad(lambda h, w, m: cross_entropy(h, w, targets, mask=m, chunk_size=8,
+    ours = grad(lambda h, w, m: cross_entropy(h, w, targets=targets, mask=m, chunk_size=8,
+                                              **options))
+    recomputing = grad(lambda h, w, m: cross_entropy(h, w, targets=targets, mask=m, chunk_size=8,
                                                      vocab_chunk=128, **options))
     full = grad(lambda h, w, m: _ref_cross_entropy(h, w, targets, m, 0.1, 1e-3))
     _close(ours, full, RTOL[dtype])
@@ -75,7 +76,7 @@ def _count_dots(f, *args) -> int:
 
 def test_head_products_as_full_logits_and_none_for_a_frozen_head():
     hidden, head, targets, _, _ = _data(jnp.float32)
-    loss = lambda h, w: cross_entropy(h, w, targets)
+    loss = lambda h, w: cross_entropy(h, w, targets=targets)
     assert _count_dots(loss, hidden, head) == 1  # a plain call: the forward alone
     assert _count_dots(jax.grad(loss, (0, 1)), hidden, head) == 3
     assert _count_dots(jax.grad(loss), hidden, head) == 2  # no dW for a frozen head
@@ -102,7 +103,8 @@ def test_policy_loss_gradients_reach_every_input(dtype, how, monkeypatch):
         return jnp.mean(jnp.sum(per_token * m, -1) / jnp.sum(m, -1))
 
     def ours(h, w, old, adv, m):
-        return policy_gradient_loss(h, w, tokens, old, adv, mask=m, clip_eps_high=0.28,
+        return policy_gradient_loss(h, w, targets=tokens, old_logprobs=old, advantages=adv,
+                                    mask=m, clip_eps_high=0.28,
                                     entropy_coef=0.01, normalization="sequence",
                                     temperature=0.8, chunk_size=8).loss
 

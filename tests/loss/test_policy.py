@@ -66,7 +66,8 @@ def _losses_and_references():
 
     def ours(hidden, head, case):
         out = policy_gradient_loss(
-            hidden, head, tokens, old, adv, mask=mask, clip_eps=0.2, clip_eps_high=0.28,
+            hidden, head, targets=tokens, old_logprobs=old, advantages=adv, mask=mask, clip_eps=0.2,
+            clip_eps_high=0.28,
             ref_logprobs=ref, kl_coef=case["kl_coef"], kl_estimator=case["estimator"],
             entropy_coef=case["entropy_coef"], normalization=case["normalization"],
             temperature=0.9, chunk_size=5, vocab_chunk=60)
@@ -124,17 +125,21 @@ def test_kl_estimators_against_exact_kl():
 def test_errors_name_the_problem():
     hidden, head, tokens, old, _, adv, _ = _data()
     with pytest.raises(ConfigError, match="unknown kl_estimator 'k4'"):
-        policy_gradient_loss(hidden, head, tokens, old, adv, kl_estimator="k4")
+        policy_gradient_loss(hidden, head, targets=tokens, old_logprobs=old, advantages=adv,
+                             kl_estimator="k4")
     with pytest.raises(ConfigError, match="no ref_logprobs"):
-        policy_gradient_loss(hidden, head, tokens, old, adv, kl_coef=0.1)
+        policy_gradient_loss(hidden, head, targets=tokens, old_logprobs=old, advantages=adv,
+                             kl_coef=0.1)
     with pytest.raises(ConfigError, match="unknown normalization 'batch'"):
-        policy_gradient_loss(hidden, head, tokens, old, adv, normalization="batch")
+        policy_gradient_loss(hidden, head, targets=tokens, old_logprobs=old, advantages=adv,
+                             normalization="batch")
     with pytest.raises(ConfigError, match="temperature must be a finite number > 0"):
-        policy_gradient_loss(hidden, head, tokens, old, adv, temperature=-1.0)
+        policy_gradient_loss(hidden, head, targets=tokens, old_logprobs=old, advantages=adv,
+                             temperature=-1.0)
     with pytest.raises(StructureError, match=r"advantages must be \[B\] or \[B, T\]"):
-        policy_gradient_loss(hidden, head, tokens, old, adv[:2])
+        policy_gradient_loss(hidden, head, targets=tokens, old_logprobs=old, advantages=adv[:2])
     with pytest.raises(StructureError, match="old_logprobs shape"):
-        policy_gradient_loss(hidden, head, tokens, old[:, :4], adv)
+        policy_gradient_loss(hidden, head, targets=tokens, old_logprobs=old[:, :4], advantages=adv)
 
 
 SHARDED_SCRIPT = textwrap.dedent("""
@@ -156,7 +161,8 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
     def run(vocab_parallel, h, w):
         loss = lambda h, w: policy_gradient_loss(
-            h, w, tokens, old, adv, ref_logprobs=ref, kl_coef=0.1, entropy_coef=0.01,
+            h, w, targets=tokens, old_logprobs=old, advantages=adv, ref_logprobs=ref,
+            kl_coef=0.1, entropy_coef=0.01,
             chunk_size=3, vocab_chunk=20, vocab_parallel=vocab_parallel).loss
         return jax.jit(jax.value_and_grad(loss, (0, 1)))(h, w)
 

@@ -31,9 +31,10 @@ def _data():
 def test_one_device_mesh_matches_unsharded():
     hidden, head, targets = _data()
     vp = VocabParallel(jax.make_mesh((1,), ("model",)), "model")
-    got = jax.jit(lambda h, w: token_stats(h, w, targets, chunk_size=8, vocab_chunk=24, top_k=4,
+    got = jax.jit(lambda h, w: token_stats(h, w, targets=targets, chunk_size=8, vocab_chunk=24,
+                                           top_k=4,
                                            vocab_parallel=vp))(hidden, head)
-    want = jax.jit(lambda h, w: token_stats(h, w, targets, top_k=4))(hidden, head)
+    want = jax.jit(lambda h, w: token_stats(h, w, targets=targets, top_k=4))(hidden, head)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
@@ -43,17 +44,18 @@ def test_errors_name_the_problem():
     mesh = jax.make_mesh((1,), ("model",))
     with pytest.raises(ConfigError, match=r"vocab axis 'vocab' is not an axis of the mesh "
                                           r"\(mesh axes: 'model'\)"):
-        token_logprobs(hidden, head, targets, vocab_parallel=VocabParallel(mesh, "vocab"))
+        token_logprobs(hidden, head, targets=targets, vocab_parallel=VocabParallel(mesh, "vocab"))
     with pytest.raises(ConfigError, match=r"batch axis 'data' is not an axis of the mesh"):
-        cross_entropy(hidden, head, targets,
+        cross_entropy(hidden, head, targets=targets,
                       vocab_parallel=VocabParallel(mesh, "model", ("data",)))
     with pytest.raises(ConfigError, match="distinct mesh axes"):
-        token_logprobs(hidden, head, targets, vocab_parallel=VocabParallel(mesh, "model", "model"))
+        token_logprobs(hidden, head, targets=targets, vocab_parallel=VocabParallel(mesh, "model",
+                                                                                   "model"))
     with pytest.raises(ConfigError, match="matrix head"):
-        token_logprobs(hidden, lambda chunk: chunk @ head, targets,
+        token_logprobs(hidden, lambda chunk: chunk @ head, targets=targets,
                        vocab_parallel=VocabParallel(mesh, "model"))
     with pytest.raises(DataError, match=f"target id {V} at index"):
-        token_logprobs(hidden, head, targets.at[3].set(V),
+        token_logprobs(hidden, head, targets=targets.at[3].set(V),
                        vocab_parallel=VocabParallel(mesh, "model"))
 
 
@@ -102,8 +104,9 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
         def ours(h, w):
             safe = jnp.where(mask, targets, 0)
-            s = token_stats(h, w, safe, top_k=3, temperature=0.8, vocab_parallel=vp, **chunking)
-            ce = cross_entropy(h, w, targets, mask=mask, z_loss=1e-2, label_smoothing=0.1,
+            s = token_stats(h, w, targets=safe, top_k=3, temperature=0.8, vocab_parallel=vp,
+                            **chunking)
+            ce = cross_entropy(h, w, targets=targets, mask=mask, z_loss=1e-2, label_smoothing=0.1,
                                vocab_parallel=vp, **chunking)
             loss = (jnp.sum(s.logprobs * weights[0]) + jnp.sum(s.entropy * weights[1]) + 3 * ce
                     + jnp.sum(s.top_logprobs))
@@ -141,9 +144,10 @@ SHARDED_SCRIPT = textwrap.dedent("""
     hidden, head = jnp.ones((B * T, H)), jnp.ones((H, V - 1))
     targets = jnp.zeros((B * T,), jnp.int32)
     with pytest.raises(ConfigError, match=r"V=79 is not divisible by the size 2 of the vocab"):
-        token_stats(hidden, head, targets, vocab_parallel=VocabParallel(mesh, "model"))
+        token_stats(hidden, head, targets=targets,
+                    vocab_parallel=VocabParallel(mesh, "model"))
     with pytest.raises(ConfigError, match=r"leading dim 25 is not divisible by the size 2"):
-        token_stats(hidden[:25], head[:, :8], targets[:25],
+        token_stats(hidden[:25], head[:, :8], targets=targets[:25],
                     vocab_parallel=VocabParallel(mesh, "data", "model"))
     print("ok")
 """)

@@ -173,12 +173,12 @@ def test_split_takes_strided_rows_and_join_undoes_it():
 def test_logprobs_in_micro_batches_equal_the_whole_batch(model, batch, k):
     ids, _, attention = batch
     targets = jnp.roll(ids, -1, axis=1).at[:, -1].set(-100)
-    whole = logprobs(model, ids, targets, attention_mask=attention)
+    whole = logprobs(model, ids, targets=targets, attention_mask=attention)
     micro = jax.jit(functools.partial(logprobs, micro_batches=k))(
-        model, ids, targets, attention_mask=attention)
+        model, ids, targets=targets, attention_mask=attention)
     np.testing.assert_allclose(micro, whole, rtol=0, atol=1e-6)
     with pytest.raises(DataError, match="micro_batches=3"):
-        logprobs(model, ids, targets, micro_batches=3)
+        logprobs(model, ids, targets=targets, micro_batches=3)
 
 
 MESH_SCRIPT = """

@@ -107,7 +107,7 @@ def loss(
                                      adapter_ids=adapter_ids, segment_ids=segment_ids,
                                      positions=positions)
     inputs, head = model.head(hidden, adapter_ids)
-    return cross_entropy(inputs, head, targets, mask=weights, z_loss=z_loss,
+    return cross_entropy(inputs, head, targets=targets, mask=weights, z_loss=z_loss,
                          chunk_size=chunk_size, vocab_parallel=vocab_parallel,
                          ignore_index=ignore_index)
 
@@ -156,9 +156,10 @@ def loss_tokens(input_ids: Array | None = None, *positional: Any, labels: Array 
 
 def logprobs(
     model: Transformer,
-    tokens: Array,
-    targets: Array,
-    *,
+    input_ids: Array | None = None,
+    *positional: Any,
+    labels: Array | None = None,
+    targets: Array | None = None,
     attention_mask: Array | None = None,
     adapter_ids: Array | None = None,
     segment_ids: Array | None = None,
@@ -170,14 +171,20 @@ def logprobs(
     """Per-position ``log p(targets)`` ``[B, T]`` (for RL objectives), computed in chunks; 0
     where the target is ``ignore_index``; ``segment_ids`` as for :func:`loss`.
 
+    The ids to predict are given as in :func:`loss`, by keyword: ``labels=`` (unshifted,
+    Hugging Face's; position ``t`` gets ``log p(labels[:, t + 1])``, the last position 0)
+    or ``targets=`` (already shifted); a third positional array raises ``ConfigError``.
+
     ``micro_batches=k`` runs the model on ``B / k`` rows at a time (rows ``i::k``, in a
     ``lax.map``: compiled once), so scoring a large rollout batch needs one micro-batch's
     activations; the result is the same. ``k`` must divide ``B``.
     """
+    targets, _ = prediction_targets("logprobs", input_ids, positional, labels, targets,
+                                    segment_ids=segment_ids, ignore_index=ignore_index)
     micro_batches = as_int(micro_batches, "logprobs: micro_batches", minimum=1)
     options = dict(chunk_size=chunk_size, vocab_parallel=vocab_parallel,
                    ignore_index=ignore_index)
-    rows = dict(tokens=tokens, targets=targets, attention_mask=attention_mask,
+    rows = dict(tokens=input_ids, targets=targets, attention_mask=attention_mask,
                 adapter_ids=adapter_ids, segment_ids=segment_ids)
     if micro_batches == 1:
         return _logprobs(model, **rows, **options)
@@ -191,4 +198,4 @@ def _logprobs(model: Transformer, tokens: Array, targets: Array, *,
     hidden = model.last_hidden_state(tokens, attention_mask=attention_mask,
                                      adapter_ids=adapter_ids, segment_ids=segment_ids)
     inputs, head = model.head(hidden, adapter_ids)
-    return token_logprobs(inputs, head, targets, **options)
+    return token_logprobs(inputs, head, targets=targets, **options)

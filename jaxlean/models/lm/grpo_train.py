@@ -14,8 +14,10 @@ the policy without its adapters, or a copy of the model passed in).
 With ``output_dir``, the policy, optimizer state, sampling key and prompt order are saved
 every ``save_steps``; ``resume_from_checkpoint=True`` continues from the latest save.
 
-The models are placed on the device once, inside, so the step's outputs and the next
-rollout's inputs keep one placement and nothing compiles again after the first iteration.
+The models, the optimizer state and the sampling key are placed on the device once, inside,
+committed as a checkpoint restores them and as the step returns them, so the rollout and the
+step compile once: nothing compiles after the first iteration, nor after a resume, and a
+fresh process on the same persistent compilation cache loads every program.
 """
 
 from __future__ import annotations
@@ -125,10 +127,14 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
     adapters = any(jax.tree.leaves(lora_mask(model)))
     if ref_model is None and config.beta:
         ref_model = without_adapters(model) if adapters else jax.tree.map(lambda x: x, model)
-    device = jax.devices()[0]  # one placement for the step's outputs and the rollouts
-    model, ref_model = jax.device_put((model, ref_model), device)
     tx = make_optimizer(config, steps * config.num_iterations)
-    state = tx.init(model)
+    # Everything the loop carries is committed to one device, as the step's outputs and a
+    # checkpoint's restored arrays are: a committed argument is lowered with a placement
+    # (another program, another cache key), so a fresh run and a resumed one, in this
+    # process or the next, run the same rollout and step programs.
+    device = jax.devices()[0]
+    model, ref_model = jax.device_put((model, ref_model), device)
+    state = jax.device_put(tx.init(model), device)
     options = loss_options(config)
     k = config.gradient_accumulation_steps
     step = make_train_step(functools.partial(_loss, options=options), tx, has_aux=True,
@@ -136,7 +142,7 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
                            loss_weight=_weight(_WEIGHTS[config.loss_type]) if k > 1 else None)
     reference = eqx.filter_jit(logprobs)
     rng = np.random.default_rng(config.seed)
-    key = jax.random.key(config.seed)
+    key = jax.device_put(jax.random.key(config.seed), device)
     order, position, history, tokens = rng.permutation(len(records)), 0, [], 0
     start, checkpointer = 0, None
     if config.output_dir is not None:
@@ -174,7 +180,8 @@ def grpo_train(model: Any, prompts: Sequence[dict[str, Any]], reward_funcs: Call
         batch = rollout_batch(rollout,
                               mask_truncated_completions=config.mask_truncated_completions)
         if config.beta:
-            batch["ref_logprobs"] = reference(ref_model, batch["input_ids"], batch["targets"],
+            batch["ref_logprobs"] = reference(ref_model, batch["input_ids"],
+                                              targets=batch["targets"],
                                               attention_mask=batch["attention_mask"])
         for _ in range(config.num_iterations):
             model, state, (out, stats) = step(model, state, **batch,

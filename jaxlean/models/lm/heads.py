@@ -35,23 +35,29 @@ def _hidden_and_head(model: Transformer, tokens: Array, attention_mask: Array | 
     return model.head(hidden, adapter_ids)
 
 
-def token_stats(model: Transformer, tokens: Array, targets: Array, *,
+def token_stats(model: Transformer, input_ids: Array | None = None, *positional: Any,
+                labels: Array | None = None, targets: Array | None = None,
                 attention_mask: Array | None = None, adapter_ids: Array | None = None,
                 **options: Any) -> TokenStats:
     """Log-prob of ``targets``, entropy, logsumexp, argmax and top-k at every position ``[B, T]``.
 
     Args:
         model: the transformer.
-        tokens: ``[B, T]`` input ids.
-        targets: ``[B, T]`` ids whose log-probs are wanted (usually ``tokens`` shifted);
-            the log-prob is 0 where the target is ``ignore_index`` (-100).
+        input_ids: ``[B, T]`` input ids.
+        labels: ``[B, T]`` unshifted ids (Hugging Face's ``labels``, usually ``input_ids``):
+            position ``t`` gets the statistics of ``labels[:, t + 1]`` (shifted here).
+        targets: ``[B, T]`` ids whose log-probs are wanted, already shifted; give
+            ``labels`` or ``targets``, by keyword (a third positional array raises
+            ``ConfigError``). The log-prob is 0 where the target is ``ignore_index`` (-100).
         attention_mask: ``[B, T]`` False at padding tokens.
         adapter_ids: ``[B]`` LoRA adapter per example.
         **options: ``top_k``, ``temperature``, ``chunk_size``, ``vocab_chunk``,
             ``vocab_parallel``, ``ignore_index`` of :func:`jaxlean.loss.chunked.token_stats`.
     """
-    inputs, head = _hidden_and_head(model, tokens, attention_mask, adapter_ids)
-    return _token_stats(inputs, head, targets, **options)
+    targets, _ = prediction_targets("token_stats", input_ids, positional, labels, targets,
+                                    ignore_index=options.get("ignore_index", -100))
+    inputs, head = _hidden_and_head(model, input_ids, attention_mask, adapter_ids)
+    return _token_stats(inputs, head, targets=targets, **options)
 
 
 def policy_loss(model: Transformer, input_ids: Array | None = None, *positional: Any,
@@ -101,7 +107,8 @@ def policy_loss(model: Transformer, input_ids: Array | None = None, *positional:
                                      adapter_ids=adapter_ids, segment_ids=segment_ids,
                                      positions=positions)
     inputs, head = model.head(hidden, adapter_ids)
-    return policy_gradient_loss(inputs, head, targets, old_logprobs, advantages, **options)
+    return policy_gradient_loss(inputs, head, targets=targets, old_logprobs=old_logprobs,
+                                advantages=advantages, **options)
 
 
 def distill(student: Transformer, teacher: Transformer, tokens: Array, *,

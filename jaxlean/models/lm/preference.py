@@ -41,16 +41,20 @@ def without_adapters(model: Transformer) -> Transformer:
     return jax.tree.map(strip, model, is_leaf=lambda node: isinstance(node, Linear))
 
 
-def reference_logprobs(reference: Transformer, tokens: Array, targets: Array, *,
-                       attention_mask: Array | None = None, adapter_ids: Array | None = None,
-                       **options: Any) -> Array:
+def reference_logprobs(reference: Transformer, input_ids: Array | None = None,
+                       *positional: Any, labels: Array | None = None,
+                       targets: Array | None = None, attention_mask: Array | None = None,
+                       adapter_ids: Array | None = None, **options: Any) -> Array:
     """Per-token ``log ref(targets)`` ``[B, T]``, a constant (no gradient), computed in
-    chunks; ``options``: ``chunk_size``, ``vocab_parallel``, ``ignore_index`` of
-    :func:`jaxlean.loss.chunked.token_logprobs`."""
-    hidden = reference.last_hidden_state(tokens, attention_mask=attention_mask,
+    chunks; the ids to predict by keyword, ``labels=`` (unshifted) or ``targets=`` (shifted),
+    as in :func:`dpo_loss`; ``options``: ``chunk_size``, ``vocab_parallel``,
+    ``ignore_index`` of :func:`jaxlean.loss.chunked.token_logprobs`."""
+    targets, _ = prediction_targets("reference_logprobs", input_ids, positional, labels,
+                                    targets, ignore_index=options.get("ignore_index", -100))
+    hidden = reference.last_hidden_state(input_ids, attention_mask=attention_mask,
                                          adapter_ids=adapter_ids)
     inputs, head = reference.head(hidden, adapter_ids)
-    return jax.lax.stop_gradient(token_logprobs(inputs, head, targets, **options))
+    return jax.lax.stop_gradient(token_logprobs(inputs, head, targets=targets, **options))
 
 
 def dpo_loss(model: Transformer, input_ids: Array | None = None, *positional: Any,
@@ -109,9 +113,9 @@ def dpo_loss(model: Transformer, input_ids: Array | None = None, *positional: An
         ref_targets = targets
         if options.get("mask") is not None and ignore is not None:  # masked ids may be any
             ref_targets = jnp.where(jnp.asarray(options["mask"]) != 0, targets, ignore)
-        ref_logprobs = reference_logprobs(reference, input_ids, ref_targets,
+        ref_logprobs = reference_logprobs(reference, input_ids, targets=ref_targets,
                                           attention_mask=attention_mask, **shared)
     hidden = model.last_hidden_state(input_ids, attention_mask=attention_mask,
                                      adapter_ids=adapter_ids)
     inputs, head = model.head(hidden, adapter_ids)
-    return _dpo_loss(inputs, head, targets, ref_logprobs, **options)
+    return _dpo_loss(inputs, head, targets=targets, ref_logprobs=ref_logprobs, **options)

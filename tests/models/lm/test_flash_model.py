@@ -77,7 +77,7 @@ def test_hugging_face_parity_holds_with_flash(family):
     want = np.load(FIXTURES / family / "expected.npz")
     tokens, mask = jnp.asarray(want["tokens"]), jnp.asarray(want["mask"])
     logits = jax.jit(lambda m: m(tokens, attention_mask=mask))(model)
-    logp = jax.jit(lambda m: logprobs(m, tokens[:, :-1], tokens[:, 1:],
+    logp = jax.jit(lambda m: logprobs(m, tokens[:, :-1], targets=tokens[:, 1:],
                                       attention_mask=mask[:, :-1]))(model)
     real = np.asarray(mask)
     np.testing.assert_allclose(np.asarray(logits)[real], want["logits"][real], atol=1e-4,

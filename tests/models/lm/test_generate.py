@@ -160,7 +160,8 @@ def sampled(model):
 def test_sampled_logprobs_equal_token_stats(model, sampled):
     ids, mask = sampled.sequences()
     stats = eqx.filter_jit(lambda m: token_stats(
-        m, ids[:, :-1], ids[:, 1:], attention_mask=mask[:, :-1], adapter_ids=SAMPLED_ADAPTERS,
+        m, ids[:, :-1], targets=ids[:, 1:], attention_mask=mask[:,
+                                                                :-1], adapter_ids=SAMPLED_ADAPTERS,
         temperature=SAMPLED["temperature"]))(model)
     width = sampled.prompt.shape[1]
     keep = np.asarray(sampled.completion_mask)

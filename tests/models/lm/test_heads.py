@@ -56,7 +56,8 @@ def full_logprobs(model, tokens, adapter_ids=None):
 def test_token_stats_equal_full_logits(models, batch):
     student, _ = models
     tokens, targets = batch[:2]
-    stats = eqx.filter_jit(lambda m: token_stats(m, tokens, targets, adapter_ids=ADAPTER_IDS,
+    stats = eqx.filter_jit(lambda m: token_stats(m, tokens, targets=targets,
+                                                 adapter_ids=ADAPTER_IDS,
                                                  top_k=3, chunk_size=7))(student)
     logp = full_logprobs(student, tokens, ADAPTER_IDS)
     top, top_ids = jax.lax.top_k(logp, 3)
@@ -123,7 +124,7 @@ def test_distill_forward_kl_and_student_gradient_equal_full_logits(models, batch
 def test_unknown_option_is_an_error(models, batch):
     student, _ = models
     with pytest.raises(TypeError, match="topk"):
-        token_stats(student, batch[0], batch[1], topk=3)
+        token_stats(student, batch[0], targets=batch[1], topk=3)
 
 
 def _ignore_cases():
@@ -139,8 +140,9 @@ def _ignore_cases():
     cases = {
         "loss": (lambda m, t: loss(m, tokens, targets=t),
                  lambda m: loss(m, tokens, targets=targets, weights=keep)),
-        "token_stats": (lambda m, t: token_stats(m, tokens, t).logprobs,
-                        lambda m: jnp.where(ignored, 0, token_stats(m, tokens, targets).logprobs)),
+        "token_stats": (lambda m, t: token_stats(m, tokens, targets=t).logprobs,
+                        lambda m: jnp.where(ignored, 0, token_stats(m, tokens,
+                                                                    targets=targets).logprobs)),
         "policy_loss": (lambda m, t: policy_loss(m, tokens, targets=t, old_logprobs=old,
                                                  advantages=adv).loss,
                         lambda m: policy_loss(m, tokens, targets=targets, old_logprobs=old,

@@ -53,7 +53,7 @@ def test_logits_logprobs_and_greedy_tokens_equal_hugging_face(tmp_path, family, 
     @jax.jit
     def outputs(model):
         return (model(tokens, attention_mask=mask),
-                logprobs(model, tokens[:, :-1], tokens[:, 1:], attention_mask=mask[:, :-1]))
+                logprobs(model, tokens[:, :-1], targets=tokens[:, 1:], attention_mask=mask[:, :-1]))
 
     logits, logp = outputs(model)
     real = np.asarray(mask)

@@ -44,7 +44,7 @@ def test_base_reference_is_the_base_model(setup):
     assert not any(isinstance(n, LoRA) for n in jax.tree.leaves(stripped, is_leaf=lambda n:
                                                                   isinstance(n, LoRA)))
     assert stripped.embed is trained.embed  # the same arrays, no copy
-    np.testing.assert_allclose(reference_logprobs(stripped, tokens, targets),
+    np.testing.assert_allclose(reference_logprobs(stripped, tokens, targets=targets),
                                _full_logprobs(base, tokens, targets), rtol=1e-5, atol=1e-6)
 
 
@@ -85,7 +85,7 @@ def test_dpo_loss_matches_full_logits_and_trains_only_adapters(setup, loss_type)
 def test_reference_model_is_a_constant(setup):
     """A reference that is the policy itself gets no gradient: the same as precomputed."""
     _, _, trained, tokens, targets = setup
-    ref = reference_logprobs(trained, tokens, targets)
+    ref = reference_logprobs(trained, tokens, targets=targets)
     by_model = eqx.filter_grad(
         lambda m: dpo_loss(m, tokens, targets=targets, reference=trained).loss)
     by_logprobs = eqx.filter_grad(

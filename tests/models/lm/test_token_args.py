@@ -132,3 +132,32 @@ def test_policy_loss_takes_labels_or_targets_by_keyword(model):
 
 def eqx_float(x):
     return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating)
+
+
+def test_logprobs_and_token_stats_take_labels_or_targets_by_keyword(model):
+    from jaxlean.models.lm.causal_loss import logprobs
+    from jaxlean.models.lm.heads import token_stats
+    ids, labels, targets = _pairs()
+    for name, f in (("logprobs", logprobs), ("token_stats", token_stats)):
+        with pytest.raises(ConfigError, match=f"{name} takes the ids to predict by keyword"):
+            f(model, ids, targets)
+        with pytest.raises(ConfigError, match="got both"):
+            f(model, ids, labels=labels, targets=targets)
+
+    @eqx.filter_jit
+    def scores(model):  # one program
+        def total(m, **given):
+            return (jnp.sum(logprobs(m, ids, **given))
+                    + jnp.sum(token_stats(m, ids, **given).logprobs))
+
+        return (eqx.filter_value_and_grad(lambda m: total(m, labels=labels))(model),
+                eqx.filter_value_and_grad(lambda m: total(m, targets=targets))(model),
+                total(model, targets=labels))
+
+    (by_labels, g_labels), (by_targets, g_targets), misread = scores(model)
+    np.testing.assert_allclose(by_labels, by_targets, rtol=1e-6)
+    assert abs(float(misread) - float(by_targets)) > 1e-3
+    leaves = jax.tree.leaves(g_targets)
+    assert any(np.any(np.asarray(g) != 0) for g in leaves)
+    for a, b in zip(jax.tree.leaves(g_labels), leaves, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

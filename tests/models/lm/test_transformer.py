@@ -137,7 +137,7 @@ def test_tied_head_and_logprobs(batch):
     def outputs(tied):
         logits = tied.last_hidden_state(tokens) @ tied.embed.T
         want = jnp.take_along_axis(jax.nn.log_softmax(logits), targets[..., None], -1)[..., 0]
-        return (tied(tokens), logits, logprobs(tied, tokens, targets), want,
+        return (tied(tokens), logits, logprobs(tied, tokens, targets=targets), want,
                 loss(tied, tokens, targets=targets, weights=mask),
                 reference_loss(tied, tokens, targets, mask))
 

@@ -4,6 +4,8 @@ rollout and its step once, with no device_put by the caller."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -57,17 +59,27 @@ def test_the_schedule_warms_up_then_decays_linearly_as_transformers():
     np.testing.assert_allclose(rates, [0.0, 0.5, 1.0, 0.75, 0.5, 0.25], atol=1e-6)
 
 
+def _tokenizer_and_model(directory):
+    """The toy tokenizer written in ``directory`` and a one-layer model for it (also built
+    by the fresh process of the cache test below)."""
+    tokenizer = load_tokenizer(directory)
+    config = TransformerConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
+                               num_layers=1, num_heads=2, num_kv_heads=1)
+    return tokenizer, Transformer(config, key=jax.random.key(0))
+
+
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+def tokenizer_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("tok")
     corpus = [f"What is {a} + {b}?" for a in range(5) for b in range(5)] + [
         "user\n", "assistant\n", "0123456789"]
     write_toy_tokenizer(directory, corpus, vocab_size=64, all_bytes=False)
-    tokenizer = load_tokenizer(directory)
-    config = TransformerConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32,
-                               num_layers=1, num_heads=2, num_kv_heads=1)
-    model = Transformer(config, key=jax.random.key(0))
-    return tokenizer, model
+    return directory
+
+
+@pytest.fixture(scope="module")
+def setup(tokenizer_dir):
+    return _tokenizer_and_model(tokenizer_dir)
 
 
 # The SFT runs below share one step program (same shapes, schedule and learning rate), and so
@@ -193,14 +205,73 @@ def test_warmup_steps_below_one_is_a_ratio_as_transformers():
         SFTConfig(warmup_steps=1.5)
 
 
-def test_grpo_train_resumes_where_it_stopped(setup, tmp_path):
+def _compiles() -> dict[str, int]:
+    return {name: f.compiles for name, f in cache_stats().functions.items() if f.compiles}
+
+
+def test_grpo_train_resumes_where_it_stopped_with_the_programs_it_ran(setup, tmp_path):
     tokenizer, model = setup
     whole = _grpo(model, tokenizer, 2)
     _grpo(model, tokenizer, 1, output_dir=str(tmp_path))
+    cache_stats(reset=True)
     resumed = _grpo(model, tokenizer, 2, output_dir=str(tmp_path), resume_from_checkpoint=True)
     assert [r["step"] for r in resumed.history] == [2]
     for a, b in zip(jax.tree.leaves(whole.model), jax.tree.leaves(resumed.model), strict=True):
         np.testing.assert_array_equal(a, b)
+    # The restored policy, optimizer state and key are placed as the fresh ones were (a
+    # restored array is committed to its device; so are the fresh ones): the rollout and
+    # the key's split are this process's programs. Only the step is compiled again (each
+    # run makes its own step; a persistent cache loads it).
+    assert set(_compiles()) <= {"jit(step)"}, _compiles()
+
+
+_FRESH_PROCESS = """
+import json, sys
+from pathlib import Path
+from jaxlean import cache_stats
+from tests.models.lm.test_trl_loops import _grpo, _tokenizer_and_model
+
+tokenizer, model = _tokenizer_and_model(Path(sys.argv[1]))
+cache_stats(reset=True)
+result = _grpo(model, tokenizer, 2, output_dir=sys.argv[2], resume_from_checkpoint=True)
+assert [r["step"] for r in result.history] == [2], result.history
+stats = cache_stats()
+print(json.dumps({"total": stats.to_dict(), "active": stats.active}))
+"""
+
+
+def test_a_fresh_process_on_the_same_cache_resumes_grpo_compiling_nothing(
+        setup, tokenizer_dir, tmp_path):
+    """The run of the test above, resumed in a new process on this process's persistent
+    compilation cache: every program it compiles is loaded from the cache (a hit), none
+    is compiled by XLA, none is written, none is refused (host callbacks)."""
+    import subprocess
+    import sys
+
+    from tests import xla_cache
+    from tests.conftest import ROOT, child_env
+    if xla_cache._SUITE is None or not xla_cache._SUITE.in_use():
+        pytest.skip("the suite runs without a persistent compilation cache "
+                    f"(${xla_cache.ENV}=off)")
+    tokenizer, model = setup
+    _grpo(model, tokenizer, 1, output_dir=str(tmp_path))  # its programs are in the cache
+    script = tmp_path / "resume.py"
+    script.write_text(_FRESH_PROCESS)
+    counts = tmp_path / "counts.json"
+    command, env = xla_cache.child_command(
+        [sys.executable, str(script), str(tokenizer_dir), str(tmp_path)], child_env(ROOT),
+        counts)
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    xla_cache.add_child_counts(counts)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    total, functions = report["total"], report["total"]["functions"]
+    assert report["active"]
+    assert functions["jit(_rollout)"]["hits"] == functions["jit(_rollout)"]["compiles"] == 1
+    assert functions["jit(step)"]["hits"] == functions["jit(step)"]["compiles"] == 1
+    assert (total["misses"], total["writes"], total["uncacheable"]) == (0, 0, 0), functions
+    assert total["hits"] == total["compiles"] == total["requests"], functions
 
 
 def test_sft_train_resumes_where_it_stopped(setup, tmp_path):

@@ -65,7 +65,7 @@ def test_first_step_equals_trls(step, model):
     np.testing.assert_allclose(advantages, step["advantages"], rtol=1e-5, atol=1e-6)
     batch = rollout_batch(rollout_of(step))
     # the sampler's log-probs: the policy's own at the first step (TRL's old = current)
-    current = logprobs(model, batch["input_ids"], batch["targets"],
+    current = logprobs(model, batch["input_ids"], targets=batch["targets"],
                        attention_mask=batch["attention_mask"])
     batch["old_logprobs"] = jax.lax.stop_gradient(current) * batch["mask"]
     if config.beta:
