@@ -29,11 +29,15 @@ class SidesDisagreeError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Compiled:
-    """An AOT-compiled function with the seconds each stage took."""
+    """An AOT-compiled function with the seconds each stage took: wall time, and this process's
+    CPU time over all its threads (``*_cpu_s``: on a loaded machine wall-clock compile time
+    carries the other jobs, CPU time much less)."""
 
     executable: Any
     trace_lower_s: float
     compile_s: float
+    trace_lower_cpu_s: float = float("nan")
+    compile_cpu_s: float = float("nan")
 
     @property
     def temp_bytes(self) -> int:
@@ -48,11 +52,23 @@ class Compiled:
 def aot_compile(fn: Callable, *args: Any, **jit_kwargs: Any) -> Compiled:
     """Trace+lower then compile ``jax.jit(fn, **jit_kwargs)`` for ``args``, timing both stages."""
     jax.clear_caches()
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     lowered = jax.jit(fn, **jit_kwargs).trace(*args).lower()
-    lowered_at = time.perf_counter()
+    lowered_at, lowered_cpu = time.perf_counter(), time.process_time()
     executable = lowered.compile()
-    return Compiled(executable, lowered_at - start, time.perf_counter() - lowered_at)
+    return Compiled(executable, lowered_at - start, time.perf_counter() - lowered_at,
+                    lowered_cpu - start_cpu, time.process_time() - lowered_cpu)
+
+
+def cpu_seconds(fn: Callable, *args: Any, repeats: int = 3) -> Timing:
+    """This process's CPU seconds (all threads) per call of an already-compiled ``fn(*args)``,
+    one sample per call."""
+    samples = []
+    for _ in range(repeats):
+        start = time.process_time()
+        jax.block_until_ready(fn(*args))
+        samples.append(time.process_time() - start)
+    return Timing(tuple(samples))
 
 
 @dataclasses.dataclass(frozen=True)

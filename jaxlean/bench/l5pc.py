@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -36,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.bench import _l5pc_jaxley
-from jaxlean.bench._measure import Compiled, Timing, aot_compile, time_alternating
+from jaxlean.bench._measure import Compiled, Timing, aot_compile, cpu_seconds, time_alternating
 from jaxlean.bench._registry import BenchContext, BenchResult, register
 
 __all__ = ["CASE", "SAME_TOLERANCE_MV", "jaxley_same_model", "measure", "run"]
@@ -125,21 +126,38 @@ def run(ctx: BenchContext) -> BenchResult:
     return measure(ctx, result, CASE, neuron, why)
 
 
-def _first_call(result: BenchResult, label: str, gradient: Compiled, grad: Timing) -> None:
+def _first_call(result: BenchResult, label: str, gradient: Compiled, grad: Timing,
+                cpu_later: Timing) -> None:
     """The gradient's first call (trace and lower, compile, one run) against a later call:
-    what a modeller who edits the model and reruns waits for, and the goal of at most 2x."""
+    what a modeller who edits the model and reruns waits for, and the goal of at most 2x.
+
+    The target is on wall time; the same ratio in this process's CPU time (``cpu_later``: a
+    later call's) is reported beside it, with the load average: on a machine shared with
+    other jobs wall-clock compile time carries their load, CPU time much less."""
     first = gradient.trace_lower_s + gradient.compile_s + grad.median
+    first_cpu = gradient.trace_lower_cpu_s + gradient.compile_cpu_s + cpu_later.median
     result.compare(label, "gradient trace + lower", "s", float("nan"), gradient.trace_lower_s,
                    "jaxlean")
     result.compare(label, "gradient XLA compile", "s", float("nan"), gradient.compile_s,
                    "jaxlean")
     result.compare(label, "gradient first call / later call", "x", float("nan"),
                    first / grad.median, "jaxlean")
+    result.compare(label, "gradient trace + lower (CPU)", "s", float("nan"),
+                   gradient.trace_lower_cpu_s, "jaxlean")
+    result.compare(label, "gradient XLA compile (CPU)", "s", float("nan"),
+                   gradient.compile_cpu_s, "jaxlean")
+    result.compare(label, "gradient later call (CPU)", "s", float("nan"), cpu_later, "jaxlean")
+    result.compare(label, "gradient first call / later call (CPU time)", "x", float("nan"),
+                   first_cpu / cpu_later.median, "jaxlean")
     result.target("jaxlean gradient's first call (trace, lower, compile, run) / a later call",
                   first / grad.median, 2.0, noise=TIME_NOISE)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     result.notes.append(f"First call: trace and lower {gradient.trace_lower_s:.2f} s and XLA "
                         f"compile {gradient.compile_s:.2f} s (one sample each, JAX's caches "
-                        f"cleared) plus a later call's {grad.median:.2f} s.")
+                        f"cleared) plus a later call's {grad.median:.2f} s; in CPU time "
+                        f"{gradient.trace_lower_cpu_s:.2f} + {gradient.compile_cpu_s:.2f} + "
+                        f"{cpu_later.median:.2f} s, {first_cpu / cpu_later.median:.1f}x a later "
+                        f"call (load average {load} after timing).")
 
 
 def measure(ctx: BenchContext, result: BenchResult, case: dict, neuron: dict | None,
@@ -159,12 +177,13 @@ def measure(ctx: BenchContext, result: BenchResult, case: dict, neuron: dict | N
         times = time_alternating((forward.executable, (ones,)),
                                  (gradient.executable, (ones * 1.01,)), repeats=5,
                                  min_seconds=0.2)
+        cpu_later = cpu_seconds(gradient.executable, ones * 1.01)
     fwd, grad = times
     label = f"L5PC {cell.n} compartments, {case['t_max']:g} ms, float64"
     result.compare(label, "gradient/forward", "x", float("nan"), grad / fwd, "jaxlean")
     result.compare(label, "gradient temp memory", "MB", float("nan"),
                    gradient.temp_bytes / 1e6, "jaxlean")
-    _first_call(result, label, gradient, grad)
+    _first_call(result, label, gradient, grad, cpu_later)
     with jax.enable_x64(True):
         if _l5pc_jaxley.available():
             _l5pc_jaxley.compare(ctx, result, case, *peer_model, noise=TIME_NOISE)

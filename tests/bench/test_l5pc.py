@@ -37,6 +37,10 @@ def test_a_neuron_run_that_disagrees_is_not_timed(monkeypatch):
         "jaxlean gradient's first call (trace, lower, compile, run) / a later call"]
     first = next(c for c in result.comparisons if c.metric == "gradient first call / later call")
     assert first.value > 1.0
+    cpu = next(c for c in result.comparisons
+               if c.metric == "gradient first call / later call (CPU time)")
+    assert cpu.value > 1.0
+    assert any("in CPU time" in note and "load average" in note for note in result.notes)
     assert [c.metric for c in result.comparisons if c.baseline_name == "NEURON"] == [
         "max |v - NEURON's|"]
     assert any("jaxley not installed" in note and "jaxlean[peers]" in note

@@ -7,7 +7,13 @@ import jax.numpy as jnp
 import pytest
 
 from jaxlean.bench import BenchResult
-from jaxlean.bench._measure import Timing, compile_alternating, time_alternating
+from jaxlean.bench._measure import (
+    Timing,
+    aot_compile,
+    compile_alternating,
+    cpu_seconds,
+    time_alternating,
+)
 from jaxlean.bench._report import comparison_tables
 
 
@@ -44,6 +50,20 @@ def test_compile_alternating_takes_turns_and_keeps_every_run():
     assert [s.split(":")[0] for s in steps] == ["x", "y", "x", "y"]
     assert len(compiled["x"].total.samples) == 2
     assert float(compiled["y"].executable(jnp.ones(3))[0]) == 2.0
+
+
+def test_aot_compile_and_cpu_seconds_count_this_process_cpu_time():
+    def busy(seconds):
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+        return jnp.zeros(())
+
+    compiled = aot_compile(lambda v: v * 3, jnp.ones(3))
+    assert compiled.trace_lower_cpu_s > 0 and compiled.compile_cpu_s > 0
+    cpu = cpu_seconds(lambda: busy(0.02), repeats=2)
+    assert len(cpu.samples) == 2 and min(cpu.samples) >= 0.02
+    assert cpu_seconds(lambda: (time.sleep(0.02), jnp.zeros(()))[1]).median < 0.01  # not wall
 
 
 def test_comparison_of_timings_shows_median_and_spread():
