@@ -4,9 +4,9 @@ A child with forced CPU devices pays JAX's import and the compiles of its shared
 every time it starts; a module that runs a few such checks starts one child for all of
 them (:func:`run_sections`). Every section runs, in its own copy of the opening's globals,
 whatever the others did; a section's failure is its traceback, and a child that dies fails
-them all. One test asserting on every section (:func:`check_sections`) runs the child once;
-tests per section sharing a module-scoped fixture (:func:`check_section`) may run it once
-per xdist worker, since worksteal can hand a module's tests to both.
+them all. One test asserts on every section (:func:`check_sections`): tests per section
+sharing a module-scoped fixture ran the child once per xdist worker they went to, since
+worksteal can hand a module's tests to both.
 """
 
 from __future__ import annotations
@@ -67,18 +67,8 @@ def run_sections(directory: Path, prelude: str, sections: dict[str, str], device
     return results
 
 
-def check_section(results: dict[str, dict], name: str) -> str:
-    """Fail with section ``name``'s traceback unless it passed; its stdout."""
-    result = results[name]
-    assert result["ok"], f"section {name} failed:\n{result['stdout'][-2000:]}{result['error']}"
-    return result["stdout"]
-
-
 def check_sections(results: dict[str, dict]) -> dict[str, str]:
-    """Fail with every failed section's traceback unless all passed; each section's stdout.
-
-    For a module whose sections are one test: a test per section would have xdist's
-    worksteal hand them to both workers, and each worker would run the child."""
+    """Fail with every failed section's traceback unless all passed; each section's stdout."""
     failed = [f"section {name} failed:\n{result['stdout'][-2000:]}{result['error']}"
               for name, result in results.items() if not result["ok"]]
     assert not failed, "\n".join(failed)
