@@ -247,8 +247,9 @@ def _one_device() -> Any:
 
     Under ``jax.set_mesh`` the probe's small unplaced arrays would be typed on the mesh and
     the probe compiled for all its devices (on 4 CPU devices, packed(optax.lamb)'s largest
-    probes took about twice the compile time of one device's program). ``set_mesh`` cannot be used inside a
-    trace (``init`` under ``jit``): there the probe stays as the context makes it."""
+    probes took about twice the compile time of one device's program). ``set_mesh``
+    cannot be used inside a trace (``init`` under ``jit``): there the probe stays as the
+    context makes it."""
     try:
         return jax.set_mesh(None)
     except ValueError:  # inside a trace
