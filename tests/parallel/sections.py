@@ -1,10 +1,12 @@
-"""Several multi-device checks in one child process, each still its own test.
+"""Several multi-device checks in one child process.
 
 A child with forced CPU devices pays JAX's import and the compiles of its shared opening
 every time it starts; a module that runs a few such checks starts one child for all of
-them (a module-scoped fixture calling :func:`run_sections`) and each test asserts on its
-own section. Every section runs, in its own copy of the opening's globals, whatever the
-others did; a section's failure is its traceback, and a child that dies fails them all.
+them (:func:`run_sections`). Every section runs, in its own copy of the opening's globals,
+whatever the others did; a section's failure is its traceback, and a child that dies fails
+them all. One test asserts on every section (:func:`check_sections`): tests per section
+sharing a module-scoped fixture ran the child once per xdist worker they went to, since
+worksteal can hand a module's tests to both.
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ def run_sections(directory: Path, prelude: str, sections: dict[str, str], device
     return results
 
 
-def check_section(results: dict[str, dict], name: str) -> str:
-    """Fail with section ``name``'s traceback unless it passed; its stdout."""
-    result = results[name]
-    assert result["ok"], f"section {name} failed:\n{result['stdout'][-2000:]}{result['error']}"
-    return result["stdout"]
+def check_sections(results: dict[str, dict]) -> dict[str, str]:
+    """Fail with every failed section's traceback unless all passed; each section's stdout."""
+    failed = [f"section {name} failed:\n{result['stdout'][-2000:]}{result['error']}"
+              for name, result in results.items() if not result["ok"]]
+    assert not failed, "\n".join(failed)
+    return {name: result["stdout"] for name, result in results.items()}

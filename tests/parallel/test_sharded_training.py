@@ -3,15 +3,18 @@
 The groups of checks run one after another in one subprocess with 4 forced host devices
 (2 x 2: both axes > 1, the smallest mesh where data and FSDP sharding combine), so the
 rest of the suite keeps a single device and JAX's start and the opening are paid once;
-each group is still its own test. The model is the smallest that keeps every property:
+they are one test, so that the child runs once (tests sharing a module fixture ran it on
+each xdist worker they went to). The model is the smallest that keeps every property:
 2 layers where the stacked layer axis is the point, 8 where memory growing with depth is.
+The packed AdamW step on the mesh is one program, whose collectives section 4 reads and
+with which section 5 trains.
 """
 
 import textwrap
 
 import pytest
 
-from tests.parallel.sections import check_section, run_sections
+from tests.parallel.sections import check_sections, run_sections
 
 PRELUDE = textwrap.dedent("""
     import re
@@ -48,6 +51,8 @@ PRELUDE = textwrap.dedent("""
 
     model = Transformer(config(2), key=jax.random.key(0))
     sharded = shard_model(model, mesh, RULES)
+    ADAMW = packed(optax.adamw(1e-2))
+    MESH_ADAMW_STEP = make_train_step(loss, ADAMW)  # sections 4 and 5: one compiled program
     tokens, targets = synthetic_batch(0, 8, 16, 64)
     stokens, stargets = shard_batch((tokens, targets), mesh)
 """)
@@ -56,15 +61,20 @@ PLACEMENT_AND_GRADIENTS = textwrap.dedent("""
     # 1. placement: the stacked layer axis stays whole, weights split over fsdp
     assert sharded.layers.attn.q_proj.weight.sharding.spec == P(None, FSDP, None)
     assert sharded.embed.sharding.spec == P(FSDP, None)
-    built = init_sharded(lambda: Transformer(config(2), key=jax.random.key(0)), mesh, RULES)
-    close(built, model, 0, "init_sharded")
+    # built in its sharded layout, it is bit for bit the same build compiled for one device
+    # (which equals eager init: tests/parallel/test_mesh.py, with XLA's default emitters)
+    make = lambda: Transformer(config(2), key=jax.random.key(0))
+    built = init_sharded(make, mesh, RULES)
+    close(built, eqx.filter_jit(make)(), 0, "init_sharded")
+    close(built, model, 1e-6, "init_sharded against eager init")
     assert built.lm_head.weight.sharding.spec == P(None, FSDP)
 
-    # 2. loss and gradients equal the single-device ones (remat, vocab-parallel head)
+    # 2. loss and gradients equal the single-device ones (remat, vocab-parallel head; remat
+    # with the plain head on the mesh is section 5's training, against one device)
     assert stokens.sharding.spec == P((DATA, FSDP), None)
     grad = eqx.filter_jit(eqx.filter_value_and_grad(loss))
     want_loss, want_grad = grad(model, tokens, targets=targets)
-    for remat, vp in [(None, None), ("full", None), ("full", VocabParallel(mesh, FSDP, DATA))]:
+    for remat, vp in [(None, None), ("full", VocabParallel(mesh, FSDP, DATA))]:
         got_loss, got_grad = grad(sharded.with_options(remat=remat), stokens,
                                   targets=stargets, vocab_parallel=vp)
         close(got_loss, want_loss, 1e-6, ("loss", remat, vp))
@@ -102,12 +112,13 @@ PACKED_STATE = textwrap.dedent("""
             return eqx.apply_updates(params, updates), state
         return update
     counts = {}
-    for name, tx in [("packed", packed(optax.adamw(1e-3))), ("plain", optax.adamw(1e-3)),
-                     ("flatten", optax.flatten(optax.adamw(1e-3)))]:
-        state = tx.init(sharded)
-        update = jax.jit(update_fn(tx)).lower(sharded, state, sharded).compile()
-        step = (make_train_step(loss, tx, donate=False).lower(sharded, state, stokens,
-                                                              targets=stargets).compile()
+    remat = sharded.with_options(remat="full")  # as section 5 trains: its step compiled here
+    steps = {"packed": MESH_ADAMW_STEP, "plain": make_train_step(loss, optax.adamw(1e-2))}
+    for name, tx in [("packed", ADAMW), ("plain", optax.adamw(1e-2)),
+                     ("flatten", optax.flatten(optax.adamw(1e-2)))]:
+        state = tx.init(remat)
+        update = jax.jit(update_fn(tx)).lower(remat, state, remat).compile()
+        step = (steps[name].lower(remat, state, stokens, targets=stargets).compile()
                 if name != "flatten" else None)
         counts[name] = (collectives(update), step and collectives(step))
         print(name, "collectives in update / whole step:", len(counts[name][0]),
@@ -121,20 +132,21 @@ PACKED_STATE = textwrap.dedent("""
 
 TRAINING_AND_ERRORS = textwrap.dedent("""
     # 5. a few training steps give the same losses (and, with SGD, parameters) as on one device
-    def train(model, batches, tx):
+    def train(model, batches, tx, step=None):
         model = model.with_options(remat="full")
-        step, state, losses = make_train_step(loss, tx), tx.init(model), []
+        step, state, losses = step or make_train_step(loss, tx), tx.init(model), []
         for tokens, targets in batches:
             model, state, value = step(model, state, tokens, targets=targets)
             losses.append(float(value))
         return losses, model
     batches = [synthetic_batch(i, 8, 16, 64) for i in range(4)]
-    for tx, steps in [(packed(optax.adamw(1e-2)), 4), (packed(optax.sgd(0.5)), 2)]:
+    for tx, steps, mesh_step in [(ADAMW, 4, MESH_ADAMW_STEP), (packed(optax.sgd(0.5)), 2, None)]:
         single_losses, single_model = train(Transformer(config(2), key=jax.random.key(0)),
                                             batches[:steps], tx)
         mesh_losses, mesh_model = train(shard_model(Transformer(config(2), key=jax.random.key(0)),
                                                     mesh, RULES),
-                                        [shard_batch(b, mesh) for b in batches[:steps]], tx)
+                                        [shard_batch(b, mesh) for b in batches[:steps]], tx,
+                                        mesh_step)
         np.testing.assert_allclose(mesh_losses, single_losses, rtol=1e-5)
         assert mesh_losses[-1] < mesh_losses[0]
         assert mesh_model.layers.mlp.up_proj.weight.sharding.spec == P(None, FSDP, None)
@@ -161,14 +173,9 @@ SECTIONS = {"placement_and_gradients": PLACEMENT_AND_GRADIENTS, "one_trace": ONE
             "packed_state": PACKED_STATE, "training_and_errors": TRAINING_AND_ERRORS}
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """The four groups of checks after one opening, in one child with 4 devices."""
-    return run_sections(tmp_path_factory.mktemp("sharded"), PRELUDE, SECTIONS, devices=4,
-                        default_emitters=True)  # init_sharded equals eager init bit for bit
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("checks", list(SECTIONS))
-def test_sharded_transformer_on_four_devices(results, checks):
-    assert check_section(results, checks).strip().endswith("ok")
+def test_sharded_transformer_on_four_devices(tmp_path):
+    """The four groups of checks after one opening, in one child with 4 devices."""
+    stdout = check_sections(run_sections(tmp_path, PRELUDE, SECTIONS, devices=4))
+    for name, out in stdout.items():
+        assert out.strip().endswith("ok"), (name, out)

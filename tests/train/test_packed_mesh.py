@@ -1,20 +1,22 @@
 """packed on meshes as ``jax.make_mesh`` makes them: Explicit and Auto axes, 4 forced devices.
 
-One subprocess runs the cases, in three tests (AdamW, LAMB, Muon and the matrix
-transformation), each leaf keeping its sharding: packed AdamW
+One subprocess runs the cases in three sections (AdamW, LAMB, Muon and the matrix
+transformation), each leaf keeping its sharding, all in one test (xdist's worksteal
+hands a module's tests to both workers, and each ran the module's child): packed AdamW
 against optax per leaf, on Explicit axes (with and without ``jax.set_mesh``) and
 on Auto axes; packed LAMB (its trust ratios on per-leaf views of the sharded
 buffers) on Explicit axes under ``jax.set_mesh`` and on Auto axes; packed Muon
 (``[B, m, n]`` buffers of sharded stacks) against unpacked Muon on Explicit axes
 under ``jax.set_mesh``, and a matrix transformation against
-``optax.multi_transform`` on Auto axes.
+``optax.multi_transform`` on Auto axes. packed's exactness probe (small unplaced arrays)
+compiles for one device even under ``jax.set_mesh`` of an Explicit mesh.
 """
 
 import textwrap
 
 import pytest
 
-from tests.parallel.sections import check_section, run_sections
+from tests.parallel.sections import check_sections, run_sections
 
 SCRIPT = textwrap.dedent("""
     import contextlib
@@ -22,6 +24,7 @@ SCRIPT = textwrap.dedent("""
     from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
     from jaxlean._random import normal
     from jaxlean.train.muon import matrix_transform, muon
+    from jaxlean.train import _packed_probe
     from jaxlean.train.packed import packed
 
     def normalize_matrices():
@@ -87,6 +90,9 @@ SCRIPT = textwrap.dedent("""
                         np.asarray(got[key], np.float32), np.asarray(want[key], np.float32),
                         rtol=1e-2 if x.dtype == jnp.bfloat16 else 1e-5, atol=1e-6,
                         err_msg=str(where))
+                probes = {d for compiled in _packed_probe._COMPILED.values()
+                          for s in jax.tree.leaves(compiled.input_shardings) for d in s.device_set}
+                assert len(probes) == 1, (where, "probe compiled for", probes)
                 print("passed", axis_type, use_mesh, name)
 """)
 
@@ -94,15 +100,11 @@ SCRIPT = textwrap.dedent("""
 CASES = {"adamw": ({"adamw"}, 3), "lamb": ({"lamb"}, 2), "muon_matrix": ({"muon", "matrix"}, 2)}
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """The three groups of cases in one child with 4 devices (one JAX start, not three)."""
-    return run_sections(tmp_path_factory.mktemp("packed_mesh"), SCRIPT,
-                        {name: f"check({names!r})" for name, (names, _) in CASES.items()},
-                        devices=4)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(CASES))
-def test_packed_keeps_shardings_on_explicit_and_auto_axes_on_four_devices(results, case):
-    assert check_section(results, case).count("passed") == CASES[case][1]
+def test_packed_keeps_shardings_on_explicit_and_auto_axes_on_four_devices(tmp_path):
+    results = run_sections(tmp_path, SCRIPT,
+                           {name: f"check({names!r})" for name, (names, _) in CASES.items()},
+                           devices=4)
+    stdout = check_sections(results)
+    for case, (_, count) in CASES.items():
+        assert stdout[case].count("passed") == count, (case, stdout[case])
