@@ -55,6 +55,9 @@ SAME_TOLERANCE = {"output": 1e-5, "gradient": 1e-3, "after_one_epoch": 1e-3}
 """Largest relative differences accepted between pyPMM's and jaxlean's chain (float32;
 gradients of eigenvectors amplify round-off)."""
 STEP_TIMING_STEPS = 50
+FIRST_EPOCH_GOAL = 5.0
+"""Seed branch / fit first-epoch wall time at depth 16 that issue 53 asks for (it was 3 before);
+a wall-time ratio, so it depends on the cores and load (see the notes this benchmark writes)."""
 
 
 def _pypmm_paths() -> dict[str, str | None]:
@@ -175,7 +178,7 @@ def run(ctx: BenchContext) -> BenchResult:
             result.compare(f"depth {depth}", "CPU seconds of the first epoch", "s",
                            cpu[depth, side], cpu[depth, "jaxlean"], variant=ours,
                            baseline_name=SIDES[side])
-    for depth, goal in ((16, 3.0), (32, 5.0)):
+    for depth, goal in ((16, FIRST_EPOCH_GOAL), (32, 5.0)):
         if (depth, "pypmm_branch") in measured:
             result.target(f"first epoch at depth {depth}: {SIDES['pypmm_branch']} / {ours}",
                           measured[depth, "pypmm_branch"] / measured[depth, "jaxlean"], goal,

@@ -209,13 +209,13 @@ def _wall_part(ctx: BenchContext, result: BenchResult) -> str:
         result.target(f"jaxlean / {label} wall time of loss+grad ({case})",
                       timings["jaxlean"] / timings[name], 1.0, noise=WALL_NOISE,
                       spread=timings["jaxlean"].ratio_spread(timings[name]))
-    return (f"{timings['jaxlean'] / timings['full logits']:.2f}x full logits' wall time "
-            f"(T={tokens}, V={vocab})")
     if ctx.quick:
         result.notes.append(f"quick mode: wall time measured at T={tokens}, H={width}, "
                             f"V={vocab}, not the full size T={WALL_SIZE[0]}, H={WALL_SIZE[1]}, "
                             f"V={WALL_SIZE[2]}; the temp-memory plot has 2 points instead of "
                             f"{len(PLOT_TOKENS)}.")
+    return (f"{timings['jaxlean'] / timings['full logits']:.2f}x full logits' wall time "
+            f"(T={tokens}, V={vocab})")
 
 
 # ----------------------------------------------------------------------------- RL and distillation
