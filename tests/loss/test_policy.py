@@ -142,6 +142,7 @@ def test_errors_name_the_problem():
         policy_gradient_loss(hidden, head, targets=tokens, old_logprobs=old[:, :4], advantages=adv)
 
 
+# run on 4 devices by tests/loss/test_four_devices.py, with the other losses' checks
 SHARDED_SCRIPT = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from jaxlean._random import normal
@@ -173,8 +174,3 @@ SHARDED_SCRIPT = textwrap.dedent("""
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * max(1, float(np.abs(b).max())))
     print("ok")
 """)
-
-
-@pytest.mark.slow
-def test_vocab_parallel_matches_unsharded_on_four_devices(run_on_devices):
-    run_on_devices(SHARDED_SCRIPT, devices=4, timeout=300)

@@ -1,7 +1,8 @@
 """Vocabulary-parallel token_logprobs / cross_entropy against the unsharded full-logits reference.
 
-Multi-device checks run in one subprocess with 4 forced host devices (a 2 x 2 mesh:
-data and vocabulary axes both split), so the rest of the suite keeps a single device.
+Multi-device checks run in a subprocess with 4 forced host devices (a 2 x 2 mesh: data and
+vocabulary axes both split; tests/loss/test_four_devices.py, with the other losses' checks),
+so the rest of the suite keeps a single device.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def test_errors_name_the_problem():
                        vocab_parallel=VocabParallel(mesh, "model"))
 
 
+# run on 4 devices by tests/loss/test_four_devices.py, with the other losses' checks
 SHARDED_SCRIPT = textwrap.dedent("""
     import re
     import jax, jax.numpy as jnp, numpy as np, pytest
@@ -151,8 +153,3 @@ SHARDED_SCRIPT = textwrap.dedent("""
                     vocab_parallel=VocabParallel(mesh, "data", "model"))
     print("ok")
 """)
-
-
-@pytest.mark.slow
-def test_vocab_parallel_matches_unsharded_on_four_devices(run_on_devices):
-    run_on_devices(SHARDED_SCRIPT, devices=4, timeout=300)
