@@ -1,7 +1,7 @@
 """The shared opening of the four-device optimizer checks (packed, groups, Muon).
 
-Each check runs as a script in a child process with forced CPU devices (see
-``run_on_devices`` in ``tests/conftest.py``); this text is the part they share: the
+Each check runs as a section of one child process with forced CPU devices (see
+``tests/train/test_four_devices.py``); this text is the part they share: the
 imports, ``put`` onto a mesh, a jitted optimizer step and :func:`run_both`, which compiles
 each optimizer's step, prints the collectives its program contains and takes three steps.
 A check's script is ``PRELUDE`` followed by its own parameters and assertions.

@@ -181,6 +181,7 @@ def test_logprobs_in_micro_batches_equal_the_whole_batch(model, batch, k):
         logprobs(model, ids, targets=targets, micro_batches=3)
 
 
+# run on 4 devices by tests/train/test_four_devices.py, with the other trainers' checks
 MESH_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np, optax
 from jax.sharding import NamedSharding, PartitionSpec as P
@@ -209,7 +210,3 @@ for a, b in zip(jax.tree.leaves(out[0]), jax.tree.leaves(out[1])):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-6)
 print("ok")
 """
-
-
-def test_micro_batches_of_a_sharded_batch_stay_on_their_devices(run_on_devices):
-    run_on_devices(MESH_SCRIPT, 4)

@@ -152,6 +152,7 @@ def test_metadata_must_be_json(tmp_path):
         checkpoints.save(1, {"w": jnp.ones(2)}, metadata={"bad": object()})
 
 
+# run on 4 devices by tests/train/test_four_devices.py, with the other trainers' checks
 _SHARDED = textwrap.dedent("""
     import tempfile
     import jax, jax.numpy as jnp, numpy as np
@@ -171,10 +172,6 @@ _SHARDED = textwrap.dedent("""
     np.testing.assert_array_equal(np.asarray(restored), w)
     print("ok")
 """)
-
-
-def test_sharded_state_is_restored_in_the_template_layout(run_on_devices):
-    run_on_devices(_SHARDED, devices=4, timeout=300)
 
 
 def test_newly_saved_reports_a_step_only_once_it_is_committed(tmp_path, monkeypatch):

@@ -113,6 +113,7 @@ def test_call_sizes_follow_the_measured_speed():
     assert chunks.count == 1
 
 
+# run on 4 devices by tests/train/test_four_devices.py, with the other trainers' checks
 MESH_SCRIPT = """
 import jax, jax.numpy as jnp, numpy as np, optax
 from jax.sharding import NamedSharding, PartitionSpec as P
@@ -137,11 +138,3 @@ for shown in (True, False):
 assert all(np.array_equal(out[True][k], out[False][k]) for k in params)
 print("ok")
 """
-
-
-@pytest.mark.slow
-def test_calls_over_a_mesh_compile_once(run_on_devices):
-    """Params sharded over a mesh: the state the loop returns is on the mesh, and the first
-    call's is put there too, so the calls of a chunked run share one compile."""
-    stdout = run_on_devices(MESH_SCRIPT, devices=4, timeout=300)
-    assert "True 1" in stdout and "False 1" in stdout

@@ -129,6 +129,7 @@ def test_the_former_labels_keyword_raises_naming_param_labels():
         packed(optax.adam(1e-3), label={"a": "x"})
 
 
+# run on 4 devices by tests/train/test_four_devices.py, with the other trainers' checks
 SHARDED_SCRIPT = PRELUDE + MIXED_2X2 + textwrap.dedent("""
     labels = {"a": "decay", "b": "plain", "c": "plain", "d": "decay", "e": "frozen"}
     loss = lambda p: sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in jax.tree.leaves(p))
@@ -146,9 +147,3 @@ SHARDED_SCRIPT = PRELUDE + MIXED_2X2 + textwrap.dedent("""
                                    rtol=1e-6, atol=1e-6, err_msg=name)
     print("ok")
 """)
-
-
-@pytest.mark.slow
-def test_groups_on_sharded_leaves_match_multi_transform_on_four_devices(run_on_devices):
-    stdout = run_on_devices(SHARDED_SCRIPT, devices=4, timeout=300)
-    assert "packed collectives: []" in stdout

@@ -202,6 +202,7 @@ def test_structure_errors_name_the_path():
         ptx.update({"a": jnp.ones(2)}, ptx.init(params), params)
 
 
+# run on 4 devices by tests/train/test_four_devices.py, with the other trainers' checks
 SHARDED_SCRIPT = PRELUDE + MIXED_2X2 + textwrap.dedent("""
     loss = lambda p: sum(jnp.sum(jnp.sin(x.astype(jnp.float32))) for x in jax.tree.leaves(p))
 
@@ -219,12 +220,6 @@ SHARDED_SCRIPT = PRELUDE + MIXED_2X2 + textwrap.dedent("""
                                    rtol=1e-2 if got.dtype == jnp.bfloat16 else 1e-6, err_msg=name)
     print("ok")
 """)
-
-
-@pytest.mark.slow
-def test_sharded_leaves_pack_without_all_gather_on_four_devices(run_on_devices):
-    stdout = run_on_devices(SHARDED_SCRIPT, devices=4, timeout=300)
-    assert "packed collectives: []" in stdout
 
 
 def test_equinox_module_mask_is_a_pytree_not_a_predicate():

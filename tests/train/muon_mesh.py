@@ -1,12 +1,11 @@
 """Muon on meshes as ``jax.make_mesh`` makes them (Explicit axes) and on Auto axes, 4 devices.
 
 Values against ``optax.contrib.muon`` on one device (stacks: its last-two-axes
-dimension numbers), and every parameter and momentum keeps its sharding.
+dimension numbers), and every parameter and momentum keeps its sharding. The script runs
+in tests/train/test_four_devices.py, with the other trainers' 4-device checks.
 """
 
 import textwrap
-
-import pytest
 
 SCRIPT = textwrap.dedent('''
     import re
@@ -63,9 +62,3 @@ SCRIPT = textwrap.dedent('''
     print("ok")
 ''')
 
-
-@pytest.mark.slow
-def test_muon_on_explicit_and_auto_meshes_matches_optax_and_keeps_shardings(run_on_devices):
-    stdout = run_on_devices(SCRIPT, devices=4, timeout=300)
-    collectives = next(line for line in stdout.splitlines() if line.startswith("collectives"))
-    assert "all-to-all" in collectives and "all-gather" not in collectives, stdout
