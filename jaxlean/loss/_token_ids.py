@@ -18,7 +18,7 @@ keywords: nothing changes meaning silently).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -42,7 +42,8 @@ def shift_labels(labels: Any, fill: Any) -> jax.Array:
 
 def ids_to_predict(where: str, positional: tuple, labels: Any, targets: Any, *,
                    ignore_index: int | None, keywords: Sequence[str] = (),
-                   per_token: Mapping[str, Any] | None = None, required: bool = True
+                   per_token: Mapping[str, Any] | None = None,
+                   per_sequence: Collection[str] = (), required: bool = True
                    ) -> tuple[Any, dict[str, Any]]:
     """The shifted targets a loss predicts, and its per-token arrays aligned with them.
 
@@ -54,13 +55,19 @@ def ids_to_predict(where: str, positional: tuple, labels: Any, targets: Any, *,
         ignore_index: the "no loss" id; with ``labels`` it fills the last position.
         keywords: the loss's other array arguments, named in the positional message.
         per_token: arrays of the call that are per position (a mask, old log-probs):
-            with ``labels`` they are per label and shift with them (0 at the end); those
-            of another shape (a ``[B]`` advantage or summed log-prob) pass unchanged.
+            with ``labels`` they must have the labels' shape and shift with them (0 at the
+            end). One that would merely broadcast against the labels (a ``[T]`` mask with
+            ``[B, T]`` labels) is refused: shifting it is a guess, and not shifting it is
+            one position off.
+        per_sequence: the keys of ``per_token`` that may instead be one value per
+            sequence (``labels.shape[:-1]``, e.g. a ``[B]`` advantage); those pass
+            unchanged.
         required: whether one of ``labels`` and ``targets`` must be given.
 
     Raises:
         ConfigError: a positional array, both ``labels`` and ``targets`` (or neither,
             when ``required``), ``labels`` with ``ignore_index=None``.
+        StructureError: with ``labels``, a per-token array of another shape.
     """
     per_token = dict(per_token or {})
     if positional:
@@ -86,6 +93,17 @@ def ids_to_predict(where: str, positional: tuple, labels: Any, targets: Any, *,
                              f"{getattr(labels, 'shape', type(labels).__name__)}")
     shape = tuple(jnp.shape(labels))
     for key, value in per_token.items():
-        if value is not None and tuple(jnp.shape(value)) == shape:
+        if value is None:
+            continue
+        got = tuple(jnp.shape(value))
+        if got == shape:
             per_token[key] = shift_labels(value, 0)
+        elif not (key in per_sequence and got == shape[:-1]):
+            allowed = f"{list(shape)}" + (f" or one per sequence {list(shape[:-1])}"
+                                          if key in per_sequence else "")
+            raise StructureError(
+                f"{where}: with labels= {list(shape)}, {key} must be {allowed} so that it "
+                f"shifts with the labels; got {list(got)}. A {key} that only broadcasts "
+                f"against the labels would be one position off; give it the labels' shape, "
+                f"or pass targets= (already shifted) instead")
     return shift_labels(labels, ignore_index), per_token

@@ -219,7 +219,8 @@ def policy_gradient_loss(hidden: jax.Array, head: Head, *positional: Any,
         "policy_gradient_loss", positional, labels, targets, ignore_index=ignore_index,
         keywords=("old_logprobs", "advantages"), required=False,
         per_token={"old_logprobs": old_logprobs, "advantages": advantages, "mask": mask,
-                   "ref_logprobs": ref_logprobs})
+                   "ref_logprobs": ref_logprobs},
+        per_sequence=("advantages",))
     old_logprobs, advantages = shifted["old_logprobs"], shifted["advantages"]
     mask, ref_logprobs = shifted["mask"], shifted["ref_logprobs"]
     missing = [name for name, x in (("labels or targets", targets),

@@ -266,7 +266,8 @@ def dpo_loss(hidden: jax.Array, head: Head, *positional: Any, labels: jax.Array 
     """
     targets, shifted = ids_to_predict("dpo_loss", positional, labels, targets,
                                       ignore_index=ignore_index, keywords=("ref_logprobs",),
-                                      per_token={"mask": mask, "ref_logprobs": ref_logprobs})
+                                      per_token={"mask": mask, "ref_logprobs": ref_logprobs},
+                                      per_sequence=("ref_logprobs",))
     mask, ref_logprobs = shifted["mask"], shifted["ref_logprobs"]
     if ref_logprobs is None:
         raise TypeError("dpo_loss() missing the required argument 'ref_logprobs' (by keyword)")

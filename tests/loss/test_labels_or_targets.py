@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean.errors import ConfigError
+from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss import (
     cross_entropy,
     distill_loss,
@@ -146,3 +146,20 @@ def test_distill_loss_takes_shifted_targets_and_refuses_labels():
     by_targets = distill_loss(HIDDEN, HEAD, teacher, HEAD, targets=TARGETS)
     by_mask = distill_loss(HIDDEN, HEAD, teacher, HEAD, mask=TARGETS != -100)
     np.testing.assert_allclose(by_targets, by_mask, rtol=1e-6)
+
+
+def test_a_per_token_array_that_only_broadcasts_against_labels_is_refused():
+    """A ``[T]`` mask with ``[B, T]`` labels cannot be shifted with them by shape; unshifted
+    it would be one position off, so it is an error naming it. A ``[B]`` advantage (one per
+    sequence) still passes, even when B equals T."""
+    square = LABELS[:, :B]  # [B, B]: a [B] advantage and a [T] mask have one shape
+    h = HIDDEN[:, :B]
+    with pytest.raises(StructureError, match=r"mask must be \[4, 4\].*got \[4\]"):
+        cross_entropy(h, HEAD, labels=square, mask=np.ones(B, np.float32))
+    with pytest.raises(StructureError, match=r"old_logprobs must be \[4, 4\]"):
+        policy_gradient_loss(h, HEAD, labels=square, old_logprobs=np.zeros(B, np.float32),
+                             advantages=np.ones(B, np.float32))
+    loss = policy_gradient_loss(h, HEAD, labels=square,
+                                old_logprobs=np.full((B, B), -3.0, np.float32),
+                                advantages=jnp.asarray([1.0, -0.5, 0.3, 2.0])).loss
+    assert np.isfinite(float(loss))
