@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.devices:  # must happen before JAX starts its CPU backend
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                    f" --xla_force_host_platform_device_count={args.devices}")
+        from jaxlean.compile.cpu_collectives import keep_collectives_in_order
+
+        keep_collectives_in_order()  # a step loaded from --cache runs its collectives in order
 
     import jax
     import optax

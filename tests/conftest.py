@@ -57,11 +57,15 @@ def pytest_terminal_summary(terminalreporter):
 def child_env(*paths: Path | str, devices: int | None = None) -> dict[str, str]:
     """The environment of a test's child process: ``paths`` then this checkout on
     ``PYTHONPATH`` (so it imports this ``jaxlean``), JAX on CPU and, with ``devices``,
-    that many forced CPU devices (after the caller's ``XLA_FLAGS``)."""
+    that many forced CPU devices (after the caller's ``XLA_FLAGS``), with XLA:CPU's
+    scheduler keeping collectives in order where there are several (a program loaded from
+    the suite's cache may hang otherwise: ``jaxlean/compile/cpu_collectives.py``)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join([*map(str, paths), str(ROOT)]))
     if devices is not None:
         count = f"--xla_force_host_platform_device_count={devices}"  # after the caller's flags
+        if devices > 1:  # loaded programs keep their collectives in order (cpu_collectives)
+            count += " --xla_cpu_enable_concurrency_optimized_scheduler=false"
         env["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {count}".strip()
     return env
 

@@ -3,7 +3,10 @@
 - ``mesh``: a device mesh with ``data`` and ``fsdp`` axes, and placing a model and its
   batches on it by partition rules;
 - ``distributed``: :func:`~jaxlean.parallel.distributed.initialize`, joining the processes
-  of a multi-host run from flags, ``JAXLEAN_*`` variables or SLURM.
+  of a multi-host run from flags, ``JAXLEAN_*`` variables or SLURM;
+- ``context``: a sequence split over a ``seq`` mesh axis
+  (:func:`~jaxlean.parallel.context.context_parallel_attention`; the transformer uses it
+  under ``jax.set_mesh``).
 
 The submodules and their names below load on first use (``jaxlean.parallel.mesh`` after
 ``import jaxlean`` works; ``from jaxlean.parallel import make_mesh`` too), so importing this
@@ -17,8 +20,12 @@ from typing import TYPE_CHECKING
 from jaxlean._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
+    from jaxlean.parallel import context as context
     from jaxlean.parallel import distributed as distributed
     from jaxlean.parallel import mesh as mesh
+    from jaxlean.parallel.context import SEQ as SEQ
+    from jaxlean.parallel.context import context_parallel_attention as context_parallel_attention
+    from jaxlean.parallel.context import sequence_mesh as sequence_mesh
     from jaxlean.parallel.distributed import ENV_COORDINATOR as ENV_COORDINATOR
     from jaxlean.parallel.distributed import ENV_NUM_PROCESSES as ENV_NUM_PROCESSES
     from jaxlean.parallel.distributed import ENV_PROCESS_ID as ENV_PROCESS_ID
@@ -38,10 +45,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see of the lazy names below
     from jaxlean.parallel.mesh import shard_batch as shard_batch
     from jaxlean.parallel.mesh import shard_model as shard_model
 
-_SUBMODULES = ("distributed", "mesh")
+_SUBMODULES = ("context", "distributed", "mesh")
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
+    "SEQ": "jaxlean.parallel.context",
+    "context_parallel_attention": "jaxlean.parallel.context",
+    "sequence_mesh": "jaxlean.parallel.context",
     "ENV_COORDINATOR": "jaxlean.parallel.distributed",
     "ENV_NUM_PROCESSES": "jaxlean.parallel.distributed",
     "ENV_PROCESS_ID": "jaxlean.parallel.distributed",
@@ -63,8 +73,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = ["BATCH_AXES", "DATA", "ENV_COORDINATOR", "ENV_NUM_PROCESSES", "ENV_PROCESS_ID", "FSDP",
-           "ProcessInfo", "Rules", "axis_names", "batch_spec", "constrain", "distributed",
-           "init_sharded", "initialize", "make_mesh", "mesh", "named_shardings", "partition_specs",
-           "shard_batch", "shard_model"]
+           "SEQ", "ProcessInfo", "Rules", "axis_names", "batch_spec", "constrain", "context",
+           "context_parallel_attention", "distributed", "init_sharded", "initialize", "make_mesh",
+           "mesh", "named_shardings", "partition_specs", "sequence_mesh", "shard_batch",
+           "shard_model"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)

@@ -42,3 +42,22 @@ def test_the_check_passes_with_the_scheduler_off_or_one_process(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "")
     monkeypatch.setattr(_jax_private, "process_count", lambda: 1)
     cpu_collectives.check_cache_is_safe()
+
+
+@pytest.mark.parametrize("flags", ["--xla_force_host_platform_device_count=4",
+                                   "--xla_force_host_platform_device_count=8 "
+                                   "--xla_cpu_enable_concurrency_optimized_scheduler=true"])
+def test_one_process_with_several_cpu_devices_and_the_scheduler_on_is_refused(
+        monkeypatch, tmp_path, flags):
+    """Several CPU devices in one process exchange collectives in-process: a loaded program
+    hung there with the scheduler on (module docstring), so the cache is refused."""
+    monkeypatch.setenv("XLA_FLAGS", flags)
+    assert cpu_collectives.forced_cpu_devices() > 1
+    with pytest.raises(CacheError, match=r"CPU devices in one process.*scheduler=false"):
+        enable_compilation_cache(tmp_path / "cache")
+    monkeypatch.setenv("XLA_FLAGS", flags + " --xla_cpu_enable_concurrency_optimized_scheduler"
+                                            "=false")
+    cpu_collectives.check_cache_is_safe()
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
+    assert cpu_collectives.forced_cpu_devices() == 1
+    cpu_collectives.check_cache_is_safe()

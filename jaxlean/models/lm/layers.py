@@ -18,6 +18,8 @@ from jaxlean.models.lm.config import TransformerConfig
 from jaxlean.models.lm.lora import Linear
 from jaxlean.models.lm.rope import apply_rotary
 from jaxlean.nn.flash import flash_attention, flash_attention_cached
+from jaxlean.parallel.context import TENSOR, context_parallel_attention, sequence_mesh
+from jaxlean.parallel.mesh import BATCH_AXES
 
 __all__ = ["MLP", "Attention", "DecoderLayer", "RMSNorm", "attend", "attend_cached", "attend_with",
            "init_layers", "window_mask"]
@@ -74,6 +76,12 @@ def attend_with(q: Array, k: Array, v: Array, mask: Array | Blockwise) -> Array:
         return attend(q, k, v, mask)
     if mask.kind == "cudnn":
         return cudnn_attention(q, k, v, mask.mask)
+    mesh = sequence_mesh()
+    if mesh is not None:  # under jax.set_mesh with a seq axis: the sequence is split
+        return context_parallel_attention(
+            q, k, v, mask.mask, mesh, batch_axes=[a for a in BATCH_AXES if a in mesh.shape],
+            head_axes=[TENSOR] if TENSOR in mesh.shape else None, q_tile=mask.tile,
+            k_tile=mask.tile)
     return flash_attention(q, k, v, mask.mask, q_tile=mask.tile, k_tile=mask.tile)
 
 
