@@ -44,6 +44,8 @@ class Model:
     suffix_line: int = 0
     ions: list[Ion] = dataclasses.field(default_factory=list)
     nonspecific: list[str] = dataclasses.field(default_factory=list)
+    electrode: list[str] = dataclasses.field(default_factory=list)
+    """``ELECTRODE_CURRENT`` names (also in ``nonspecific``): inward-positive currents."""
     range: list[str] = dataclasses.field(default_factory=list)
     globals: list[str] = dataclasses.field(default_factory=list)
     constants: dict[str, float] = dataclasses.field(default_factory=dict)
