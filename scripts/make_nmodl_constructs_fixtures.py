@@ -5,8 +5,9 @@ COMPARTMENT and CONSERVE, its STEADYSTATE in INITIAL, coupled and nonlinear cnex
 equations and euler, a calcium shell
 writing ``cai`` by assignment with a file-level LOCAL and an INCLUDE, arrays with FROM
 loops, ``t`` in BREAKPOINT and DERIVATIVE with IF/ELSE, a nested block, VERBATIM reading
-the ion and ``(faraday) (10000 coulomb)``, a density ELECTRODE_CURRENT) each run alone
-with ``pas`` in one compartment, as ``scripts/make_migliore_fixtures.py`` runs its cases (same cell, steps and sampling).
+the ion and ``(faraday) (10000 coulomb)``, a density ELECTRODE_CURRENT, BEFORE/AFTER
+blocks) each run alone with ``pas`` in one compartment, as
+``scripts/make_migliore_fixtures.py`` runs its cases (same cell, steps and sampling).
 Needs ``neuron`` (``pip install neuron==9.0.2``) and a C compiler:
 
     python scripts/make_nmodl_constructs_fixtures.py [--out DIR]
@@ -32,6 +33,7 @@ CASES = {
     "arrays": {"mechanisms": {"arr": {"gnabar": 0.001}}, "record": ["m_arr", "h_arr"]},
     "timed": {"mechanisms": {"timed": {}}, "record": ["m_timed", "i_timed"]},
     "electrode": {"mechanisms": {"electrode": {}}, "record": []},
+    "ba": {"mechanisms": {"ba": {}}, "record": ["m_ba", "w_ba", "n_ba", "q_ba"]},
 }
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.before_after import check_before_after
 from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
 from jaxlean.models.neuron.nmodl.model import Model, ModFileError
 from jaxlean.models.neuron.nmodl.solve import METHODS, STEADY_DT, solve
@@ -89,8 +90,11 @@ class GeneratedMechanism(Mechanism):
         start = {jax: (ions[jax] if value is None else value)
                  for jax, value in self.plan.kept.values()}
         names = {**self._names(v, {**ions, **start}, p), "t": 0.0}
-        if self.model.initial is not None:
-            _Initial(self.model, JaxBackend()).run_block(self.model.initial, names)
+        ba = self.model.before_after
+        for block in (ba.get("BEFORE INITIAL"), self.model.initial, ba.get("AFTER INITIAL"),
+                      ba.get("BEFORE STEP")):
+            if block is not None:
+                _Initial(self.model, JaxBackend()).run_block(block, names)
         return self._kept(names, v)
 
     def _breakpoint(self, v, states, p) -> dict:
@@ -116,6 +120,10 @@ class GeneratedMechanism(Mechanism):
         names = {**self._names(v, states, p), "dt": dt}
         for block, method in self.solves:
             solve(self.model, block, method, names, dt)
+        for kind in ("AFTER SOLVE", "BEFORE STEP"):
+            if kind in self.model.before_after:
+                Interpreter(self.model, JaxBackend()).run_block(self.model.before_after[kind],
+                                                                names)
         return self._kept(names, v)
 
 
@@ -168,6 +176,7 @@ def generate(model: Model) -> GeneratedMechanism:
       ModFileError: every problem of the file, with its line.
     """
     plan = plan_variables(model)
+    check_before_after(model, plan.ion_names)
     solves = _solves(model)
     if not plan.currents and not plan.kept:
         model.refuse(model.suffix_line, "the mechanism writes no current (USEION ... WRITE "

@@ -56,6 +56,8 @@ class Model:
     breakpoint: s.Block | None = None
     initial: s.Block | None = None
     net_receive: s.Block | None = None
+    before_after: dict[str, s.Block] = dataclasses.field(default_factory=dict)
+    """``{"AFTER SOLVE": block, ...}``: BEFORE/AFTER blocks (see before_after)."""
     file_locals: list[str] = dataclasses.field(default_factory=list)
     arrays: dict[str, int] = dataclasses.field(default_factory=dict)
     """``{name: size}`` of array variables; element ``k`` is the variable ``name[k]``."""

@@ -7,15 +7,17 @@ supports; the subset channel files use is small enough to parse here (about 300
 lines), with errors naming the file and line.
 
 Accepted: ``NEURON`` (``SUFFIX``, ``POINT_PROCESS``, ``USEION ... READ ... WRITE
-... VALENCE``, ``NONSPECIFIC_CURRENT``, ``RANGE``, ``GLOBAL``, ``THREADSAFE``),
+... VALENCE``, ``NONSPECIFIC_CURRENT``, ``ELECTRODE_CURRENT``, ``RANGE``, ``GLOBAL``,
+``THREADSAFE``),
 ``UNITS`` (unit aliases, ``FARADAY``/``R``/``PI`` constants), ``PARAMETER``,
 ``CONSTANT``, ``ASSIGNED``, ``STATE``, ``INDEPENDENT`` (ignored), ``DEFINE``,
 ``INCLUDE "file"`` (spliced from the file's folder), file-level ``LOCAL``,
 ``BREAKPOINT``, ``INITIAL``, ``DERIVATIVE``, ``PROCEDURE``, ``FUNCTION``,
-``NET_RECEIVE``; statements: ``LOCAL``, assignments, ``x' = ...``, ``if/else``,
-procedure calls, ``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed
+``NET_RECEIVE``, ``BEFORE``/``AFTER`` blocks; statements: ``LOCAL``, assignments,
+``x' = ...``, ``if/else`` (``IF/ELSE``), nested ``{ }`` blocks, procedure calls, ``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed
 exactly, as NEURON does with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``; a
-file without a NEURON block is named after the file, as NEURON names it.
+file without a NEURON block is named after the file, as NEURON names it. (Those beyond
+assignments and SOLVE: :mod:`~jaxlean.models.neuron.nmodl.statements`.)
 Refused constructs (``KINETIC``, ``VERBATIM`` C code, ``POINTER``, ``WATCH``, loops,
 ...) are recorded with their line and skipped, so one error names them all
 (:class:`~jaxlean.models.neuron.nmodl.model.ModFileError`); a syntax error stops
@@ -38,8 +40,8 @@ __all__ = ["parse"]
 _STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "KINETIC", "PROCEDURE", "FUNCTION",
                      "NET_RECEIVE")
 _REFUSED_BLOCKS = {name: f"{name} blocks are not supported" for name in (
-    "LINEAR", "NONLINEAR", "DISCRETE", "PARTIAL", "FUNCTION_TABLE", "BEFORE", "AFTER",
-    "CONSTRUCTOR", "DESTRUCTOR")}
+    "LINEAR", "NONLINEAR", "DISCRETE", "PARTIAL", "FUNCTION_TABLE", "CONSTRUCTOR",
+    "DESTRUCTOR")}
 _REFUSED_NEURON = {
     "POINTER": "POINTER variables are not supported",
     "BBCOREPOINTER": "BBCOREPOINTER variables are not supported",
@@ -102,6 +104,8 @@ class _Parser(StatementParser):
                 self.include(token.line)
             elif keyword == "LOCAL":  # file-level: kept per compartment (see variables)
                 self.file_local(token.line)
+            elif keyword in ("BEFORE", "AFTER"):
+                self.before_after(keyword, token.line)
             elif keyword in _STATEMENT_BLOCKS:
                 self.statement_block(keyword, token.line)
             elif self.skip_block():

@@ -32,6 +32,15 @@ class StatementParser(ExpressionParser):
             if not self.accept(","):
                 return
 
+    def before_after(self, keyword: str, line: int) -> None:
+        """``BEFORE STEP { ... }``, ``AFTER SOLVE { ... }``: kept in ``before_after``."""
+        kind = f"{keyword} {self.name().text}"
+        local_names: list[str] = []
+        body = self.body(local_names)
+        if kind in self.m.before_after:
+            self.m.refuse(line, f"a second {kind} block is not supported")
+        self.m.before_after[kind] = s.Block(kind, "", (), tuple(local_names), body, line)
+
     def nested(self, local_names: list[str]) -> tuple[s.Statement, ...]:
         """A nested ``{ ... }`` block's statements; its LOCALs join ``local_names``."""
         line, before = self.peek().line, set(local_names)

@@ -5,7 +5,8 @@ sparse in INITIAL), coupled and
 nonlinear cnexp equations, METHOD euler, a calcium shell writing ``cai`` by assignment
 with a file-level LOCAL and an INCLUDE, arrays with FROM loops, ``t`` in BREAKPOINT and a
 DERIVATIVE with ``IF``/``ELSE``, a nested block with a LOCAL, VERBATIM ``cref = _ion_cai;``
-and a C comment, ``(faraday) (10000 coulomb)``, a density ELECTRODE_CURRENT. Fixture:
+and a C comment, ``(faraday) (10000 coulomb)``, a density ELECTRODE_CURRENT, BEFORE
+INITIAL, AFTER INITIAL, AFTER SOLVE and BEFORE STEP (``n`` counts its runs). Fixture:
 ``scripts/make_nmodl_constructs_fixtures.py``; the cell and steps are the Migliore tests'.
 """
 
@@ -24,7 +25,7 @@ HERE = Path(__file__).parent
 MODS, FIXTURE = HERE / "constructs", HERE / "fixtures" / "constructs.npz"
 SCRIPT = HERE.parents[3] / "scripts" / "make_nmodl_constructs_fixtures.py"
 CASES = ["kinetic", "steady", "coupled", "nonlinear", "explicit", "shell", "arrays", "timed",
-         "electrode"]
+         "electrode", "ba"]
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -1,8 +1,8 @@
 """Forms of published files beyond the core language: ``IF``/``ELSE``, nested blocks,
 VERBATIM reads of an ion (``carest = _ion_cai;``) and C comments, ``(faraday) (10000
-coulomb)``, ``t`` outside INITIAL, ELECTRODE_CURRENT, and the refusals that stay, each
-naming its line. Their values against NEURON: ``test_constructs.py`` (``timed``,
-``electrode``)."""
+coulomb)``, ``t`` outside INITIAL, ELECTRODE_CURRENT, BEFORE/AFTER blocks, and the
+refusals that stay, each naming its line. Their values against NEURON:
+``test_constructs.py`` (``timed``, ``electrode``, ``ba``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from jaxlean.models.neuron.nmodl.parser import parse
 from jaxlean.models.neuron.nmodl.units import unit_constant
 from tests.models.neuron.nmodl.test_refusals import channel
 
-SHELL = """NEURON {{ SUFFIX p USEION ca READ cai {write} NONSPECIFIC_CURRENT i RANGE c }}
+SHELL_TEMPLATE = """NEURON {{ SUFFIX p USEION ca READ cai {write} NONSPECIFIC_CURRENT i RANGE c }}
 ASSIGNED {{ v (mV) i (mA/cm2) cai (mM) c (mM) }}
 INITIAL {{
 VERBATIM
@@ -26,6 +26,7 @@ ENDVERBATIM
 }}
 BREAKPOINT {{ i = 1e-4*c*(v + 70) }}
 """
+SHELL = SHELL_TEMPLATE.format(write="", verbatim="")
 
 
 def test_upper_case_if_else_and_a_nested_block_parse_as_statements():
@@ -41,7 +42,11 @@ def test_upper_case_if_else_and_a_nested_block_parse_as_statements():
      "LOCAL v in a nested block hides the name v"),
     ("NEURON { SUFFIX x }\nLOCAL frat[4]\n", 2, "file-level LOCAL array frat"),
     ("NEURON { SUFFIX x }\nINITIAL { }\nINITIAL { }\n", 3, "a second INITIAL block"),
-    (SHELL.format(write="WRITE cai", verbatim="c = _ion_cai;"), 5,
+    (SHELL + "BEFORE BREAKPOINT { c = 1 }\n", 9, "BEFORE BREAKPOINT blocks are not supported"),
+    (SHELL + "AFTER SOLVE { c = cai }\n", 9, "AFTER SOLVE reads or writes the ion variables "
+     "\\['cai'\\]"),
+    (SHELL + "BEFORE STEP { c = 2 }\n", 9, "BEFORE STEP shares \\['c'\\] with BREAKPOINT"),
+    (SHELL_TEMPLATE.format(write="WRITE cai", verbatim="c = _ion_cai;"), 5,
      "VERBATIM C code is not supported \\(_ion_cai of a variable the file does not only READ"),
 ])
 def test_what_stays_refused_names_its_line(text, line, words):
@@ -50,7 +55,7 @@ def test_what_stays_refused_names_its_line(text, line, words):
 
 
 def test_verbatim_ion_read_is_the_ion_variable_and_c_comments_are_ignored():
-    mechanism = load_mod(SHELL.format(write="", verbatim="// a comment\nc = _ion_cai;"))
+    mechanism = load_mod(SHELL_TEMPLATE.format(write="", verbatim="// a comment\nc = _ion_cai;"))
     with jax.enable_x64():
         start = mechanism.initial(jnp.array([-65.0]), {}, {"cai": jnp.array([3e-4]),
                                                            "celsius": 6.3})
