@@ -14,8 +14,9 @@ Accepted: ``NEURON`` (``SUFFIX``, ``POINT_PROCESS``, ``USEION ... READ ... WRITE
 ``INCLUDE "file"`` (spliced from the file's folder), file-level ``LOCAL``,
 ``BREAKPOINT``, ``INITIAL``, ``DERIVATIVE``, ``PROCEDURE``, ``FUNCTION``,
 ``NET_RECEIVE``, ``BEFORE``/``AFTER`` blocks; statements: ``LOCAL``, assignments,
-``x' = ...``, ``if/else`` (``IF/ELSE``), nested ``{ }`` blocks, procedure calls, ``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed
-exactly, as NEURON does with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``; a
+``x' = ...``, ``if/else`` (``IF/ELSE``), nested ``{ }`` blocks, procedure calls,
+``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed exactly, as NEURON does
+with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``; a
 file without a NEURON block is named after the file, as NEURON names it. (Those beyond
 assignments and SOLVE: :mod:`~jaxlean.models.neuron.nmodl.statements`.)
 Refused constructs (``KINETIC``, ``VERBATIM`` C code, ``POINTER``, ``WATCH``, loops,
