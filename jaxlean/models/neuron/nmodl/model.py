@@ -64,6 +64,15 @@ class Model:
     problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     """Constructs refused while parsing (the parser goes on past them)."""
 
+    def initial_after(self, block: s.Block) -> s.Block:
+        """INITIAL then ``block``, a second INITIAL block, as nocmodl joins them; a LOCAL
+        of both (one value here, two in C) is recorded as a problem."""
+        first = self.initial
+        for name in sorted(set(first.locals) & set(block.locals)):
+            self.refuse(block.line, f"LOCAL {name} in two INITIAL blocks is not supported")
+        return dataclasses.replace(first, locals=first.locals + block.locals,
+                                   body=first.body + block.body)
+
     def error(self, line: int, message: str) -> ModFileError:
         """An error naming this file and ``line``, after the problems already found."""
         return ModFileError(self.where, [*self.problems, (line, message)])

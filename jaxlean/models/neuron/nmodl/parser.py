@@ -291,8 +291,8 @@ class _Parser(StatementParser):
         if kind == "BREAKPOINT":
             self.m.breakpoint = block
         elif kind == "INITIAL":
-            if self.m.initial is not None:
-                self.m.refuse(line, "a second INITIAL block is not supported")
+            if self.m.initial is not None:  # nocmodl runs them in order, one C block each
+                block = self.m.initial_after(block)
             self.m.initial = block
         elif kind == "NET_RECEIVE":
             self.m.net_receive = block

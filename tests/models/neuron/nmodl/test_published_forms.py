@@ -13,6 +13,7 @@ import pytest
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.nmodl import load_mod
 from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.generated import generate
 from jaxlean.models.neuron.nmodl.parser import parse
 from jaxlean.models.neuron.nmodl.units import unit_constant
 from tests.models.neuron.nmodl.test_refusals import channel
@@ -41,7 +42,8 @@ def test_upper_case_if_else_and_a_nested_block_parse_as_statements():
     ("NEURON { SUFFIX x }\nASSIGNED { v i }\nBREAKPOINT {\n{ LOCAL v\n v = 1 }\n}", 4,
      "LOCAL v in a nested block hides the name v"),
     ("NEURON { SUFFIX x }\nLOCAL frat[4]\n", 2, "file-level LOCAL array frat"),
-    ("NEURON { SUFFIX x }\nINITIAL { }\nINITIAL { }\n", 3, "a second INITIAL block"),
+    ("NEURON { SUFFIX x }\nINITIAL { LOCAL a }\nINITIAL { LOCAL a }\n", 3,
+     "LOCAL a in two INITIAL blocks"),
     (SHELL + "BEFORE BREAKPOINT { c = 1 }\n", 9, "BEFORE BREAKPOINT blocks are not supported"),
     (SHELL + "AFTER SOLVE { c = cai }\n", 9, "AFTER SOLVE reads or writes the ion variables "
      "\\['cai'\\]"),
@@ -52,6 +54,15 @@ def test_upper_case_if_else_and_a_nested_block_parse_as_statements():
 def test_what_stays_refused_names_its_line(text, line, words):
     with pytest.raises(ConfigError, match=rf"<mod text>:{line}: {words}"):
         load_mod(text)
+
+
+def test_two_initial_blocks_run_in_order_as_nocmodl_joins_them():
+    mechanism = generate(parse("NEURON { SUFFIX x NONSPECIFIC_CURRENT i RANGE a, b }\n"
+                               "ASSIGNED { v i a b }\nINITIAL { a = 1 }\n"
+                               "BREAKPOINT { i = 0 }\nINITIAL { b = a + 1 }\n"))
+    with jax.enable_x64():
+        start = mechanism.initial(jnp.array([-65.0]), {}, {"celsius": 6.3})
+    assert float(start["b_x"][0]) == 2.0
 
 
 def test_verbatim_ion_read_is_the_ion_variable_and_c_comments_are_ignored():
