@@ -30,6 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.geometry import refuse_geometry
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
 from jaxlean.models.neuron.nmodl.model import Ion, Model
 from jaxlean.models.neuron.nmodl.statements import StatementParser
@@ -70,7 +71,8 @@ def parse(text: str, where: str = "<mod text>", folder: Path | None = None,
     """
     tokens, problems = tokenize(text, where)
     model = Model(where, problems=problems)
-    return resolve_ion_reads(_Parser(tokens, model, folder, default_suffix).model())
+    return refuse_geometry(resolve_ion_reads(_Parser(tokens, model, folder,
+                                                     default_suffix).model()))
 
 
 class _Parser(StatementParser):

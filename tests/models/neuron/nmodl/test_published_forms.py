@@ -56,6 +56,15 @@ def test_what_stays_refused_names_its_line(text, line, words):
         load_mod(text)
 
 
+def test_diam_read_is_refused_and_diam_declared_only_loads():
+    """NEURON gives ``diam`` the segment's diameter; jaxlean's mechanisms do not get it."""
+    text = SHELL.replace("c (mM) }", "c (mM) diam (um) }")
+    load_mod(text)
+    with pytest.raises(ConfigError, match=r"<mod text>:2: diam is read: NEURON gives the "
+                                          r"mechanism its segment's diam"):
+        load_mod(text.replace("1e-4*c*(v + 70)", "1e-4*c*diam*(v + 70)"))
+
+
 def test_two_initial_blocks_run_in_order_as_nocmodl_joins_them():
     mechanism = generate(parse("NEURON { SUFFIX x NONSPECIFIC_CURRENT i RANGE a, b }\n"
                                "ASSIGNED { v i a b }\nINITIAL { a = 1 }\n"
