@@ -35,6 +35,5 @@ def refuse_geometry(model: Model) -> Model:
     for name, variable in declared.items():
         if name in read:
             model.refuse(variable.line, f"{name} is read: NEURON gives the mechanism its "
-                         f"segment's {name}, jaxlean does not (it would be "
-                         f"{variable.default or 0}); not supported")
+                         f"segment's {name}, jaxlean does not; not supported")
     return model

@@ -61,8 +61,10 @@ class StatementParser(ExpressionParser):
         while True:
             coefficient = number(self.next().text) if self.peek().kind == "number" else 1
             name = self.name()
-            if self.at("["):
-                raise self.m.error(name.line, "arrays in reactions are not supported")
+            if self.accept("["):  # recorded, so the file's other problems are named too
+                self.m.refuse(name.line, "arrays in reactions are not supported")
+                self.expression()
+                self.expect("]")
             terms.append((name.text, coefficient))
             if not self.accept("+"):
                 return tuple(terms)
