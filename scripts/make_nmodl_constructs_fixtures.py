@@ -4,7 +4,9 @@ The small files of ``tests/models/neuron/nmodl/constructs/`` (a KINETIC scheme w
 COMPARTMENT and CONSERVE, its STEADYSTATE in INITIAL, coupled and nonlinear cnexp
 equations and euler, a calcium shell
 writing ``cai`` by assignment with a file-level LOCAL and an INCLUDE, arrays with FROM
-loops) each run alone with ``pas`` in one compartment, as
+loops, ``t`` in BREAKPOINT and DERIVATIVE with IF/ELSE, a nested block, VERBATIM reading
+the ion and ``(faraday) (10000 coulomb)``, a density ELECTRODE_CURRENT, BEFORE/AFTER
+blocks) each run alone with ``pas`` in one compartment, as
 ``scripts/make_migliore_fixtures.py`` runs its cases (same cell, steps and sampling).
 Needs ``neuron`` (``pip install neuron==9.0.2``) and a C compiler:
 
@@ -29,6 +31,9 @@ CASES = {
     "explicit": {"mechanisms": {"explicit": {}}, "record": ["m_explicit"]},
     "shell": {"mechanisms": {"shell": {}}, "record": ["cai", "ca_shell", "ica"]},
     "arrays": {"mechanisms": {"arr": {"gnabar": 0.001}}, "record": ["m_arr", "h_arr"]},
+    "timed": {"mechanisms": {"timed": {}}, "record": ["m_timed", "i_timed"]},
+    "electrode": {"mechanisms": {"electrode": {}}, "record": []},
+    "ba": {"mechanisms": {"ba": {}}, "record": ["m_ba", "w_ba", "n_ba", "q_ba"]},
 }
 
 if __name__ == "__main__":

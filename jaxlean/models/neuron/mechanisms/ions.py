@@ -102,7 +102,10 @@ class UseIon:
                               f"write a concentration and the reversal follows (Nernst)")
         species = SPECIES.get(self.ion)
         if species is None and self.valence is None:
-            raise ConfigError(f"{where}: give its valence (known ions: {sorted(SPECIES)})")
+            raise ConfigError(f"{where}: give its valence (known ions: {sorted(SPECIES)}); "
+                              f"NEURON needs it too: nrniv refuses such a file with "
+                              f"'{self.ion}_ion USEION CHARGE (or VALENCE) must be defined in "
+                              f"at least one model using this ion'")
         if species is not None and self.valence is not None and self.valence != species.charge:
             raise ConfigError(f"{where}: valence {self.valence} differs from the ion's charge "
                               f"{species.charge}")

@@ -8,12 +8,18 @@ in INITIAL is read by BREAKPOINT and by later steps, a PARAMETER may be assigned
 * ``nrn_cur``: BREAKPOINT (without its SOLVE) at ``v + 0.001`` and at ``v``; the
   currents' slope linearises the membrane (``Mechanism.voltage_dependent``) and the
   values it assigns at ``v`` are kept (``cmax`` in ``if (cai > cmax) {cmax = cai}``);
+  an ``ELECTRODE_CURRENT`` enters as NEURON adds it (``rhs += i``, ``d -= di/dv``): as
+  the membrane current ``-i``, under which jaxlean also records it;
 * ``nrn_state``: each SOLVE (:mod:`~jaxlean.models.neuron.nmodl.solve`) at the new
   voltage, reading the ions' variables then (a concentration written by a mechanism
   earlier in the order is read at its new value).
 
 INITIAL (``nrn_init``) runs at ``v_init`` after every kept value is set to its start
-(:class:`~jaxlean.models.neuron.nmodl.variables.Variables`), with ``t = 0``.
+(:class:`~jaxlean.models.neuron.nmodl.variables.Variables`), with ``t = 0``. ``t`` elsewhere
+is NEURON's ``t`` at that point of step ``n`` (from ``n dt``): ``(n + 1/2) dt`` in
+BREAKPOINT (``nrn_cur``), ``(n + 1) dt`` in the SOLVEd blocks (``nrn_state``), 0 in the
+currents recorded at the start. (NEURON adds ``dt/2`` twice a step, so its ``t`` may
+differ from these in the last bits.)
 
 This is the general translation: a file that also fits jaxlean's compact
 :class:`Mechanism` form (rates with one q10, nothing kept between blocks) is loaded in
@@ -31,6 +37,7 @@ import jax.numpy as jnp
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.before_after import check_before_after
 from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
 from jaxlean.models.neuron.nmodl.model import Model, ModFileError
 from jaxlean.models.neuron.nmodl.solve import METHODS, STEADY_DT, solve
@@ -67,8 +74,7 @@ class GeneratedMechanism(Mechanism):
         """The file's names bound to jaxlean's values."""
         plan = self.plan
         out = {"v": v, "celsius": states.get("celsius", celsius)}
-        if "dt" in states:
-            out["dt"] = states["dt"]
+        out.update({name: states[name] for name in ("dt", "t") if name in states})
         out.update({mod: p[jax] for mod, (jax, _, _) in plan.parameters.items()})
         out.update({name: states[name] for name in plan.ion_names if name in states})
         out.update({mod: states[jax] for mod, (jax, _) in plan.kept.items() if jax in states})
@@ -84,8 +90,11 @@ class GeneratedMechanism(Mechanism):
         start = {jax: (ions[jax] if value is None else value)
                  for jax, value in self.plan.kept.values()}
         names = {**self._names(v, {**ions, **start}, p), "t": 0.0}
-        if self.model.initial is not None:
-            _Initial(self.model, JaxBackend()).run_block(self.model.initial, names)
+        ba = self.model.before_after
+        for block in (ba.get("BEFORE INITIAL"), self.model.initial, ba.get("AFTER INITIAL"),
+                      ba.get("BEFORE STEP")):
+            if block is not None:
+                _Initial(self.model, JaxBackend()).run_block(block, names)
         return self._kept(names, v)
 
     def _breakpoint(self, v, states, p) -> dict:
@@ -98,7 +107,8 @@ class GeneratedMechanism(Mechanism):
 
     def currents_at(self, v, states, p, reversals=None):
         names = self._breakpoint(v, states, p)
-        return {jax: names[current] for current, (jax, _) in self.plan.currents.items()}
+        return {jax: -names[current] if current in self.model.electrode else names[current]
+                for current, (jax, _) in self.plan.currents.items()}
 
     def currents_kept(self, v, states, p):
         if not self.plan.breakpoint_kept:
@@ -110,6 +120,10 @@ class GeneratedMechanism(Mechanism):
         names = {**self._names(v, states, p), "dt": dt}
         for block, method in self.solves:
             solve(self.model, block, method, names, dt)
+        for kind in ("AFTER SOLVE", "BEFORE STEP"):
+            if kind in self.model.before_after:
+                Interpreter(self.model, JaxBackend()).run_block(self.model.before_after[kind],
+                                                                names)
         return self._kept(names, v)
 
 
@@ -146,7 +160,7 @@ def _dry_run(mechanism: GeneratedMechanism) -> None:
         p = {name: jnp.asarray(default) for name, (default, _) in
              mechanism.parameters.items()}
         ions = {name: jnp.full((1,), 1.0) for name in mechanism.plan.ion_names}
-        ions["celsius"], ions["dt"] = jnp.asarray(6.3), 0.025
+        ions["celsius"], ions["dt"], ions["t"] = jnp.asarray(6.3), 0.025, 0.0
         states = {**ions, **mechanism.initial(v, p, ions)}
         mechanism.currents_at(v, states, p)
         mechanism.currents_kept(v, states, p)
@@ -162,6 +176,7 @@ def generate(model: Model) -> GeneratedMechanism:
       ModFileError: every problem of the file, with its line.
     """
     plan = plan_variables(model)
+    check_before_after(model, plan.ion_names)
     solves = _solves(model)
     if not plan.currents and not plan.kept:
         model.refuse(model.suffix_line, "the mechanism writes no current (USEION ... WRITE "

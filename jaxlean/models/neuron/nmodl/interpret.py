@@ -154,8 +154,9 @@ class Interpreter:
             raise self.model.error(node.line, f"STATE {node.id} is read before this block "
                                    f"assigns it")
         if node.id == "t":
-            raise self.model.error(node.line, "t (time) is read outside INITIAL; jaxlean "
-                                   "gives a mechanism t only in INITIAL (t = 0)")
+            raise self.model.error(node.line, "t (time) is read where jaxlean does not give "
+                                   "it (a Mechanism of the compact form, or a network's "
+                                   "synapse)")
         if node.id == "dt":
             raise self.model.error(node.line, "dt is read where jaxlean does not know it "
                                    "(rest_state, or a Mechanism of the compact form)")

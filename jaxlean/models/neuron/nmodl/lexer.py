@@ -37,8 +37,13 @@ VERBATIM_IDIOMS = (
     re.compile(r"#\s*include\s*[<\"][a-z]+\.h[>\"]"),  # <math.h>, <stdlib.h>: C headers
     re.compile(r"(printf|fprintf)\s*\(.*\)\s*;"),  # messages: no effect on the values
     re.compile(r"([a-z]+[io])\s*=\s*_ion_\1\s*;"),  # cai = _ion_cai; NEURON does it anyway
+    re.compile(r"//.*|/\*.*\*/"),  # a C comment
 )
 """VERBATIM lines that change nothing jaxlean computes (C idioms of published files)."""
+
+ION_READ = re.compile(r"([A-Za-z_]\w*)\s*=\s*_ion_([a-z]+[io])\s*;")
+"""``carest = _ion_cai;``: a VERBATIM line read as the NMODL ``carest = _ion_cai``, the name
+``_ion_cai`` resolved after parsing (:mod:`~jaxlean.models.neuron.nmodl.verbatim`)."""
 
 
 def tokenize(text: str, where: str) -> tuple[list[Token], list[tuple[int, str]]]:
@@ -57,6 +62,10 @@ def tokenize(text: str, where: str) -> tuple[list[Token], list[tuple[int, str]]]
         if verbatim:
             if stripped.startswith("ENDVERBATIM"):
                 verbatim = 0
+            elif (read := ION_READ.fullmatch(stripped)) and not VERBATIM_IDIOMS[3].fullmatch(
+                    stripped):
+                tokens += [Token("name", read[1], number), Token("op", "=", number),
+                           Token("name", f"_ion_{read[2]}", number)]
             elif (stripped and not any(idiom.fullmatch(stripped) for idiom in VERBATIM_IDIOMS)
                   and not any(line == verbatim for line, _ in problems)):
                 problems.append((verbatim, f"VERBATIM C code is not supported (line "

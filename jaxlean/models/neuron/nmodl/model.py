@@ -44,6 +44,8 @@ class Model:
     suffix_line: int = 0
     ions: list[Ion] = dataclasses.field(default_factory=list)
     nonspecific: list[str] = dataclasses.field(default_factory=list)
+    electrode: list[str] = dataclasses.field(default_factory=list)
+    """``ELECTRODE_CURRENT`` names (also in ``nonspecific``): inward-positive currents."""
     range: list[str] = dataclasses.field(default_factory=list)
     globals: list[str] = dataclasses.field(default_factory=list)
     constants: dict[str, float] = dataclasses.field(default_factory=dict)
@@ -54,11 +56,22 @@ class Model:
     breakpoint: s.Block | None = None
     initial: s.Block | None = None
     net_receive: s.Block | None = None
+    before_after: dict[str, s.Block] = dataclasses.field(default_factory=dict)
+    """``{"AFTER SOLVE": block, ...}``: BEFORE/AFTER blocks (see before_after)."""
     file_locals: list[str] = dataclasses.field(default_factory=list)
     arrays: dict[str, int] = dataclasses.field(default_factory=dict)
     """``{name: size}`` of array variables; element ``k`` is the variable ``name[k]``."""
     problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     """Constructs refused while parsing (the parser goes on past them)."""
+
+    def initial_after(self, block: s.Block) -> s.Block:
+        """INITIAL then ``block``, a second INITIAL block, as nocmodl joins them; a LOCAL
+        of both (one value here, two in C) is recorded as a problem."""
+        first = self.initial
+        for name in sorted(set(first.locals) & set(block.locals)):
+            self.refuse(block.line, f"LOCAL {name} in two INITIAL blocks is not supported")
+        return dataclasses.replace(first, locals=first.locals + block.locals,
+                                   body=first.body + block.body)
 
     def error(self, line: int, message: str) -> ModFileError:
         """An error naming this file and ``line``, after the problems already found."""

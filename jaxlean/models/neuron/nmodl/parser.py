@@ -7,15 +7,18 @@ supports; the subset channel files use is small enough to parse here (about 300
 lines), with errors naming the file and line.
 
 Accepted: ``NEURON`` (``SUFFIX``, ``POINT_PROCESS``, ``USEION ... READ ... WRITE
-... VALENCE``, ``NONSPECIFIC_CURRENT``, ``RANGE``, ``GLOBAL``, ``THREADSAFE``),
+... VALENCE``, ``NONSPECIFIC_CURRENT``, ``ELECTRODE_CURRENT``, ``RANGE``, ``GLOBAL``,
+``THREADSAFE``),
 ``UNITS`` (unit aliases, ``FARADAY``/``R``/``PI`` constants), ``PARAMETER``,
 ``CONSTANT``, ``ASSIGNED``, ``STATE``, ``INDEPENDENT`` (ignored), ``DEFINE``,
 ``INCLUDE "file"`` (spliced from the file's folder), file-level ``LOCAL``,
 ``BREAKPOINT``, ``INITIAL``, ``DERIVATIVE``, ``PROCEDURE``, ``FUNCTION``,
-``NET_RECEIVE``; statements: ``LOCAL``, assignments, ``x' = ...``, ``if/else``,
-procedure calls, ``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed
-exactly, as NEURON does with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``; a
-file without a NEURON block is named after the file, as NEURON names it.
+``NET_RECEIVE``, ``BEFORE``/``AFTER`` blocks; statements: ``LOCAL``, assignments,
+``x' = ...``, ``if/else`` (``IF/ELSE``), nested ``{ }`` blocks, procedure calls,
+``SOLVE ... METHOD``, ``TABLE`` (skipped: rates are computed exactly, as NEURON does
+with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``; a
+file without a NEURON block is named after the file, as NEURON names it. (Those beyond
+assignments and SOLVE: :mod:`~jaxlean.models.neuron.nmodl.statements`.)
 Refused constructs (``KINETIC``, ``VERBATIM`` C code, ``POINTER``, ``WATCH``, loops,
 ...) are recorded with their line and skipped, so one error names them all
 (:class:`~jaxlean.models.neuron.nmodl.model.ModFileError`); a syntax error stops
@@ -27,22 +30,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxlean.models.neuron.nmodl import syntax as s
-from jaxlean.models.neuron.nmodl.expressions import ExpressionParser
+from jaxlean.models.neuron.nmodl.geometry import refuse_geometry
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
 from jaxlean.models.neuron.nmodl.model import Ion, Model
+from jaxlean.models.neuron.nmodl.statements import StatementParser
 from jaxlean.models.neuron.nmodl.units import unit_constant
+from jaxlean.models.neuron.nmodl.verbatim import resolve_ion_reads
 
 __all__ = ["parse"]
 
 _STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "KINETIC", "PROCEDURE", "FUNCTION",
                      "NET_RECEIVE")
 _REFUSED_BLOCKS = {name: f"{name} blocks are not supported" for name in (
-    "LINEAR", "NONLINEAR", "DISCRETE", "PARTIAL", "FUNCTION_TABLE", "BEFORE", "AFTER",
-    "CONSTRUCTOR", "DESTRUCTOR")}
+    "LINEAR", "NONLINEAR", "DISCRETE", "PARTIAL", "FUNCTION_TABLE", "CONSTRUCTOR",
+    "DESTRUCTOR")}
 _REFUSED_NEURON = {
     "POINTER": "POINTER variables are not supported",
     "BBCOREPOINTER": "BBCOREPOINTER variables are not supported",
-    "ELECTRODE_CURRENT": "ELECTRODE_CURRENT is not supported",
     "ARTIFICIAL_CELL": "ARTIFICIAL_CELL is not supported",
     "EXTERNAL": "EXTERNAL variables are not supported",
 }
@@ -67,10 +71,11 @@ def parse(text: str, where: str = "<mod text>", folder: Path | None = None,
     """
     tokens, problems = tokenize(text, where)
     model = Model(where, problems=problems)
-    return _Parser(tokens, model, folder, default_suffix).model()
+    return refuse_geometry(resolve_ion_reads(_Parser(tokens, model, folder,
+                                                     default_suffix).model()))
 
 
-class _Parser(ExpressionParser):
+class _Parser(StatementParser):
     def __init__(self, tokens: list[Token], model: Model, folder: Path | None = None,
                  default_suffix: str = ""):
         super().__init__(tokens, model)
@@ -101,7 +106,9 @@ class _Parser(ExpressionParser):
             elif keyword == "INCLUDE":
                 self.include(token.line)
             elif keyword == "LOCAL":  # file-level: kept per compartment (see variables)
-                self.m.file_locals.extend(self.name_list())
+                self.file_local(token.line)
+            elif keyword in ("BEFORE", "AFTER"):
+                self.before_after(keyword, token.line)
             elif keyword in _STATEMENT_BLOCKS:
                 self.statement_block(keyword, token.line)
             elif self.skip_block():
@@ -182,8 +189,11 @@ class _Parser(ExpressionParser):
                 self.m.point = keyword == "POINT_PROCESS"
             elif keyword == "USEION":
                 self.useion(token.line)
-            elif keyword == "NONSPECIFIC_CURRENT":
-                self.m.nonspecific.extend(self.name_list())
+            elif keyword in ("NONSPECIFIC_CURRENT", "ELECTRODE_CURRENT"):
+                names = self.name_list()
+                self.m.nonspecific.extend(names)
+                if keyword == "ELECTRODE_CURRENT":  # inward-positive (see generated)
+                    self.m.electrode.extend(names)
             elif keyword == "RANGE":
                 self.m.range.extend(self.name_list())
             elif keyword == "GLOBAL":
@@ -283,6 +293,8 @@ class _Parser(ExpressionParser):
         if kind == "BREAKPOINT":
             self.m.breakpoint = block
         elif kind == "INITIAL":
+            if self.m.initial is not None:  # nocmodl runs them in order, one C block each
+                block = self.m.initial_after(block)
             self.m.initial = block
         elif kind == "NET_RECEIVE":
             self.m.net_receive = block
@@ -304,6 +316,9 @@ class _Parser(ExpressionParser):
         self.expect("{")
         statements: list[s.Statement] = []
         while not self.accept("}"):
+            if self.at("{"):  # a nested block: its statements in place (see statements)
+                statements.extend(self.nested(local_names))
+                continue
             statement = self.statement(local_names)
             if statement is not None:
                 statements.append(statement)
@@ -321,6 +336,10 @@ class _Parser(ExpressionParser):
         if token.text == "COMPARTMENT":
             self.next()
             volume = self.expression()
+            if self.accept(","):  # COMPARTMENT i, vol[i] {ca}: over an array's index
+                self.m.refuse(token.line, "COMPARTMENT over an index (COMPARTMENT i, "
+                              "expression { arrays }) is not supported")
+                self.expression()
             self.expect("{")
             names = []
             while not self.accept("}"):
@@ -356,7 +375,7 @@ class _Parser(ExpressionParser):
                 if self.name().text != "sparse":
                     self.m.refuse(token.line, "SOLVE ... STEADYSTATE needs the method sparse")
             return s.Solve(block, method, token.line)
-        if word == "if":
+        if word in ("if", "IF"):
             return self.if_statement(local_names)
         if word == "FROM":
             return self.loop(local_names)
@@ -378,67 +397,3 @@ class _Parser(ExpressionParser):
             return None
         raise self.m.error(token.line, f"unexpected {word!r}: expected an assignment, "
                            f"a derivative or a call")
-
-    def species(self, number=int) -> tuple:
-        """``2A + B``: ``(("A", 2), ("B", 1))``."""
-        terms = []
-        while True:
-            coefficient = number(self.next().text) if self.peek().kind == "number" else 1
-            name = self.name()
-            if self.at("["):
-                raise self.m.error(name.line, "arrays in reactions are not supported")
-            terms.append((name.text, coefficient))
-            if not self.accept("+"):
-                return tuple(terms)
-
-    def reaction(self) -> s.Reaction:
-        """``~ A + B <-> C (kf, kb)`` or ``~ A << (flux)``."""
-        line = self.next().line
-        left = self.species()
-        if self.accept("<"):
-            if self.accept("<"):
-                self.expect("(")
-                flux = self.expression()
-                self.expect(")")
-                return s.Reaction("<<", left, (), flux, None, line)
-            self.expect("-")
-            self.expect(">")
-            right = self.species()
-            self.expect("(")
-            forward = self.expression()
-            self.expect(",")
-            backward = self.expression()
-            self.expect(")")
-            return s.Reaction("<->", left, right, forward, backward, line)
-        raise self.m.error(line, "a reaction is ~ A <-> B (kf, kb) or ~ A << (flux)")
-
-    def table(self) -> None:
-        self.next()
-        while not self.accept("WITH"):
-            if self.peek().kind == "end":
-                raise self.m.error(self.peek().line, "TABLE without WITH")
-            self.next()
-        self.number()
-
-    def loop(self, local_names: list[str]) -> s.Loop:
-        line = self.next().line
-        var = self.name().text
-        self.expect("=")
-        start = self.expression()
-        self.expect("TO")
-        stop = self.expression()
-        if self.at("BY"):
-            raise self.m.error(line, "FROM ... BY is not supported")
-        return s.Loop(var, start, stop, self.body(local_names), line)
-
-    def if_statement(self, local_names: list[str]) -> s.If:
-        line = self.next().line
-        self.expect("(")
-        condition = self.expression()
-        self.expect(")")
-        then = self.body(local_names)
-        otherwise: tuple[s.Statement, ...] = ()
-        if self.accept("else"):
-            otherwise = ((self.if_statement(local_names),) if self.at("if")
-                         else self.body(local_names))
-        return s.If(condition, then, otherwise, line)

@@ -245,6 +245,9 @@ def _reversal(model: Model, naming: Naming, current: str, name: str | None,
 
 def translate(model: Model) -> Mechanism:
     """The :class:`Mechanism` of ``model`` (see the module docstring for what maps)."""
+    if model.electrode or model.before_after:
+        raise model.error(model.suffix_line, "ELECTRODE_CURRENT, BEFORE/AFTER: the general "
+                          "form only")
     currents = ion_currents(model)
     solve, body, reversal_names = _breakpoint(model, currents)
     derivative, method = _method(model, solve)

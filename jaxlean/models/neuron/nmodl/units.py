@@ -11,6 +11,7 @@ NEURON 9's values (``nrnunits.lib``, CODATA 2018): ``(faraday)`` is
 from __future__ import annotations
 
 import math
+import re
 
 from jaxlean.errors import ConfigError
 
@@ -23,12 +24,18 @@ _SCALES = {"": 1.0, "1": 1.0, "coulomb": 1.0, "coulombs": 1.0, "coul": 1.0, "kil
            "kilocoulomb": 1e3, "joule/degC": 1.0, "joule/K": 1.0, "millijoule/degC": 1e-3}
 
 
+_FACTOR = re.compile(r"(\d+\.?\d*(?:[eE][+-]?\d+)?)?(.*)")
+
+
 def unit_constant(definition: str, unit: str, where: str, line: int) -> float:
-    """The value of a ``UNITS`` constant such as ``FARADAY = (faraday) (coulomb)``."""
+    """The value of a ``UNITS`` constant such as ``FARADAY = (faraday) (coulomb)``; a unit
+    may start with a number (``(10000 coulomb)``: the value in units of 10000 C, as
+    NEURON's units table divides by it)."""
     if definition not in _CONSTANTS:
         raise ConfigError(f"{where}:{line}: the unit constant ({definition}) is not known; "
                           f"known: {sorted(_CONSTANTS)}")
-    if unit not in _SCALES:
+    factor, name = _FACTOR.fullmatch(unit).groups()
+    if name not in _SCALES:
         raise ConfigError(f"{where}:{line}: ({definition}) in ({unit}) is not supported; "
-                          f"units: {sorted(_SCALES)}")
-    return _CONSTANTS[definition] / _SCALES[unit]
+                          f"units: {sorted(_SCALES)}, each after an optional number")
+    return _CONSTANTS[definition] / (float(factor or 1.0) * _SCALES[name])

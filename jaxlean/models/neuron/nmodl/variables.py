@@ -15,7 +15,7 @@
   ``cai = ca``) is its state, kept by the ion (other mechanisms read it).
 * A file-level ``LOCAL`` is kept per compartment (NEURON keeps one value per thread;
   the same wherever a block sets it before reading it).
-* ``v``, ``celsius``, ``dt`` and ``t`` are NEURON's (``t`` only in INITIAL, at 0).
+* ``v``, ``celsius``, ``dt`` and ``t`` are NEURON's (``t``: see generated).
 """
 
 from __future__ import annotations
@@ -138,7 +138,8 @@ def plan_variables(model: Model) -> Variables:
             currents[current] = (f"{current}_{model.suffix}", current)
     for name in model.nonspecific:
         currents[name] = (_hoc(name, model.suffix), None)
-    blocks = [b for b in (model.initial, model.breakpoint, model.net_receive) if b is not None]
+    blocks = [b for b in (model.initial, model.breakpoint, model.net_receive,
+                          *model.before_after.values()) if b is not None]
     blocks += [b for b in model.blocks.values() if b.kind in ("DERIVATIVE", "KINETIC")]
     written = set()
     for block in blocks:

@@ -219,9 +219,10 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
     ion_params = {name: to_layout(p[name]) for use in uses.values()
                   for name in [variables(use.ion)["e"]] if use.reversal}
 
-    def membrane(v, states, pool):
+    def membrane(v, states, pool, t):
         """The membrane's diagonal and drive, each current's flow, and the ions' reversals and
-        total currents (``{"eca": ..., "ica": ...}``) at the start of a step."""
+        total currents (``{"eca": ..., "ica": ...}``) at the start of a step (NEURON's ``t``
+        then: half a step on, ``t``)."""
         diag, rhs = capacitance_dt, capacitance_dt * v
         flows = {}
         ions = {**pool, **reversals(uses, pool, ion_params, celsius,
@@ -241,7 +242,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
             mechanism, name = ins.mechanism, ins.mechanism.name
             if mechanism.voltage_dependent:
                 given = {**states[name], **view(mechanism, ions, functools.partial(gather, k)),
-                         "celsius": celsius, "dt": dt}
+                         "celsius": celsius, "dt": dt, "t": t}
                 now = mechanism.currents_at(local, given, own[k], given)
                 later = mechanism.currents_at(local + _DV, given, own[k], given)
                 kept = mechanism.currents_kept(local, given, own[k])
@@ -272,15 +273,15 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         totals = {key: sums.into(key, total) for key, total in totals.items()}
         return sums.into("diag", diag), sums.into("rhs", rhs), flows, {**ions, **totals}
 
-    def advance(k, states, pool, ions, local):
+    def advance(k, states, pool, ions, local, t):
         """Mechanism ``k``'s states after a step at its voltage ``local``; the concentrations
-        it writes in ``pool``."""
+        it writes in ``pool``; ``t``: NEURON's time then (the step's end)."""
         ins = plan.insertions[k]
         mechanism, name = ins.mechanism, ins.mechanism.name
         if not (mechanism.ions or mechanism.dstate):
             return ins.mechanism.step(states[name], local, dt, speed[k], own[k])
         given = {**states[name], **view(mechanism, {**ions, **pool},
-                                        functools.partial(gather, k)), "celsius": celsius}
+                                        functools.partial(gather, k)), "celsius": celsius, "t": t}
         new = mechanism.step(given, local, dt, speed[k], own[k])
         for conc in written(mechanism):
             pool[conc] = new[conc] if where[k] is None else pool[conc].at[where[k]].set(
@@ -297,7 +298,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                     s: states[name][s] + arrived * jump
                     for s, jump in mechanism.spike_increments(own[k]).items()}}
         pool = dict(carry.get("ions", {}))
-        diag, rhs, flows, ions = membrane(v, states, pool)
+        diag, rhs, flows, ions = membrane(v, states, pool, (carry["step"] + 0.5) * dt)
         if plan.targets.size:
             rhs = rhs.at[targets].add(stimulus_scale * x["current"])
         for syn, _, post, syn_scale, cp in coupled:  # graded synapses: conductances at post
@@ -313,7 +314,8 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         v_new = tree_solve_in_layout(layout.tree, lower, diag_axial + diag, upper, rhs)
         for k, (ins, local) in enumerate(zip(plan.insertions, gather_each(v_new, where),
                                              strict=True)):
-            states[ins.mechanism.name] = advance(k, states, pool, ions, local)
+            states[ins.mechanism.name] = advance(k, states, pool, ions, local,
+                                                 (carry["step"] + 1) * dt)
         if plan.clamped.size:
             flows["i_clamp"] = g_clamp * (x["vc"] - v_new[clamped])
         new = {"v": v_new, "states": states, "step": carry["step"] + 1}
@@ -344,7 +346,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                                     capacitance_dt.dtype),
                            jnp.zeros(plan.detectors.size, jnp.int32))
     if initial is None:   # a fresh run records its starting state; a continued one does not
-        _, _, flows, ions = membrane(carry["v"], carry["states"], carry.get("ions", {}))
+        _, _, flows, ions = membrane(carry["v"], carry["states"], carry.get("ions", {}), 0.0)
         if plan.clamped.size:
             flows["i_clamp"] = (xs["on"][0] / clamp_values["rs"]) * (xs["vc"][0]
                                                                      - carry["v"][clamped])

@@ -3,7 +3,10 @@ KINETIC scheme with COMPARTMENT and CONSERVE (an initial state that breaks the
 conservation, which NEURON enforces through the equation it replaces; its STEADYSTATE
 sparse in INITIAL), coupled and
 nonlinear cnexp equations, METHOD euler, a calcium shell writing ``cai`` by assignment
-with a file-level LOCAL and an INCLUDE, arrays with FROM loops. Fixture:
+with a file-level LOCAL and an INCLUDE, arrays with FROM loops, ``t`` in BREAKPOINT and a
+DERIVATIVE with ``IF``/``ELSE``, a nested block with a LOCAL, VERBATIM ``cref = _ion_cai;``
+and a C comment, ``(faraday) (10000 coulomb)``, a density ELECTRODE_CURRENT, BEFORE
+INITIAL, AFTER INITIAL, AFTER SOLVE and BEFORE STEP (``n`` counts its runs). Fixture:
 ``scripts/make_nmodl_constructs_fixtures.py``; the cell and steps are the Migliore tests'.
 """
 
@@ -21,7 +24,8 @@ from tests.models.neuron.nmodl.test_migliore import compare
 HERE = Path(__file__).parent
 MODS, FIXTURE = HERE / "constructs", HERE / "fixtures" / "constructs.npz"
 SCRIPT = HERE.parents[3] / "scripts" / "make_nmodl_constructs_fixtures.py"
-CASES = ["kinetic", "steady", "coupled", "nonlinear", "explicit", "shell", "arrays"]
+CASES = ["kinetic", "steady", "coupled", "nonlinear", "explicit", "shell", "arrays", "timed",
+         "electrode", "ba"]
 
 
 @pytest.mark.parametrize("name", CASES)
