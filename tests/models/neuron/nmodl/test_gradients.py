@@ -22,21 +22,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlean.models.neuron.mechanisms.channels import pas
-from jaxlean.models.neuron.nmodl import load_mod_dir
+from jaxlean.models.neuron.nmodl import load_mod
 from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 
 HERE = Path(__file__).parent
 DT, RTOL, STEP = 0.025, 1e-4, 1e-5
 
 
-def soma(mechanisms: dict, names: list[str], compartments=None) -> Cell:
-    """One compartment (L = diam = 20 um) with ``pas`` and ``names`` (in NEURON's order)."""
+def soma(*files: Path, compartments=None) -> Cell:
+    """One compartment (L = diam = 20 um) with ``pas`` and the mechanisms of ``files``
+    (given in NEURON's order: nrnivmodl's, by file name), each checked to be loaded."""
     cell = Cell.from_parents(np.array([-1]), [20.0], [10.0], kind=[1]).insert(pas)
-    for name in mechanisms:
-        if name in names:
-            where = {} if compartments is None or not mechanisms[name].point else {
-                "compartments": compartments}
-            cell = cell.insert(mechanisms[name], **where)
+    for file in files:
+        mechanism = load_mod(file)
+        where = {"compartments": compartments} if mechanism.point else {}
+        cell = cell.insert(mechanism, **where)
     return cell
 
 
@@ -59,11 +59,9 @@ def scaled(base: dict, keys: list[str], s) -> dict:
 
 
 def test_derivimplicit_calcium_and_kca():
-    mechanisms = load_mod_dir(HERE / "migliore")
-    for name in ("cacum", "kca"):
-        assert "derivimplicit" in (HERE / "migliore" / {"cacum": "cacumm.mod",
-                                                        "kca": "kca.mod"}[name]).read_text()
-    cell = soma(mechanisms, ["cal", "kca", "cacum"])
+    files = [HERE / "migliore" / name for name in ("cacumm.mod", "cal2.mod", "kca.mod")]
+    assert all("derivimplicit" in files[k].read_text() for k in (0, 2))
+    cell = soma(*files)
     keys = ["gcalbar_cal", "gbar_kca", "depth_cacum", "tau_cacum", "cai0_cacum"]
     t_max = 20.0
     with jax.enable_x64():
@@ -81,8 +79,8 @@ def test_derivimplicit_calcium_and_kca():
 
 
 def test_kinetic_scheme_with_compartment_and_conserve():
-    cell = soma(load_mod_dir(HERE / "constructs"), ["kinetic"])
     assert "KINETIC" in (HERE / "constructs" / "kinetic.mod").read_text()
+    cell = soma(HERE / "constructs" / "kinetic.mod")
     keys = ["g_kinetic", "e_kinetic", "vol_kinetic", "g_pas"]
     t_max = 15.0
     with jax.enable_x64():
@@ -99,9 +97,8 @@ def test_kinetic_scheme_with_compartment_and_conserve():
 
 
 def test_net_receive_weight_of_an_event_driven_synapse():
-    mechanisms = load_mod_dir(HERE / "mods")
     assert "NET_RECEIVE" in (HERE / "mods" / "ExpSynM.mod").read_text()
-    cell = soma(mechanisms, ["ExpSynM"], compartments=[0])
+    cell = soma(HERE / "mods" / "ExpSynM.mod", compartments=[0])
     keys = ["weight_ExpSynM", "tau_ExpSynM", "e_ExpSynM"]
     spikes = {"ExpSynM": [[2.0, 7.5, 8.0, 15.0]]}
     t_max = 25.0
