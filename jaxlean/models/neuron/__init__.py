@@ -14,7 +14,8 @@ Subpackages, by what one looks for (each one's docstring lists its modules):
   synapses and gap junctions, simulated as one forest.
 * :mod:`~jaxlean.models.neuron.formats`: other tools' model formats (BluePyOpt's cell
   models from their own files).
-* :mod:`~jaxlean.models.neuron.published`: published models (Hay et al.'s L5PC).
+* :mod:`~jaxlean.models.neuron.published`: published models (Hay et al.'s L5PC,
+  Migliore et al.'s CA1 pyramidal cell).
 
 Every public name of the subpackages, and each of their public modules (``swc``,
 ``cable``, ...), is also importable from here.
