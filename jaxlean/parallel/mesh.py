@@ -1,8 +1,10 @@
-"""Place a model and its batches on a device mesh: data parallelism and FSDP by rules.
+"""Place a model and its batches on a device mesh: data, FSDP and tensor parallelism by rules.
 
 A mesh has a ``data`` axis (replicas of the parameters, each on its own slice
-of the batch) and an ``fsdp`` axis (the parameters themselves split, ZeRO-3
-style, and gathered layer by layer when used). Which array is split how is
+of the batch), an ``fsdp`` axis (the parameters themselves split, ZeRO-3
+style, and gathered layer by layer when used) and a ``tensor`` axis (each
+layer's heads and MLP features split, Megatron style: every device of the axis
+sees the same examples and computes its share of every layer). Which array is split how is
 decided by *partition rules*: ``(regex, PartitionSpec)`` pairs matched against
 each leaf's pytree path (``jax.tree_util.keystr``, e.g.
 ``.layers.attn.q_proj.weight``); the first rule whose regex ``re.search``-es
@@ -29,38 +31,57 @@ from jax.sharding import PartitionSpec as P
 from jaxlean._pytree import is_array
 from jaxlean.errors import ConfigError
 
-__all__ = ["BATCH_AXES", "DATA", "FSDP", "Rules", "axis_names", "batch_spec", "constrain",
+__all__ = ["BATCH_AXES", "DATA", "FSDP", "MESH_AXES", "TENSOR", "Rules", "axis_names", "batch_spec", "constrain",
            "init_sharded", "make_mesh", "named_shardings", "partition_specs", "shard_batch",
            "shard_model"]
 
 Rules = Sequence[tuple[str, P]]
 """Partition rules: ``(regex on the leaf's path, PartitionSpec)``; the first match wins."""
 
-DATA, FSDP = "data", "fsdp"
+DATA, FSDP, TENSOR = "data", "fsdp", "tensor"
 BATCH_AXES = (DATA, FSDP)
-"""Mesh axes the batch is split over: every device sees its own examples (FSDP is data parallel)."""
+"""Mesh axes the batch is split over: every device sees its own examples (FSDP is data parallel).
+The ``tensor`` axis is not among them: its devices share their examples and split the layers."""
+MESH_AXES = (DATA, FSDP, TENSOR)
+"""The axes of :func:`make_mesh`, outermost first: ``tensor`` innermost, so its devices (which
+exchange activations twice per layer) are neighbours, e.g. on one host's fast links."""
 
 
-def make_mesh(data: int = -1, fsdp: int = 1, *, devices: Sequence[Any] | None = None) -> Mesh:
-    """A ``(data, fsdp)`` mesh over ``devices`` (default: all devices of all processes).
+def make_mesh(data: int = -1, fsdp: int = 1, tensor: int = 1, *,
+              devices: Sequence[Any] | None = None) -> Mesh:
+    """A ``(data, fsdp, tensor)`` mesh over ``devices`` (default: all devices of all processes).
+
+    Every axis is present, of size 1 where not asked for, so one set of partition rules
+    (:func:`jaxlean.models.lm.rules.transformer_rules`) fits every layout.
 
     Args:
-        data: size of the ``data`` axis; ``-1`` takes the devices ``fsdp`` leaves.
-        fsdp: size of the ``fsdp`` axis; ``-1`` takes the devices ``data`` leaves.
+        data: size of the ``data`` axis; ``-1`` takes the devices the other axes leave.
+        fsdp: size of the ``fsdp`` axis; ``-1`` takes the devices the other axes leave.
+        tensor: size of the ``tensor`` axis (Megatron-style splitting of heads and MLP
+            features; the model's heads and kv-heads must be divisible by it).
         devices: the devices to use, e.g. ``jax.devices()[:4]``.
     """
     devices = list(jax.devices() if devices is None else devices)
     count = len(devices)
+    sizes = {DATA: data, FSDP: fsdp, TENSOR: tensor}
+    for name, size in sizes.items():
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or (
+                size < 1 and size != -1) or (size == -1 and name == TENSOR):
+            raise ConfigError(f"make_mesh: {name} must be a positive int"
+                              + (" or -1" if name != TENSOR else "") + f", got {size!r}")
     if data == -1 and fsdp == -1:
         raise ConfigError("make_mesh: at most one of data and fsdp may be -1")
-    if data == -1:
-        data = count // fsdp if fsdp > 0 and count % fsdp == 0 else 0
-    elif fsdp == -1:
-        fsdp = count // data if data > 0 and count % data == 0 else 0
-    if data < 1 or fsdp < 1 or data * fsdp != count:
-        raise ConfigError(f"make_mesh: data x fsdp must use all {count} devices "
-                          f"(got data={data}, fsdp={fsdp}); pass devices=... to use fewer")
-    return Mesh(np.array(devices).reshape(data, fsdp), (DATA, FSDP))
+    if -1 in (data, fsdp):
+        rest = int(np.prod([s for s in sizes.values() if s != -1]))
+        fill = count // rest if count % rest == 0 else 0
+        sizes = {name: fill if s == -1 else s for name, s in sizes.items()}
+    if min(sizes.values()) < 1 or int(np.prod(list(sizes.values()))) != count:
+        given = ", ".join(f"{name}={s}" for name, s in
+                          {DATA: data, FSDP: fsdp, TENSOR: tensor}.items())
+        raise ConfigError(f"make_mesh: data x fsdp x tensor must use all {count} devices "
+                          f"(got {given}); pass devices=... to use fewer")
+    shape = tuple(sizes[name] for name in MESH_AXES)
+    return Mesh(np.array(devices).reshape(shape), MESH_AXES)
 
 
 def axis_names(entry: Any) -> tuple[str, ...]:
