@@ -31,9 +31,9 @@ from jax.sharding import PartitionSpec as P
 from jaxlean._pytree import is_array
 from jaxlean.errors import ConfigError
 
-__all__ = ["BATCH_AXES", "DATA", "FSDP", "MESH_AXES", "TENSOR", "Rules", "axis_names", "batch_spec", "constrain",
-           "init_sharded", "make_mesh", "named_shardings", "partition_specs", "shard_batch",
-           "shard_model"]
+__all__ = ["BATCH_AXES", "DATA", "FSDP", "MESH_AXES", "TENSOR", "Rules", "axis_names",
+           "batch_spec", "constrain", "init_sharded", "make_mesh", "named_shardings",
+           "partition_specs", "shard_batch", "shard_model"]
 
 Rules = Sequence[tuple[str, P]]
 """Partition rules: ``(regex on the leaf's path, PartitionSpec)``; the first match wins."""

@@ -169,13 +169,43 @@ ERRORS = textwrap.dedent("""
     print("ok")
 """)
 
+PLAN_MEMORY = textwrap.dedent("""
+    # 5. plan_memory on a mesh plans one device's footprint: the step compiled for the mesh
+    from jaxlean.models.lm.memory_plan import _shape, plan_memory, step_memory
+    mesh = mesh_of(1, 1, 4)
+    plan = plan_memory(model, (8, 16), 2**30, mesh=mesh, remats=[None], chunk_sizes=[128],
+                       progress=False)
+    assert plan.memory == step_memory(plan.apply(model), (8, 16), plan.chunk_size, mesh=mesh)
+    whole = step_memory(plan.apply(model), (8, 16), plan.chunk_size)
+    print("per device at tensor=4:", plan.memory, "one device:", whole)
+    assert plan.memory.temp < whole.temp and plan.memory.arguments < whole.arguments / 2
+    params = sum(x.nbytes for x in jax.tree.leaves(model))
+    norms = sum(x.nbytes for x in jax.tree.leaves((model.norm, model.layers.input_norm,
+                                                   model.layers.post_attn_norm)))
+    vocab = model.embed.nbytes + model.lm_head.weight.nbytes  # split over fsdp only
+    sizes = _shape(model, (8, 16), mesh_of(2, 2, 2), RULES)  # projections over fsdp x tensor
+    assert sizes.param_bytes == (params - norms - vocab) // 4 + vocab // 2 + norms
+    assert sizes.batch == 2
+    assert sizes.tensor == 2 and sizes.heads == 8 and sizes.inner == 16
+    bad = Transformer(config(num_heads=8, num_kv_heads=2, head_dim=8), key=jax.random.key(0))
+    for args, message in [((bad, (8, 16)), "plan_memory: num_kv_heads=2 is not divisible"),
+                          ((model, (6, 16)), "a batch of 6 examples cannot be split")]:
+        try:
+            plan_memory(*args, 2**30, mesh=mesh_of(2, 1, 4), progress=False)
+        except ConfigError as error:
+            assert message in str(error), error
+        else:
+            raise AssertionError(message)
+    print("ok")
+""")
+
 SECTIONS = {"gradients": GRADIENTS, "training": TRAINING, "collectives": COLLECTIVES,
-            "errors": ERRORS}
+            "errors": ERRORS, "plan_memory": PLAN_MEMORY}
 
 
 @pytest.mark.slow
 def test_tensor_parallel_transformer_on_eight_devices(tmp_path):
-    """The four groups of checks after one opening, in one child with 8 devices."""
+    """The five groups of checks after one opening, in one child with 8 devices."""
     stdout = check_sections(run_sections(tmp_path, PRELUDE, SECTIONS, devices=8))
     for name, out in stdout.items():
         assert out.strip().endswith("ok"), (name, out)

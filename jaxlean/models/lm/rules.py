@@ -39,7 +39,8 @@ def transformer_rules(fsdp: str = FSDP, tensor: str | None = TENSOR
       ``[L, adapters, r, out]`` ``out`` over ``tensor``;
     - ``o/down_proj.weight`` ``[L, in, out]``: ``in`` over ``tensor`` and, within each
       tensor block, over ``fsdp`` (so with a ``tensor`` axis of size 1 the FSDP layout is
-      that of every projection: ``in`` over ``fsdp``); their LoRA ``a`` ``in`` over ``tensor``, ``b`` replicated;
+      that of every projection: ``in`` over ``fsdp``); their LoRA ``a`` ``in`` over
+      ``tensor``, ``b`` replicated;
     - other ``lora\\.(a|b)`` (the head's): replicated (small, trained);
     - ``norm\\.weight$`` ``[L, H]`` or ``[H]``: replicated (tiny; q/k-norms act per head);
     - ``(q|k|v)_bias$`` ``[L, out]`` (Qwen2's): ``out`` over ``tensor``, as their projections.
