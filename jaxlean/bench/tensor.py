@@ -101,7 +101,7 @@ def run(ctx: BenchContext) -> BenchResult:
         for metric, key in (("temp bytes/device", "temp_bytes"),
                             ("argument bytes/device", "argument_bytes")):
             result.compare(case, metric, "bytes", one[key], row[key],
-                           variant=f"tensor={tensor}", baseline_name="tensor=1")
+                           variant="tensor parallel", baseline_name="tensor=1")
     if 4 in rows:
         result.target("temp bytes/device at tensor=4 / at tensor=1 (same global batch)",
                       rows[4]["temp_bytes"] / one["temp_bytes"], TEMP_RATIO_GOAL, "<=",

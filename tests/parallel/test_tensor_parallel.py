@@ -189,7 +189,7 @@ PLAN_MEMORY = textwrap.dedent("""
     assert sizes.tensor == 2 and sizes.heads == 8 and sizes.inner == 16
     bad = Transformer(config(num_heads=8, num_kv_heads=2, head_dim=8), key=jax.random.key(0))
     for args, message in [((bad, (8, 16)), "plan_memory: num_kv_heads=2 is not divisible"),
-                          ((model, (6, 16)), "a batch of 6 examples cannot be split")]:
+                          ((model, (5, 16)), "a batch of 5 examples cannot be split")]:
         try:
             plan_memory(*args, 2**30, mesh=mesh_of(2, 1, 4), progress=False)
         except ConfigError as error:
