@@ -10,7 +10,7 @@ over the first ``tensor`` devices (traced under ``jax.set_mesh``), for tensor = 
 and reads XLA's per-device temp and argument bytes from ``compiled.memory_analysis()``.
 The model runs dense attention without remat, the shape where activations dominate. Each
 program is also run once: its loss and gradient norm must equal the 1-device ones.
-``--quick``: a smaller sequence on tensor = 1 and 4.
+``--quick``: a smaller model and batch (2 x 128 tokens) on tensor = 1 and 4.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ _LOSS_TOLERANCE = 1e-5
 SIZES = {
     False: (dict(vocab_size=256, hidden_size=128, intermediate_size=1024, num_layers=2,
                  num_heads=16, num_kv_heads=8, attention="dense"), 4, 512, (1, 2, 4, 8)),
-    True: (dict(vocab_size=64, hidden_size=64, intermediate_size=512, num_layers=2,
-                num_heads=8, num_kv_heads=4, attention="dense"), 4, 256, (1, 4)),
+    True: (dict(vocab_size=64, hidden_size=32, intermediate_size=256, num_layers=2,
+                num_heads=8, num_kv_heads=4, attention="dense"), 2, 128, (1, 4)),
 }
 
 
