@@ -25,6 +25,12 @@ from jaxlean.parallel.mesh import (
     shard_batch,
     shard_model,
 )
+from jaxlean.parallel.tensor import (
+    check_divisible,
+    split_over_tensor,
+    tensor_size,
+    whole_over_tensor,
+)
 
 CONFIG = TransformerConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_layers=2,
                            num_heads=2)
@@ -120,3 +126,13 @@ def test_initialize_rejects_partial_or_bad_settings(monkeypatch):
         initialize(process_id=0)
     with pytest.raises(ConfigError, match=r"process_id must be in \[0, 2\), got 2"):
         initialize(num_processes=2, process_id=2)
+
+
+def test_tensor_helpers_leave_arrays_alone_without_a_tensor_axis():
+    x = jax.numpy.ones((2, 3, 4))
+    assert tensor_size() == 1 and split_over_tensor(x, 1) is x and whole_over_tensor(x) is x
+    with jax.set_mesh(make_mesh()):  # a tensor axis of size 1: nothing to split
+        assert tensor_size() == 1 and split_over_tensor(x, -1) is x
+    with pytest.raises(ConfigError, match=r"here: num_heads=6 is not divisible by the tensor "
+                                          r"axis \(size 4\)"):
+        check_divisible({"num_kv_heads": 4, "num_heads": 6}, 4, "here")
