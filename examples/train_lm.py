@@ -9,6 +9,11 @@ One host, 8 devices, parameters split 4 ways (FSDP) and data 2 ways (on CPU,
 
     python examples/train_lm.py --devices 8 --data 2 --fsdp 4
 
+Tensor (Megatron) parallelism splits each layer's heads and MLP features too; the
+heads and kv-heads must be divisible by it::
+
+    python examples/train_lm.py --devices 8 --data 2 --fsdp 1 --tensor 4
+
 Several processes (hosts): start one copy per process with the coordinator's
 address, the process count and each one's index (flags or ``JAXLEAN_COORDINATOR``,
 ``JAXLEAN_NUM_PROCESSES``, ``JAXLEAN_PROCESS_ID``; under SLURM ``srun`` they are
@@ -24,6 +29,7 @@ counts) so runs in different layouts can be compared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -37,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     layout.add_argument("--devices", type=int, help="CPU only: number of host devices to create")
     layout.add_argument("--data", type=int, default=1, help="data-parallel axis size (-1: rest)")
     layout.add_argument("--fsdp", type=int, default=-1, help="FSDP axis size (-1: rest)")
+    layout.add_argument("--tensor", type=int, default=1,
+                        help="tensor-parallel axis size (heads and MLP features split)")
     layout.add_argument("--coordinator", help="host:port of process 0 (multi-process runs)")
     layout.add_argument("--num-processes", type=int)
     layout.add_argument("--process-id", type=int)
@@ -91,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.cache:
         enable_compilation_cache(args.cache, min_compile_secs=0)
     leader = info.process_id == 0
-    mesh = make_mesh(data=args.data, fsdp=args.fsdp)
+    mesh = make_mesh(data=args.data, fsdp=args.fsdp, tensor=args.tensor)
     if leader:
         print(info, "| mesh", dict(mesh.shape), flush=True)
 
@@ -108,14 +116,16 @@ def main(argv: list[str] | None = None) -> dict:
 
     losses = []
     start = time.perf_counter()
-    for i in range(args.steps):
-        batch = synthetic_batch(i, args.batch, args.length, args.vocab, args.seed)
-        tokens, targets = shard_batch(batch, mesh)
-        model, opt_state, loss = step(model, opt_state, tokens, targets=targets)
-        losses.append(float(loss))
-        if leader and (i % 5 == 0 or i == args.steps - 1):
-            print(f"step {i:4d}  loss {losses[-1]:.4f}  ({time.perf_counter() - start:.1f} s)",
-                  flush=True)
+    # traced under the mesh, the layers keep the tensor-parallel layout (a no-op at tensor 1)
+    with jax.set_mesh(mesh) if args.tensor > 1 else contextlib.nullcontext():
+        for i in range(args.steps):
+            batch = synthetic_batch(i, args.batch, args.length, args.vocab, args.seed)
+            tokens, targets = shard_batch(batch, mesh)
+            model, opt_state, loss = step(model, opt_state, tokens, targets=targets)
+            losses.append(float(loss))
+            if leader and (i % 5 == 0 or i == args.steps - 1):
+                print(f"step {i:4d}  loss {losses[-1]:.4f}  "
+                      f"({time.perf_counter() - start:.1f} s)", flush=True)
     stats = cache_stats()
     result = {"process": info.process_id, "processes": info.num_processes,
               "devices": info.global_devices, "mesh": dict(mesh.shape), "losses": losses,

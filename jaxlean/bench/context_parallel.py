@@ -32,10 +32,10 @@ _AGREEMENT = 1e-5
 
 def _mesh(n: int) -> Any:
     import jax
-    import numpy as np
-    from jax.sharding import Mesh
 
-    return Mesh(np.array(jax.devices()[:n]).reshape(1, 1, n), ("data", "fsdp", "seq"))
+    from jaxlean.parallel.mesh import make_mesh
+
+    return make_mesh(data=1, seq=n, devices=jax.devices()[:n])
 
 
 def _loss_and_grad(model: Any, n: int, tokens: Any) -> tuple[Any, Any]:

@@ -31,13 +31,9 @@ from jax.sharding import PartitionSpec as P
 from jaxlean.errors import ConfigError
 from jaxlean.nn.attention_mask import AttentionMask
 from jaxlean.nn.flash import DEFAULT_TILE, flash_attention
+from jaxlean.parallel.mesh import SEQ
 
-__all__ = ["SEQ", "TENSOR", "context_parallel_attention", "sequence_mesh"]
-
-SEQ = "seq"
-"""The mesh axis a sequence is split over."""
-TENSOR = "tensor"
-"""The mesh axis that splits attention heads (tensor parallelism), when the mesh has one."""
+__all__ = ["SEQ", "context_parallel_attention", "sequence_mesh"]
 
 
 def _axes(mesh: Mesh, axes: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -1,8 +1,10 @@
-"""Place a model and its batches on a device mesh: data parallelism and FSDP by rules.
+"""Place a model and its batches on a device mesh: data, FSDP and tensor parallelism by rules.
 
 A mesh has a ``data`` axis (replicas of the parameters, each on its own slice
-of the batch) and an ``fsdp`` axis (the parameters themselves split, ZeRO-3
-style, and gathered layer by layer when used). Which array is split how is
+of the batch), an ``fsdp`` axis (the parameters themselves split, ZeRO-3
+style, and gathered layer by layer when used) and a ``tensor`` axis (each
+layer's heads and MLP features split, Megatron style: every device of the axis
+sees the same examples and computes its share of every layer). Which array is split how is
 decided by *partition rules*: ``(regex, PartitionSpec)`` pairs matched against
 each leaf's pytree path (``jax.tree_util.keystr``, e.g.
 ``.layers.attn.q_proj.weight``); the first rule whose regex ``re.search``-es
@@ -29,38 +31,64 @@ from jax.sharding import PartitionSpec as P
 from jaxlean._pytree import is_array
 from jaxlean.errors import ConfigError
 
-__all__ = ["BATCH_AXES", "DATA", "FSDP", "Rules", "axis_names", "batch_spec", "constrain",
-           "init_sharded", "make_mesh", "named_shardings", "partition_specs", "shard_batch",
-           "shard_model"]
+__all__ = ["BATCH_AXES", "DATA", "FSDP", "MESH_AXES", "SEQ", "TENSOR", "Rules", "axis_names",
+           "batch_spec", "constrain", "init_sharded", "make_mesh", "named_shardings",
+           "partition_specs", "shard_batch", "shard_model"]
 
 Rules = Sequence[tuple[str, P]]
 """Partition rules: ``(regex on the leaf's path, PartitionSpec)``; the first match wins."""
 
-DATA, FSDP = "data", "fsdp"
+DATA, FSDP, SEQ, TENSOR = "data", "fsdp", "seq", "tensor"
 BATCH_AXES = (DATA, FSDP)
-"""Mesh axes the batch is split over: every device sees its own examples (FSDP is data parallel)."""
+"""Mesh axes the batch is split over: every device sees its own examples (FSDP is data parallel).
+The ``tensor`` axis is not among them: its devices share their examples and split the layers."""
+MESH_AXES = (DATA, FSDP, SEQ, TENSOR)
+"""The axes of :func:`make_mesh`, outermost first: ``tensor`` innermost, so its devices (which
+exchange activations twice per layer) are neighbours, e.g. on one host's fast links; ``seq``
+(a sequence split over devices, exchanging ``q, k, v`` and attention's output once per layer)
+next to it."""
 
 
-def make_mesh(data: int = -1, fsdp: int = 1, *, devices: Sequence[Any] | None = None) -> Mesh:
-    """A ``(data, fsdp)`` mesh over ``devices`` (default: all devices of all processes).
+def make_mesh(data: int = -1, fsdp: int = 1, tensor: int = 1, *, seq: int = 1,
+              devices: Sequence[Any] | None = None) -> Mesh:
+    """A ``(data, fsdp, seq, tensor)`` mesh over ``devices`` (default: all devices of all
+    processes).
+
+    Every axis is present, of size 1 where not asked for, so one set of partition rules
+    (:func:`jaxlean.models.lm.rules.transformer_rules`) fits every layout.
 
     Args:
-        data: size of the ``data`` axis; ``-1`` takes the devices ``fsdp`` leaves.
-        fsdp: size of the ``fsdp`` axis; ``-1`` takes the devices ``data`` leaves.
+        data: size of the ``data`` axis; ``-1`` takes the devices the other axes leave.
+        fsdp: size of the ``fsdp`` axis; ``-1`` takes the devices the other axes leave.
+        tensor: size of the ``tensor`` axis (Megatron-style splitting of heads and MLP
+            features; the model's heads and kv-heads must be divisible by it).
+        seq: size of the ``seq`` axis (each sequence split over devices; attention runs
+            :func:`jaxlean.parallel.context.context_parallel_attention` under
+            ``jax.set_mesh``; :func:`shard_batch` splits axis 1 over it).
         devices: the devices to use, e.g. ``jax.devices()[:4]``.
     """
     devices = list(jax.devices() if devices is None else devices)
     count = len(devices)
+    sizes = {DATA: data, FSDP: fsdp, SEQ: seq, TENSOR: tensor}
+    for name, size in sizes.items():
+        fill = name in (DATA, FSDP)  # the axes that may take the devices the others leave
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or (
+                size < 1 and size != -1) or (size == -1 and not fill):
+            raise ConfigError(f"make_mesh: {name} must be a positive int"
+                              + (" or -1" if fill else "") + f", got {size!r}")
     if data == -1 and fsdp == -1:
         raise ConfigError("make_mesh: at most one of data and fsdp may be -1")
-    if data == -1:
-        data = count // fsdp if fsdp > 0 and count % fsdp == 0 else 0
-    elif fsdp == -1:
-        fsdp = count // data if data > 0 and count % data == 0 else 0
-    if data < 1 or fsdp < 1 or data * fsdp != count:
-        raise ConfigError(f"make_mesh: data x fsdp must use all {count} devices "
-                          f"(got data={data}, fsdp={fsdp}); pass devices=... to use fewer")
-    return Mesh(np.array(devices).reshape(data, fsdp), (DATA, FSDP))
+    if -1 in (data, fsdp):
+        rest = int(np.prod([s for s in sizes.values() if s != -1]))
+        fill = count // rest if count % rest == 0 else 0
+        sizes = {name: fill if s == -1 else s for name, s in sizes.items()}
+    if min(sizes.values()) < 1 or int(np.prod(list(sizes.values()))) != count:
+        given = ", ".join(f"{name}={s}" for name, s in
+                          {DATA: data, FSDP: fsdp, SEQ: seq, TENSOR: tensor}.items())
+        raise ConfigError(f"make_mesh: data x fsdp x seq x tensor must use all {count} devices "
+                          f"(got {given}); pass devices=... to use fewer")
+    shape = tuple(sizes[name] for name in MESH_AXES)
+    return Mesh(np.array(devices).reshape(shape), MESH_AXES)
 
 
 def axis_names(entry: Any) -> tuple[str, ...]:
@@ -159,14 +187,19 @@ def init_sharded(make: Callable[[], Any], mesh: Mesh, rules: Rules) -> Any:
     return eqx.combine(build(), static)
 
 
-def batch_spec(ndim: int = 1, batch_axes: str | tuple[str, ...] | None = BATCH_AXES) -> P:
-    """``PartitionSpec`` splitting axis 0 over ``batch_axes`` and nothing else."""
+def batch_spec(ndim: int = 1, batch_axes: str | tuple[str, ...] | None = BATCH_AXES,
+               seq_axis: str | None = None) -> P:
+    """``PartitionSpec`` splitting axis 0 over ``batch_axes``, axis 1 over ``seq_axis`` (when
+    given and ``ndim >= 2``) and nothing else."""
+    if seq_axis is not None and ndim >= 2:
+        return P(batch_axes, seq_axis, *([None] * (ndim - 2)))
     return P(batch_axes, *([None] * (ndim - 1)))
 
 
 def shard_batch(batch: Any, mesh: Mesh, batch_axes: str | tuple[str, ...] | None = BATCH_AXES,
                 *, process_local: bool = False) -> Any:
-    """Place every array of ``batch`` with its leading (example) axis split over ``batch_axes``.
+    """Place every array of ``batch`` with its leading (example) axis split over ``batch_axes``,
+    and, on a mesh whose ``seq`` axis is larger than 1, its axis 1 (the sequence) over it.
 
     Args:
         batch: a pytree of arrays whose axis 0 is the example axis.
@@ -177,9 +210,11 @@ def shard_batch(batch: Any, mesh: Mesh, batch_axes: str | tuple[str, ...] | None
             whole global batch.
 
     Raises:
-        ConfigError: a batch size the batch axes do not divide, naming the leaf.
+        ConfigError: a batch size the batch axes do not divide, or a sequence length the
+            ``seq`` axis does not divide, naming the leaf.
     """
     parts = int(np.prod([mesh.shape[name] for name in axis_names(batch_axes)], dtype=np.int64))
+    seq = mesh.shape[SEQ] if SEQ in mesh.shape and mesh.shape[SEQ] > 1 else 1
     scale = jax.process_count() if process_local else 1
 
     def place(path: tuple, x: Any) -> Any:
@@ -189,7 +224,12 @@ def shard_batch(batch: Any, mesh: Mesh, batch_axes: str | tuple[str, ...] | None
             raise ConfigError(f"batch{jax.tree_util.keystr(path)}: {examples} examples cannot "
                               f"be split over the {parts} devices of mesh axes "
                               f"{axis_names(batch_axes)}")
-        sharding = NamedSharding(mesh, batch_spec(x.ndim, batch_axes))
+        if seq > 1 and x.ndim >= 2 and x.shape[1] % seq:
+            raise ConfigError(f"batch{jax.tree_util.keystr(path)}: its sequence length "
+                              f"{x.shape[1]} cannot be split over the {seq} devices of the "
+                              f"{SEQ!r} mesh axis")
+        spec = batch_spec(x.ndim, batch_axes, SEQ if seq > 1 else None)
+        sharding = NamedSharding(mesh, spec)
         if process_local:
             return jax.make_array_from_process_local_data(sharding, np.asarray(x))
         return jax.device_put(x, sharding)

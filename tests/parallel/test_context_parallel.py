@@ -18,7 +18,7 @@ PRELUDE = textwrap.dedent("""
     import re
 
     import equinox as eqx, jax, jax.numpy as jnp, numpy as np, optax
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding, PartitionSpec as P
     from jaxlean.errors import ConfigError
     from jaxlean.loss.chunked import VocabParallel
     from jaxlean.models.lm.rules import transformer_rules
@@ -27,15 +27,16 @@ PRELUDE = textwrap.dedent("""
     from jaxlean.nn.attention_mask import AttentionMask
     from jaxlean.nn.flash import flash_attention
     from jaxlean.parallel.context import context_parallel_attention
-    from jaxlean.parallel.mesh import shard_model
+    from jaxlean.parallel.mesh import make_mesh, shard_batch, shard_model
     from jaxlean.train.step import make_train_step
 
     assert jax.device_count() == 8
     RULES = (*transformer_rules(), (r".*", P()))
-    AXES = ("data", "fsdp", "seq")
 
-    def mesh(shape):
-        return Mesh(np.array(jax.devices()[:int(np.prod(shape))]).reshape(shape), AXES)
+    def mesh(shape):  # (data, fsdp, seq[, tensor])
+        data, fsdp, seq, tensor = (*shape, 1)[:4]
+        return make_mesh(data, fsdp, tensor, seq=seq,
+                         devices=jax.devices()[:data * fsdp * seq * tensor])
 
     def worst(got, want):
         return max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))
@@ -103,12 +104,14 @@ TRANSFORMER = textwrap.dedent("""
         return str(jax.make_jaxpr(
             lambda m, t: eqx.filter_value_and_grad(loss)(m, t, targets=t))(m, t))
 
-    # seq = 8 alone, 4 beside data, 2 beside data and fsdp; packed rows at 8 and 2
-    for shape, packed in [((1, 1, 8), True), ((2, 1, 4), False), ((2, 2, 2), True)]:
+    # seq = 8 alone, 4 beside data, 2 beside data and fsdp, 4 beside tensor = 2 (one query
+    # head and a repeated key/value head per device), 2 beside fsdp and tensor; packed rows
+    for shape, packed in [((1, 1, 8), True), ((2, 1, 4), False), ((2, 2, 2), True),
+                          ((1, 1, 4, 2), True), ((1, 2, 2, 2), False)]:
         on = mesh(shape)
         sharded = shard_model(model, on, RULES)
-        split = NamedSharding(on, P(("data", "fsdp"), "seq"))
-        t, s = jax.device_put(tokens, split), jax.device_put(segments, split)
+        t, s = shard_batch((tokens, segments), on)
+        assert t.sharding.spec == P(("data", "fsdp"), "seq")
         with jax.set_mesh(on):
             got = grad(sharded, t, targets=t, segment_ids=s if packed else None)
             expected = want_packed if packed else want
@@ -116,7 +119,7 @@ TRANSFORMER = textwrap.dedent("""
             assert "all_to_all" in jaxpr_text(sharded, t), shape  # attention was split
     on = mesh((2, 1, 4))
     sharded = shard_model(model, on, RULES)
-    t = jax.device_put(tokens, NamedSharding(on, P(("data", "fsdp"), "seq")))
+    t = shard_batch(tokens, on)
     with jax.set_mesh(on):
         got = grad(sharded.with_options(remat="full"), t, targets=t,
                    vocab_parallel=VocabParallel(on, "seq", "data"))

@@ -18,11 +18,18 @@ from jaxlean.parallel.distributed import (
 )
 from jaxlean.parallel.mesh import (
     FSDP,
+    TENSOR,
     init_sharded,
     make_mesh,
     partition_specs,
     shard_batch,
     shard_model,
+)
+from jaxlean.parallel.tensor import (
+    check_divisible,
+    split_over_tensor,
+    tensor_size,
+    whole_over_tensor,
 )
 
 CONFIG = TransformerConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_layers=2,
@@ -32,10 +39,18 @@ RULES = (*transformer_rules(), (r".*", P()))
 
 def test_make_mesh_axes_and_errors():
     mesh = make_mesh()
-    assert mesh.axis_names == ("data", "fsdp") and mesh.devices.shape == (1, 1)
-    assert make_mesh(data=1, fsdp=-1).shape == {"data": 1, "fsdp": 1}
+    assert mesh.axis_names == ("data", "fsdp", "seq", "tensor")
+    assert mesh.devices.shape == (1, 1, 1, 1)
+    assert make_mesh(data=1, fsdp=-1).shape == {"data": 1, "fsdp": 1, "seq": 1, "tensor": 1}
     with pytest.raises(ConfigError, match="must use all 1 devices"):
         make_mesh(data=2)
+    with pytest.raises(ConfigError, match=r"must use all 1 devices \(got data=-1, fsdp=1, "
+                                          r"seq=1, tensor=2\)"):
+        make_mesh(tensor=2)
+    with pytest.raises(ConfigError, match="seq must be a positive int, got -1"):
+        make_mesh(data=1, seq=-1)
+    with pytest.raises(ConfigError, match="tensor must be a positive int, got -1"):
+        make_mesh(data=1, tensor=-1)
     with pytest.raises(ConfigError, match="at most one"):
         make_mesh(data=-1, fsdp=-1)
 
@@ -46,7 +61,7 @@ def test_transformer_rules_give_every_leaf_a_spec_padded_to_its_rank():
     specs = partition_specs(model, make_mesh(), RULES)
     assert specs.embed == P(FSDP, None)
     assert specs.lm_head.weight == P(None, FSDP)
-    assert specs.layers.attn.q_proj.weight == P(None, FSDP, None)
+    assert specs.layers.attn.q_proj.weight == P(None, FSDP, TENSOR)
     assert specs.layers.attn.q_proj.lora.a == P(None, None, None, None)
     assert specs.layers.input_norm.weight == P(None, None)
     assert specs.norm.weight == P(None)
@@ -71,7 +86,7 @@ def test_shard_model_and_init_sharded_keep_values_and_static_fields():
     built = init_sharded(lambda: Transformer(CONFIG, key=jax.random.key(0)), mesh, RULES)
     for tree in (placed, built):
         assert tree.config == CONFIG
-        assert tree.layers.attn.k_proj.weight.sharding.spec == P(None, FSDP, None)
+        assert tree.layers.attn.k_proj.weight.sharding.spec == P(None, FSDP, TENSOR)
         for got, want in zip(jax.tree.leaves(tree), jax.tree.leaves(model), strict=True):
             np.testing.assert_array_equal(got, want)
 
@@ -114,3 +129,13 @@ def test_initialize_rejects_partial_or_bad_settings(monkeypatch):
         initialize(process_id=0)
     with pytest.raises(ConfigError, match=r"process_id must be in \[0, 2\), got 2"):
         initialize(num_processes=2, process_id=2)
+
+
+def test_tensor_helpers_leave_arrays_alone_without_a_tensor_axis():
+    x = jax.numpy.ones((2, 3, 4))
+    assert tensor_size() == 1 and split_over_tensor(x, 1) is x and whole_over_tensor(x) is x
+    with jax.set_mesh(make_mesh()):  # a tensor axis of size 1: nothing to split
+        assert tensor_size() == 1 and split_over_tensor(x, -1) is x
+    with pytest.raises(ConfigError, match=r"here: num_heads=6 is not divisible by the tensor "
+                                          r"axis \(size 4\)"):
+        check_divisible({"num_kv_heads": 4, "num_heads": 6}, 4, "here")

@@ -38,12 +38,14 @@ def _result(stdout: str) -> dict:
     return json.loads(lines[-1].removeprefix("result: "))
 
 
-def _two_processes(cache: Path) -> list[subprocess.Popen]:
+def _two_processes(cache: Path | None, args: list[str] = ARGS,
+                   layout: tuple[str, ...] = ("--data", "2", "--fsdp", "2")
+                   ) -> list[subprocess.Popen]:
     port = _free_port()
     return [subprocess.Popen(
-        [sys.executable, str(SCRIPT), *ARGS, "--devices", "2", "--data", "2", "--fsdp", "2",
+        [sys.executable, str(SCRIPT), *args, "--devices", "2", *layout,
          "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
-         "--cache", str(cache)],
+         *(["--cache", str(cache)] if cache is not None else [])],
         env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for i in range(2)]
 
@@ -100,3 +102,20 @@ def test_a_second_launch_of_two_processes_loads_the_train_step_from_the_cache(fi
     # a quick-compile option this XLA lacks fails its check's compile, so is never cached
     assert set(second[0]["cache"]["missed"]) <= {"jit(xla_option_check)"}, second[0]["cache"]
     assert second[0]["cache"]["misses"] <= len(second[0]["cache"]["missed"]), second[0]["cache"]
+
+
+@pytest.mark.slow
+def test_two_processes_with_a_tensor_axis_spanning_them_train_like_one_device():
+    """A tensor axis of 4 over both processes' 2 devices each (every layer's heads and MLP
+    features split across the processes): 10 steps, the losses of one device."""
+    args = [*ARGS, "--steps", "10", "--heads", "4", "--kv-heads", "4"]  # the last wins
+    single = subprocess.Popen([sys.executable, str(SCRIPT), *args, "--fsdp", "1"],
+                              env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    *spanning, want = _results([*_two_processes(None, args, ("--data", "1", "--fsdp", "1",
+                                                             "--tensor", "4")), single])
+    assert want["devices"] == 1 and len(want["losses"]) == 10
+    for result in spanning:
+        assert result["mesh"] == {"data": 1, "fsdp": 1, "tensor": 4}, result["mesh"]
+        assert (result["processes"], result["devices"]) == (2, 4)
+        np.testing.assert_allclose(result["losses"], want["losses"], rtol=1e-5)

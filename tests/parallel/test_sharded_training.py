@@ -28,7 +28,7 @@ PRELUDE = textwrap.dedent("""
     from jaxlean.models.lm.transformer import Transformer, TransformerConfig, loss
     from jaxlean.train.packed import packed
     from jaxlean.models.lm.rules import transformer_rules
-    from jaxlean.parallel.mesh import (DATA, FSDP, init_sharded, make_mesh, shard_batch,
+    from jaxlean.parallel.mesh import (DATA, FSDP, TENSOR, init_sharded, make_mesh, shard_batch,
                                        shard_model)
 
     assert jax.device_count() == 4
@@ -59,7 +59,7 @@ PRELUDE = textwrap.dedent("""
 
 PLACEMENT_AND_GRADIENTS = textwrap.dedent("""
     # 1. placement: the stacked layer axis stays whole, weights split over fsdp
-    assert sharded.layers.attn.q_proj.weight.sharding.spec == P(None, FSDP, None)
+    assert sharded.layers.attn.q_proj.weight.sharding.spec == P(None, FSDP, TENSOR)
     assert sharded.embed.sharding.spec == P(FSDP, None)
     # built in its sharded layout, it is bit for bit the same build compiled for one device
     # (which equals eager init: tests/parallel/test_mesh.py, with XLA's default emitters)
@@ -149,7 +149,7 @@ TRAINING_AND_ERRORS = textwrap.dedent("""
                                         mesh_step)
         np.testing.assert_allclose(mesh_losses, single_losses, rtol=1e-5)
         assert mesh_losses[-1] < mesh_losses[0]
-        assert mesh_model.layers.mlp.up_proj.weight.sharding.spec == P(None, FSDP, None)
+        assert mesh_model.layers.mlp.up_proj.weight.sharding.spec == P(None, FSDP, TENSOR)
     close(mesh_model, single_model, 1e-5, "parameters after SGD steps")
 
     # 6. errors name the leaf

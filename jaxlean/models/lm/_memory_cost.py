@@ -56,6 +56,9 @@ class StepShape:
     itemsize: int
     param_bytes: int
     layer_param_bytes: int
+    tensor: int = 1
+    """The size of the ``tensor`` mesh axis: heads and MLP features per device are divided
+    by it (``batch`` and the parameter bytes are already those of one device)."""
 
     @property
     def tokens(self) -> int:
@@ -64,13 +67,23 @@ class StepShape:
     @property
     def qkv(self) -> int:
         c = self.config
-        return (c.num_heads + 2 * c.num_kv_heads) * c.head_dim
+        return (c.num_heads + 2 * c.num_kv_heads) * c.head_dim // self.tensor
+
+    @property
+    def heads(self) -> int:
+        """Query heads per device."""
+        return self.config.num_heads // self.tensor
+
+    @property
+    def inner(self) -> int:
+        """MLP features per device."""
+        return self.config.intermediate_size // self.tensor
 
 
 def _per_token_saved(shape: StepShape, remat: str | None, attention: str) -> float:
     """Bytes per token one layer keeps for the backward pass under ``remat``."""
     c, b = shape.config, shape.itemsize
-    hidden, inner, qkv, heads = c.hidden_size, c.intermediate_size, shape.qkv, c.num_heads
+    hidden, inner, qkv, heads = c.hidden_size, shape.inner, shape.qkv, shape.heads
     q_size = heads * c.head_dim
     if remat == "full" or remat == "offload":
         return hidden * b
@@ -100,7 +113,7 @@ def predicted_temp(shape: StepShape, choice: Choice) -> int:
         saved = layers * per_layer
         work = one_layer if choice.remat is not None else 0
     if choice.attention == "flash":
-        work += 3 * shape.batch * c.num_heads * choice.attention_tile ** 2 * F32
+        work += 3 * shape.batch * shape.heads * choice.attention_tile ** 2 * F32
     chunk = min(choice.chunk_size, tokens)
     loss = 2 * chunk * c.vocab_size * F32 + 2 * tokens * c.hidden_size * F32
     return int(saved + work + loss + 2 * carry)
@@ -109,7 +122,7 @@ def predicted_temp(shape: StepShape, choice: Choice) -> int:
 def predicted_cost(shape: StepShape, choice: Choice) -> float:
     """Predicted relative time (FLOP-equivalents) of one loss + gradient."""
     c, tokens = shape.config, shape.tokens
-    hidden, inner, heads, dim = c.hidden_size, c.intermediate_size, c.num_heads, c.head_dim
+    hidden, inner, heads, dim = c.hidden_size, shape.inner, shape.heads, c.head_dim
     matmul = 2 * tokens * (hidden * shape.qkv + heads * dim * hidden + 3 * hidden * inner)
     elementwise = ELEMENTWISE_FLOPS * tokens * (10 * hidden + 5 * inner + 4 * shape.qkv)
     scores = 2 * tokens * shape.length * heads * dim  # one [T, S] product, all heads

@@ -3,6 +3,11 @@
 The layer is stored once with a leading layer axis (see
 :class:`~jaxlean.models.lm.transformer.Transformer`); here it computes one
 layer's step, with or without a KV cache.
+
+Traced under a mesh with a ``tensor`` axis (``jax.set_mesh``), the layer keeps the
+Megatron layout (:mod:`jaxlean.parallel.tensor`): heads and MLP features split over
+the axis, the attention and MLP outputs whole, so the forward pass adds the
+row-split partial sums once after ``o_proj`` and once after ``down_proj``.
 """
 
 from __future__ import annotations
@@ -18,8 +23,14 @@ from jaxlean.models.lm.config import TransformerConfig
 from jaxlean.models.lm.lora import Linear
 from jaxlean.models.lm.rope import apply_rotary
 from jaxlean.nn.flash import flash_attention, flash_attention_cached
-from jaxlean.parallel.context import TENSOR, context_parallel_attention, sequence_mesh
-from jaxlean.parallel.mesh import BATCH_AXES
+from jaxlean.parallel.context import context_parallel_attention, sequence_mesh
+from jaxlean.parallel.mesh import BATCH_AXES, TENSOR
+from jaxlean.parallel.tensor import (
+    check_divisible,
+    split_over_tensor,
+    tensor_size,
+    whole_over_tensor,
+)
 
 __all__ = ["MLP", "Attention", "DecoderLayer", "RMSNorm", "attend", "attend_cached", "attend_with",
            "init_layers", "window_mask"]
@@ -121,14 +132,17 @@ class Attention(eqx.Module):
         keys/values ``[B, T, Kh, d]``.
         """
         c = self.config
+        if (tensor := tensor_size()) > 1:
+            check_divisible({"num_heads": c.num_heads, "num_kv_heads": c.num_kv_heads},
+                            tensor, "tensor parallel attention")
         batch, length, _ = x.shape
         q, k, v = (self.q_proj(x, adapter_ids), self.k_proj(x, adapter_ids),
                    self.v_proj(x, adapter_ids))
         if self.q_bias is not None:
             q, k, v = q + self.q_bias, k + self.k_bias, v + self.v_bias
-        q = q.reshape(batch, length, c.num_heads, c.head_dim)
-        k = k.reshape(batch, length, c.num_kv_heads, c.head_dim)
-        v = v.reshape(batch, length, c.num_kv_heads, c.head_dim)
+        q = split_over_tensor(q.reshape(batch, length, c.num_heads, c.head_dim), 2)
+        k = split_over_tensor(k.reshape(batch, length, c.num_kv_heads, c.head_dim), 2)
+        v = split_over_tensor(v.reshape(batch, length, c.num_kv_heads, c.head_dim), 2)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q = apply_rotary(q, positions, c.inv_freq)
@@ -143,8 +157,8 @@ class Attention(eqx.Module):
                 full, new.astype(full.dtype).transpose(0, 2, 1, 3)[None], where)
                 for full, new in ((keys, k), (values, v)))
             out = attend_cached(q, k, v, layer, mask)
-        out = out.reshape(batch, length, c.num_heads * c.head_dim)
-        return self.o_proj(out, adapter_ids), (k, v)
+        out = split_over_tensor(out, 2).reshape(batch, length, c.num_heads * c.head_dim)
+        return whole_over_tensor(self.o_proj(out, adapter_ids)), (k, v)
 
 
 class MLP(eqx.Module):
@@ -155,8 +169,12 @@ class MLP(eqx.Module):
     down_proj: Linear
 
     def __call__(self, x: Array, adapter_ids: Array | None = None) -> Array:
-        hidden = jax.nn.silu(self.gate_proj(x, adapter_ids)) * self.up_proj(x, adapter_ids)
-        return self.down_proj(hidden, adapter_ids)
+        if (tensor := tensor_size()) > 1:
+            check_divisible({"intermediate_size": self.up_proj.weight.shape[-1]}, tensor,
+                            "tensor parallel MLP")
+        gate = split_over_tensor(self.gate_proj(x, adapter_ids), -1)
+        hidden = jax.nn.silu(gate) * split_over_tensor(self.up_proj(x, adapter_ids), -1)
+        return whole_over_tensor(self.down_proj(hidden, adapter_ids))
 
 
 class DecoderLayer(eqx.Module):

@@ -21,6 +21,12 @@ gradient is taken with respect to every floating leaf (full fine-tuning); a
 model with LoRA adapters trains fewer, so its plan errs on the safe side.
 The transformer's layers are one stacked run, so one remat policy (and one
 nesting) covers all of them.
+
+With ``mesh=`` the plan is of one device of a sharded step: the model placed by
+partition rules (default :func:`~jaxlean.models.lm.rules.transformer_rules`), the
+batch split over the mesh's ``data`` and ``fsdp`` axes, heads and MLP features over
+its ``tensor`` axis; the step is compiled for the mesh, whose ``memory_analysis()`` is
+per device, and the budget is one device's.
 """
 
 from __future__ import annotations
@@ -57,9 +63,20 @@ from jaxlean.models.lm._memory_cost import (
 )
 from jaxlean.models.lm.attention import choose_attention
 from jaxlean.models.lm.causal_loss import loss
+from jaxlean.models.lm.rules import transformer_rules
 from jaxlean.models.lm.transformer import Transformer
 from jaxlean.nn.attention_mask import AttentionMask
 from jaxlean.nn.remat import REMAT_NAMES, has_pinned_host
+from jaxlean.parallel.mesh import (
+    BATCH_AXES,
+    TENSOR,
+    Rules,
+    axis_names,
+    batch_spec,
+    named_shardings,
+    partition_specs,
+)
+from jaxlean.parallel.tensor import check_divisible
 
 __all__ = ["MemoryPlan", "plan_memory", "step_memory"]
 
@@ -67,7 +84,7 @@ DEFAULT_REMATS = (None, "dots_no_batch", "dots", "full")
 """Remat policies searched by default (``"offload"`` too where the device has pinned host
 memory)."""
 _OPTIONS = ("budget", "remats", "nested_sizes", "chunk_sizes", "attention_tiles",
-            "max_compiles", "progress")
+            "max_compiles", "progress", "mesh", "rules")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,28 +159,88 @@ class MemoryPlan:
         return "\n".join(lines)
 
 
-def _shape(model: Transformer, batch_shape: Sequence[int]) -> StepShape:
-    leaves = [x for x in jax.tree.leaves(model) if eqx.is_array(x)
-              or isinstance(x, jax.ShapeDtypeStruct)]
-    param_bytes = sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in leaves)
-    layer_leaves = [x for x in jax.tree.leaves(model.layers) if hasattr(x, "shape")]
-    layer_bytes = sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in layer_leaves)
+def _is_leaf_array(x: Any) -> bool:
+    return eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct)
+
+
+def _parts(mesh: Any, entry: Any) -> int:
+    return math.prod(int(mesh.shape[name]) for name in axis_names(entry))
+
+
+def _device_bytes(tree: Any, mesh: Any, rules: Rules | None) -> int:
+    """Bytes of ``tree``'s arrays one device holds (all of them without a mesh)."""
+    arrays = [x for x in jax.tree.leaves(tree) if _is_leaf_array(x)]
+    if mesh is None:
+        return sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in arrays)
+    specs = [spec for spec in jax.tree.leaves(
+        partition_specs(tree, mesh, rules),
+        is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec)) if spec is not None]
+    return sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize
+               // math.prod(_parts(mesh, entry) for entry in spec)
+               for x, spec in zip(arrays, specs, strict=True))
+
+
+def _batch_axes(mesh: Any) -> tuple[str, ...]:
+    return tuple(name for name in BATCH_AXES if name in mesh.axis_names)
+
+
+def _shape(model: Transformer, batch_shape: Sequence[int], mesh: Any = None,
+           rules: Rules | None = None) -> StepShape:
+    """The step's sizes on one device (the whole step's without a mesh)."""
     c = model.config
-    return StepShape(c, batch_shape[0], batch_shape[1], itemsize(c, model.embed.dtype),
-                     param_bytes, layer_bytes // c.num_layers)
+    batch, tensor, layer_bytes = batch_shape[0], 1, _device_bytes(model.layers, None, None)
+    param_bytes = _device_bytes(model, mesh, rules)
+    if mesh is not None:
+        batch //= _parts(mesh, _batch_axes(mesh))
+        tensor = int(mesh.shape[TENSOR]) if TENSOR in mesh.axis_names else 1
+        layer_bytes = layer_bytes * param_bytes // max(_device_bytes(model, None, None), 1)
+    return StepShape(c, batch, batch_shape[1], itemsize(c, model.embed.dtype), param_bytes,
+                     layer_bytes // c.num_layers, tensor)
 
 
-def step_memory(model: Transformer, batch_shape: Sequence[int], chunk_size: int = 1024
-                ) -> StepMemory:
+def step_memory(model: Transformer, batch_shape: Sequence[int], chunk_size: int = 1024,
+                mesh: Any = None, rules: Rules | None = None) -> StepMemory:
     """The compiled memory of the loss + gradient of ``model`` as configured, on token ids
-    of ``batch_shape`` (compiled ahead of time, never run; the model may be abstract)."""
+    of ``batch_shape`` (compiled ahead of time, never run; the model may be abstract).
+
+    With ``mesh`` (and partition ``rules``, default the transformer's own) it is one
+    device's: the model placed by the rules, the ids split over the mesh's batch axes,
+    traced under ``jax.set_mesh(mesh)`` (so a ``tensor`` axis keeps the Megatron layout).
+    """
     ids = jax.ShapeDtypeStruct(tuple(batch_shape), jnp.int32)
 
     def step(model, input_ids, targets):
         return jax.value_and_grad(loss)(model, input_ids, targets=targets,
                                         chunk_size=chunk_size)
 
-    return StepMemory.of(jax.jit(step).lower(model, ids, ids).compile())
+    if mesh is None:
+        return StepMemory.of(jax.jit(step).lower(model, ids, ids).compile())
+    rules = _default_rules() if rules is None else rules
+    model_shardings = named_shardings(model, mesh, rules)
+    id_sharding = jax.sharding.NamedSharding(mesh, batch_spec(2, _batch_axes(mesh)))
+    jitted = jax.jit(step, in_shardings=(model_shardings, id_sharding, id_sharding))
+    with jax.set_mesh(mesh):
+        return StepMemory.of(jitted.lower(model, ids, ids).compile())
+
+
+def _default_rules() -> Rules:
+    return (*transformer_rules(), (r".*", jax.sharding.PartitionSpec()))
+
+
+def _check_mesh(model: Transformer, batch: int, mesh: Any) -> None:
+    """Refuse a mesh the batch or the model's heads and features do not fit, naming them."""
+    if not isinstance(mesh, jax.sharding.Mesh):
+        raise ConfigError(f"plan_memory: mesh must be a jax.sharding.Mesh (e.g. "
+                          f"jaxlean.parallel.mesh.make_mesh(...)), got {type(mesh).__name__}")
+    parts = _parts(mesh, _batch_axes(mesh))
+    if batch % parts:
+        raise ConfigError(f"plan_memory: a batch of {batch} examples cannot be split over the "
+                          f"{parts} devices of mesh axes {_batch_axes(mesh)}")
+    if TENSOR in mesh.axis_names and mesh.shape[TENSOR] > 1:
+        c = model.config
+        check_divisible({"num_heads": c.num_heads, "num_kv_heads": c.num_kv_heads,
+                         "intermediate_size": c.intermediate_size},
+                        int(mesh.shape[TENSOR]), "plan_memory")
 
 
 def _choices(model: Transformer, batch_shape: tuple[int, int], remats, nested_sizes,
@@ -257,7 +334,8 @@ def plan_memory(model: Transformer, batch_shape: Sequence[int], budget: float | 
                 nested_sizes: Sequence[int] | None = None,
                 chunk_sizes: Sequence[int] | None = None,
                 attention_tiles: Sequence[int] | None = None, max_compiles: int = 6,
-                progress: bool | Callable[[str], None] = True, **unknown: Any) -> MemoryPlan:
+                progress: bool | Callable[[str], None] = True, mesh: Any = None,
+                rules: Rules | None = None, **unknown: Any) -> MemoryPlan:
     """The fastest way to run ``model``'s loss + gradient on ``batch_shape`` within ``budget``.
 
     Candidates are compiled ahead of time (``jax.jit(...).lower(...).compile()``),
@@ -282,6 +360,10 @@ def plan_memory(model: Transformer, batch_shape: Sequence[int], budget: float | 
         max_compiles: the most compiles the search makes (one more when nothing fits).
         progress: a line per compile on stderr (True), a callable given each line, or
             False.
+        mesh: plan one device of a sharded step on this mesh (``make_mesh(data, fsdp,
+            tensor)``): the budget is then one device's, and the footprint each device's.
+        rules: partition rules placing the model on ``mesh``; default
+            :func:`~jaxlean.models.lm.rules.transformer_rules` and the rest replicated.
 
     Returns:
         The :class:`MemoryPlan`; ``print(plan)`` reports it.
@@ -304,8 +386,13 @@ def plan_memory(model: Transformer, batch_shape: Sequence[int], budget: float | 
     space = _search_space(model, shape_, dict(remats=remats, nested_sizes=nested_sizes,
                                               chunk_sizes=chunk_sizes,
                                               attention_tiles=attention_tiles))
-    sizes = _shape(model, shape_)
-    ids_bytes = 2 * sizes.tokens * 4
+    if mesh is not None:
+        _check_mesh(model, shape_[0], mesh)
+        rules = _default_rules() if rules is None else rules
+    elif rules is not None:
+        raise ConfigError("plan_memory: rules= places the model on a mesh; pass mesh= too")
+    sizes = _shape(model, shape_, mesh, rules)
+    ids_bytes = 2 * sizes.tokens * 4  # one device's ids and targets
     fixed = 2 * sizes.param_bytes + ids_bytes
     candidates = [Candidate(choice, predicted_cost(sizes, choice), fixed,
                             predicted_temp(sizes, choice))
@@ -314,7 +401,8 @@ def plan_memory(model: Transformer, batch_shape: Sequence[int], budget: float | 
     def measure(choice: Choice) -> StepMemory:
         options = dict(remat=choice.remat, nested=choice.nested, attention=choice.attention,
                        attention_tile=choice.attention_tile)
-        return step_memory(model.with_options(**options), shape_, choice.chunk_size)
+        return step_memory(model.with_options(**options), shape_, choice.chunk_size, mesh,
+                           rules)
 
     search = search_budget(candidates, measure, budget, max_compiles=max_compiles,
                            progress=progress, label="plan_memory")
