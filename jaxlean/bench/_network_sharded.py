@@ -17,13 +17,13 @@ network and checks the values and gradients against each other.
 from __future__ import annotations
 
 import argparse
-import json
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from jaxlean.bench._child import finish, progress
 from jaxlean.bench._network_case import DT, RA, Architecture, _pulse, jaxlean_network
 from jaxlean.models.neuron.network.network_sim import simulate_network
 from jaxlean.models.neuron.network.sharded import simulate_network_sharded
@@ -74,19 +74,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in (("inputs", 784), ("hidden", 64), ("outputs", 10), ("steps", 400)):
         parser.add_argument(f"--{name}", type=int, default=default)
+    parser.add_argument("--quick", action="store_true", help="the bench's --quick size")
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", True)
-    arch = Architecture(args.inputs, args.hidden, args.outputs, args.steps, batch=1)
+    arch = (Architecture(16, 8, 5, 80, batch=1) if args.quick else
+            Architecture(args.inputs, args.hidden, args.outputs, args.steps, batch=1))
     mesh = Mesh(np.array(jax.devices()), ("cells",))
     out = {"network": arch.describe(), "devices": len(jax.devices())}
     for remat in (None, "segments"):
+        progress(f"network split over {len(jax.devices())} devices: compiling the "
+                 f"gradients, remat={remat}")
         one, split, gS = losses(arch, mesh, remat)
         single = memory(jax.jit(jax.grad(lambda g, one=one: one(g)[0])).lower(gS).compile())
         sharded = memory(jax.jit(jax.grad(lambda g, split=split: split(g)[0])).lower(
             gS).compile())
         out[f"remat={remat}"] = {"one_device": single, "per_device": sharded,
                                  "temp_ratio": sharded["temp"] / single["temp"]}
-    print(json.dumps(out))
+    finish(out)
 
 
 if __name__ == "__main__":
