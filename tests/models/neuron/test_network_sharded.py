@@ -5,8 +5,9 @@ The multi-device checks run in one child process with 8 forced CPU devices
 shrunk (16 inputs, 8 hidden, 5 outputs: 5 outputs over 8 devices leave ghost cells), its
 voltages and ``gS`` gradient against ``simulate_network`` in float64 and its per-device
 gradient temp memory against one device's; NEURON's ``NetCon`` fixtures
-(``test_network_netcon.py``'s) split over 2 and 4 devices against the same recordings; and
-the spike exchange only inside a ``cond`` taken once per shortest delay.
+(``test_network_netcon.py``'s ``half5`` and ``start_above``) split over 4 and 2 devices
+against the same recordings; and the spike exchange only inside a ``cond`` taken once per
+shortest delay (``round5``: every 10 and 50 steps).
 """
 
 from __future__ import annotations
@@ -65,8 +66,10 @@ MNIST = textwrap.dedent("""
 NETCON = textwrap.dedent("""
     from tests.models.neuron.test_network_netcon import FIXTURES, build, crossings
     start, report = time.time(), {}
-    for name, devices, t_max in (("half5", 4, 20.0), ("round5", 2, 30.0),
-                                 ("start_above", 2, 10.0)):
+    # half5: delays of odd half steps, cells 0-1 | 2-3 | 4 | none over 4 devices (1 -> 2,
+    # 3 -> 4 and 4 -> 0 cross); start_above: a spike at 0 exchanged at rest, delivered at
+    # 1 ms by a synapse exchanging every 40 steps
+    for name, devices, t_max in (("half5", 4, 20.0), ("start_above", 2, 10.0)):
         fixture = np.load(FIXTURES / f"netcon_{name}.npz")
         case = json.loads(str(fixture["case"]))
         dt, every = case["dt"], case["every"]

@@ -20,7 +20,7 @@ Both are ``couplings`` of :class:`~jaxlean.models.neuron.simulation._program.Pla
 the device's sources (the same local compartments on every device), the postsynaptic
 compartments traced per device (:meth:`post_of`), ``params`` ``{"p": the synapse's own
 values per incoming connection, "source": each one's source in the gathered vector,
-"post": its local compartment}``.
+"post": its local compartment, "real": 1, or 0 for a padding connection}``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ class GradedAcross:
         return self.inner.step(states, self._v(v_sources, cp), dt, cp["p"])
 
     def conductance(self, states: dict, cp: dict) -> tuple[jax.Array, jax.Array]:
-        return self.inner.conductance(states, cp["p"])
+        """The synapse's conductance (none from a padding connection) and reversal."""
+        g, e = self.inner.conductance(states, cp["p"])
+        return g * cp["real"], e
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -170,4 +172,6 @@ class SpikesAcross:
                 "raster": raster}
 
     def conductance(self, states: dict, cp: dict) -> tuple[jax.Array, jax.Array]:
-        return self.inner.conductance(states, cp["p"])
+        """The synapse's conductance (none from a padding connection) and reversal."""
+        g, e = self.inner.conductance(states, cp["p"])
+        return g * cp["real"], e

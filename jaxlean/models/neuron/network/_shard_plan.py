@@ -6,9 +6,10 @@ devices), type after type. The ``j``-th cell of type ``t`` goes to device ``j //
 ``j % m_t`` of the type; slots left over hold *ghost* cells (copies of the type's last cell,
 unconnected, unstimulated, unrecorded) which change nothing. A connection lives on its
 postsynaptic cell's device; each device's connections of a synapse type are padded to one
-count (padding: strength 0 into local compartment 0, adding exactly 0). A synapse type's
-*sources* are the local compartments some connection of the type starts at on some device
-(the same list on every device): what is exchanged, never a cell's whole state.
+count (padding: connection 0's values into local compartment 0, its conductance masked to
+exactly 0). A synapse type's *sources* are the local compartments some connection of the
+type starts at on some device (the same list on every device): what is exchanged, never a
+cell's whole state.
 """
 
 from __future__ import annotations

@@ -77,12 +77,11 @@ def _synapses(plan: ShardPlan, synapses: Mapping, dt: float, steps: int, axis: s
     for name, (syn, ix) in net.synapse_groups().items():
         shards = plan.synapses[name]
         take, real = np.maximum(shards.conn, 0), shards.conn >= 0
-        strength = syn.strength if hasattr(syn, "strength") else "gS"
-        p = {}
-        for key, v in synapses[name].items():
-            column = jnp.broadcast_to(cable._strong(v), (ix.size,))
-            p[key] = jnp.where(real, column[take], 0.0 if key == strength else column[0])
-        cp = {"p": p, "source": jnp.asarray(shards.source), "post": jnp.asarray(shards.post)}
+        # padding repeats connection 0's values; its conductance is masked to exactly 0
+        p = {key: jnp.broadcast_to(cable._strong(v), (ix.size,))[take]
+             for key, v in synapses[name].items()}
+        cp = {"p": p, "source": jnp.asarray(shards.source), "post": jnp.asarray(shards.post),
+              "real": jnp.asarray(real, dtype=jnp.result_type(float))}
         if isinstance(syn, SpikingSynapse):
             delays = _concrete(synapses[name]["delay"], _built(net, ix, "delay", 1.0))
             inner = syn.for_run(dt, delays, lambda i, ix=ix: net.connections[int(ix[i])]
