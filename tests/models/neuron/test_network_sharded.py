@@ -75,8 +75,14 @@ NETCON = textwrap.dedent("""
         dt, every = case["dt"], case["every"]
         net, params, stimuli = build(case, t_max)
         sites = [(k, 0) for k in range(len(net.cells))]
-        v = np.asarray(simulate_network_sharded(net, params, stimuli, dt, t_max,
-                                                mesh(devices), record=sites)["v"])
+        out = simulate_network_sharded(net, params, stimuli, dt, t_max, mesh(devices),
+                                       record=sites, detect=sites[::-1])
+        v = np.asarray(out["v"])
+        for row, (cell, _) in enumerate(sites[::-1]):  # detectors in the order asked
+            count = int(out["spike_count"][row])
+            assert np.allclose(np.asarray(out["spikes"][row, :count]),
+                               crossings(v[:, cell], 10.0, dt)), (name, cell)
+        assert name != "half5" or int(np.sum(out["spike_count"])) >= 5
         rows = round(t_max / dt) // every + 1
         assert np.abs(v[::every] - fixture["v"][:rows, :len(sites)]).max() < 1e-3, name
         worst = 0.0
