@@ -161,10 +161,12 @@ def test_exchange_interval_is_never_after_a_delivery():
     assert exchange_interval(np.zeros(0), dt) == 1
 
 
-def test_gap_junctions_are_refused_by_name():
+def test_refusals_name_the_problem():
+    """Gap junctions, a mesh without the axis and a non-finite current are refused before
+    anything runs."""
     from jaxlean.models.neuron.mechanisms.channels import hh
     from jaxlean.models.neuron.network.network import Network
-    from jaxlean.models.neuron.simulation.cable import Cell
+    from jaxlean.models.neuron.simulation.cable import Cell, Stimulus
 
     cell = Cell.from_parents(np.arange(2) - 1, 10.0, 1.0).insert(hh)
     net = Network([cell, cell]).connect_gap((0, 1), (1, 1), g=1e-3)
@@ -174,3 +176,7 @@ def test_gap_junctions_are_refused_by_name():
     with pytest.raises(ConfigError, match=r"1-D jax\.sharding\.Mesh with the axis 'cells'"):
         simulate_network_sharded(net, net.params(), [], 0.025, 1.0,
                                  Mesh(np.array(jax.devices()[:1]), ("data",)))
+    plain = Network([cell, cell])
+    with pytest.raises(ConfigError, match="stimulus 0: current must be finite"):
+        simulate_network_sharded(plain, plain.params(), [Stimulus((1, 0), np.nan)], 0.025,
+                                 1.0, mesh)

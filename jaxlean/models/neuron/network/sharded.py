@@ -125,6 +125,8 @@ def _currents(plan: ShardPlan, net: Network, stimuli: Sequence, steps: int):
         if np.shape(current) != (steps,):
             raise ConfigError(f"stimulus {index}: current must be a scalar or have {steps} "
                               f"values (t_max / dt); got shape {np.shape(current)}")
+        if not isinstance(current, jax.core.Tracer) and not np.all(np.isfinite(current)):
+            raise ConfigError(f"stimulus {index}: current must be finite")
         for c in np.atleast_1d(np.asarray(s.compartments)).tolist():
             comps.append(int(c))
             columns.append(jnp.asarray(current, dtype=float))
