@@ -7,9 +7,9 @@ devices), type after type. The ``j``-th cell of type ``t`` goes to device ``j //
 unconnected, unstimulated, unrecorded) which change nothing. A connection lives on its
 postsynaptic cell's device; each device's connections of a synapse type are padded to one
 count (padding: connection 0's values into local compartment 0, its conductance masked to
-exactly 0). A synapse type's *sources* are the local compartments some connection of the
-type starts at on some device (the same list on every device): what is exchanged, never a
-cell's whole state.
+exactly 0); a gap junction is its two directions, each a connection into its own side. A
+synapse type's *sources* are the local compartments some connection of the type starts at on
+some device (the same list on every device): what is exchanged, never a cell's whole state.
 """
 
 from __future__ import annotations
@@ -19,17 +19,12 @@ import math
 
 import numpy as np
 
-from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.network._cell_types import cell_types
 from jaxlean.models.neuron.network._forest import offsets
 from jaxlean.models.neuron.network.gap_junctions import GapJunction
 from jaxlean.models.neuron.network.network import Network
 
-__all__ = ["GapJunctionAcrossDevicesError", "ShardPlan", "SynapseShards"]
-
-
-class GapJunctionAcrossDevicesError(ConfigError):
-    """A sharded run was asked for a network with gap junctions, which it does not split."""
+__all__ = ["ShardPlan", "SynapseShards"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,12 +56,6 @@ class ShardPlan:
 
     @classmethod
     def of(cls, net: Network, devices: int) -> ShardPlan:
-        for k, c in enumerate(net.connections):
-            if isinstance(c.synapse, GapJunction):
-                raise GapJunctionAcrossDevicesError(
-                    f"{c.describe(k)}: a network split over devices cannot have gap junctions "
-                    f"yet (they couple voltages inside each step's implicit solve); run it on "
-                    f"one device with simulate_network")
         types = cell_types(net.cells)
         per_type = tuple(math.ceil(ix.size / devices) for _, ix in types)
         local_cells = tuple(cell for (cell, _), m in zip(types, per_type, strict=True)
@@ -78,8 +67,8 @@ class ShardPlan:
             j = np.arange(ix.size)
             device[ix], slot[ix] = j // per_type[t], first[t] + j % per_type[t]
         plan = cls(net, devices, per_type, local_cells, device, slot, {})
-        for name, (_, ix) in net.synapse_groups().items():
-            plan.synapses[name] = plan._synapse(ix)
+        for name, (syn, ix) in net.synapse_groups().items():
+            plan.synapses[name] = plan._synapse(ix, isinstance(syn, GapJunction))
         return plan
 
     @property
@@ -97,10 +86,14 @@ class ShardPlan:
         local = self.local_offsets[self.slot_of_cell[cell]] + compartment
         return int(self.device_of_cell[cell]), int(local)
 
-    def _synapse(self, ix: np.ndarray) -> SynapseShards:
+    def _synapse(self, ix: np.ndarray, both_ways: bool) -> SynapseShards:
+        """``both_ways`` (gap junctions): each junction as its two directions, ``a -> b``
+        numbered as the junction, ``b -> a`` after all of them (``GapJunction.directed``)."""
         conns = [self.net.connections[int(i)] for i in ix]
         pre = [self._end(c.pre_cell, c.pre) for c in conns]
         post = [self._end(c.post_cell, c.post) for c in conns]
+        if both_ways:
+            pre, post = pre + post, post + pre
         sources = np.unique(np.asarray([local for _, local in pre], np.int64))
         incoming = [[i for i, (d, _) in enumerate(post) if d == dev]
                     for dev in range(self.devices)]

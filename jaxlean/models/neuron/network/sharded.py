@@ -9,14 +9,18 @@ crosses devices (:mod:`~jaxlean.models.neuron.network._across`):
   once per shortest delay, NEURON's ``ParallelContext`` scheme (one ``all_gather`` of each
   device's block of threshold crossings);
 * the presynaptic voltages of graded synapses every step (their conductance follows the
-  voltage, no delay), only at the compartments connections start from.
+  voltage, no delay), only at the compartments connections start from;
+* the voltages of gap junctions' compartments every step: a junction is explicit in the
+  other side's voltage (its value at the start of the step,
+  :mod:`~jaxlean.models.neuron.network.gap_junctions`), so each side's device adds its
+  conductance toward the gathered voltage, as the one-device run does.
 
 The result is the single-device run's: the same arithmetic per cell, the same steps of
 delivery (float64: NEURON's times). Gradients flow through the collectives (an
 ``all_gather``'s transpose sums the cotangents back onto their devices), so ``jax.grad`` of
-a loss of the result gives the single-device gradient. Gap junctions are refused
-(:class:`~jaxlean.models.neuron.network._shard_plan.GapJunctionAcrossDevicesError`), as is
-continuing from an earlier run's ``final`` state (a sharded run returns none).
+a loss of the result gives the single-device gradient. Not supported: continuing from an
+earlier run's ``final`` state (a sharded run returns none), recording states other than
+``"v"``, ``every``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.network import network_sim
 from jaxlean.models.neuron.network._across import GradedAcross, SpikesAcross
 from jaxlean.models.neuron.network._event_clock import neuron_times
-from jaxlean.models.neuron.network._shard_plan import GapJunctionAcrossDevicesError, ShardPlan
+from jaxlean.models.neuron.network._shard_plan import ShardPlan
+from jaxlean.models.neuron.network.gap_junctions import GapJunction
 from jaxlean.models.neuron.network.network import Network, check_synapse_params
 from jaxlean.models.neuron.network.network_events import SpikingSynapse
 from jaxlean.models.neuron.simulation import cable
@@ -42,7 +47,7 @@ from jaxlean.models.neuron.simulation import spikes as spikes_
 from jaxlean.models.neuron.simulation._program import Plan, loop
 from jaxlean.models.neuron.simulation._time import Remat
 
-__all__ = ["GapJunctionAcrossDevicesError", "exchange_interval", "simulate_network_sharded"]
+__all__ = ["exchange_interval", "simulate_network_sharded"]
 
 
 def _plan(net: Network, devices: int) -> ShardPlan:
@@ -78,7 +83,8 @@ def _synapses(plan: ShardPlan, synapses: Mapping, dt: float, steps: int, axis: s
         shards = plan.synapses[name]
         take, real = np.maximum(shards.conn, 0), shards.conn >= 0
         # padding repeats connection 0's values; its conductance is masked to exactly 0
-        p = {key: jnp.broadcast_to(cable._strong(v), (ix.size,))[take]
+        twice = 2 if isinstance(syn, GapJunction) else 1   # a junction's two directions
+        p = {key: jnp.tile(jnp.broadcast_to(cable._strong(v), (ix.size,)), twice)[take]
              for key, v in synapses[name].items()}
         cp = {"p": p, "source": jnp.asarray(shards.source), "post": jnp.asarray(shards.post),
               "real": jnp.asarray(real, dtype=jnp.result_type(float))}
@@ -161,8 +167,7 @@ def simulate_network_sharded(net: Network, params: Mapping, stimuli: Sequence[ca
       ``"spike_count"``: the single-device run's values.
 
     Raises:
-      ConfigError: a mesh without the axis, or what ``simulate_network`` refuses;
-        GapJunctionAcrossDevicesError: a network with gap junctions.
+      ConfigError: a mesh without the axis, or what ``simulate_network`` refuses.
     """
     if not isinstance(mesh, Mesh) or tuple(mesh.axis_names) != (axis,):
         raise ConfigError(f"mesh must be a 1-D jax.sharding.Mesh with the axis {axis!r}; got "
