@@ -75,6 +75,9 @@ def main() -> None:
     for name, default in (("inputs", 784), ("hidden", 64), ("outputs", 10), ("steps", 400)):
         parser.add_argument(f"--{name}", type=int, default=default)
     parser.add_argument("--quick", action="store_true", help="the bench's --quick size")
+    parser.add_argument("--check", action="store_true",
+                        help="also run both gradients: largest relative differences of the "
+                             "voltages and of the gradient")
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", True)
     arch = (Architecture(16, 8, 5, 80, batch=1) if args.quick else
@@ -90,6 +93,13 @@ def main() -> None:
             gS).compile())
         out[f"remat={remat}"] = {"one_device": single, "per_device": sharded,
                                  "temp_ratio": sharded["temp"] / single["temp"]}
+    if args.check:
+        progress("running both gradients")
+        one, split, gS = losses(arch, mesh)
+        (_, a), ga = jax.jit(jax.value_and_grad(one, has_aux=True))(gS)
+        (_, b), gb = jax.jit(jax.value_and_grad(split, has_aux=True))(gS)
+        out["v_rel"] = float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(a)))
+        out["grad_rel"] = float(jnp.max(jnp.abs(ga - gb)) / jnp.max(jnp.abs(ga)))
     finish(out)
 
 
