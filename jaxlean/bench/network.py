@@ -16,7 +16,9 @@ The full run compares with jaxley at :data:`PEER_FULL` (196 inputs, 16 hidden ce
 outputs: jaxley does not build the full network in reasonable time here) and runs jaxlean
 alone at :data:`FULL`. At ``--quick`` sizes (:data:`QUICK`) both sides run a small
 network; the speed and memory goals are stated for the full runs, the compile-time goal
-holds at any size.
+holds at any size. Last, a child process splits the network over 8 forced CPU devices
+(``simulate_network_sharded``) and reports per-device gradient temp memory against one
+device's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlean.bench._child import run_child
 from jaxlean.bench._measure import (
     SidesDisagreeError,
     Timing,
@@ -55,6 +58,8 @@ TIME_NOISE = 0.10
 COMPILE_NOISE = 0.15
 """Stated noise bands of alternating timings and of compile times on a shared 2-core VM."""
 PEER = "jaxley 0.14"
+SPLIT_DEVICES = 8
+"""Forced CPU devices of the split run (``jaxlean.bench._network_sharded``)."""
 
 
 def _check_same(ours_traces, theirs_traces, images, arch: Architecture) -> str:
@@ -117,6 +122,25 @@ def _compile_scaling(ctx: BenchContext, result: BenchResult, arch: Architecture)
     result.target(f"jaxlean gradient compile time, {4 * arch.hidden} / {arch.hidden} hidden "
                   "cells (independent of the number of cells)", large.total / small.total,
                   1.3, noise=COMPILE_NOISE, spread=large.total.ratio_spread(small.total))
+
+
+def _split(ctx: BenchContext, result: BenchResult) -> None:
+    """The network (one image, float64) split over :data:`SPLIT_DEVICES` forced CPU devices
+    (``simulate_network_sharded``, in a child process): per-device gradient temp memory
+    against one device's, with each side's default ``remat`` and with ``"segments"`` on both
+    (the one device's default at full size; the split run keeps every step's state where it
+    fits, and so chooses speed over memory by default)."""
+    ctx.step(f"network: split over {SPLIT_DEVICES} devices (child process)")
+    measured = run_child("jaxlean.bench._network_sharded", SPLIT_DEVICES, ctx)
+    case = f"MNIST network split over {SPLIT_DEVICES} devices, {measured['network']}"
+    for remat in ("None", "segments"):
+        m = measured[f"remat={remat}"]
+        result.compare(case, f"gradient temp per device, remat={remat}", "MB",
+                       1e-6 * m["one_device"]["temp"], 1e-6 * m["per_device"]["temp"],
+                       f"{SPLIT_DEVICES} devices", "1 device")
+    result.target(f"{case}: per-device gradient temp memory / one device's (remat="
+                  f"'segments' on both)", measured["remat=segments"]["temp_ratio"], 0.2,
+                  quick=False, noise=EXACT)
 
 
 def _sides(ctx: BenchContext, result: BenchResult, arch: Architecture):
@@ -205,6 +229,7 @@ def run(ctx: BenchContext) -> BenchResult:
         ctx.step(f"network: jaxlean alone at {arch.describe()}")
         _report(result, arch, compiled, sides)
     _compile_scaling(ctx, result, arch)
+    _split(ctx, result)
     g = compiled["jaxlean", "gradient"]
     result.headline = (f"Network ({arch.describe()}): jaxlean's gradient compiles in "
                        f"{g.compile_s:.1f} s and needs {g.temp_bytes / 1e6:.0f} MB temp memory.")

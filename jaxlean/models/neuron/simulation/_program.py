@@ -200,8 +200,12 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
     if initial is None and plan.couplings:
         state["synapses"] = {syn.name: syn.rest(p["v_init"][pre], coupling_params[syn.name])
                              for syn, pre, _ in plan.couplings}
-    coupled = [(syn, at[pre], at[post], 1e-3 / area[post], coupling_params[syn.name])
-               for syn, pre, post in plan.couplings]  # graded synapses of a network
+    coupled = []  # a network's synapses; a sharded one's give their (traced) post sites
+    for syn, pre, post in plan.couplings:
+        cp = coupling_params[syn.name]
+        post = syn.post_of(cp) if hasattr(syn, "post_of") else post
+        coupled.append((syn, at[pre], jnp.asarray(at)[post] if isinstance(post, jax.Array)
+                        else at[post], 1e-3 / area[post], cp))
     first = state["step"]
     xs = {"current": currents,
           "arrivals": {name: spikes.arrivals(times, dt, first, steps)
