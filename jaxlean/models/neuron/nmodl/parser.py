@@ -49,7 +49,7 @@ _REFUSED_NEURON = {
 _REFUSED_STATEMENTS = {
     "WATCH": "WATCH statements are not supported",
     "WHILE": "while loops are not supported", "while": "while loops are not supported",
-    "for": "for loops are not supported", "net_send": "net_send is not supported",
+    "for": "for loops are not supported",
     "net_event": "net_event is not supported", "LAG": "LAG is not supported",
     "VERBATIM": "VERBATIM blocks (C code) are not supported",
     "LONGITUDINAL_DIFFUSION": "LONGITUDINAL_DIFFUSION is not supported",

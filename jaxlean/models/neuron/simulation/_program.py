@@ -36,7 +36,7 @@ from jaxlean.models.neuron.cell import params as parameters
 from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.mechanisms.ions import variables
 from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
-from jaxlean.models.neuron.simulation import _time, clamp, spikes
+from jaxlean.models.neuron.simulation import _events, _time, clamp, spikes
 from jaxlean.models.neuron.simulation._batched import Sums, gather_each
 from jaxlean.models.neuron.simulation._initial import initial_state
 from jaxlean.models.neuron.simulation._ion_pool import ion_uses, reversals, view, written
@@ -219,7 +219,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
     ion_params = {name: to_layout(p[name]) for use in uses.values()
                   for name in [variables(use.ion)["e"]] if use.reversal}
 
-    def membrane(v, states, pool):
+    def membrane(v, states, pool, t=0.0):
         """The membrane's diagonal and drive, each current's flow, and the ions' reversals and
         total currents (``{"eca": ..., "ica": ...}``) at the start of a step."""
         diag, rhs = capacitance_dt, capacitance_dt * v
@@ -241,7 +241,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
             mechanism, name = ins.mechanism, ins.mechanism.name
             if mechanism.voltage_dependent:
                 given = {**states[name], **view(mechanism, ions, functools.partial(gather, k)),
-                         "celsius": celsius, "dt": dt}
+                         "celsius": celsius, "dt": dt, "t": t}
                 now = mechanism.currents_at(local, given, own[k], given)
                 later = mechanism.currents_at(local + _DV, given, own[k], given)
                 kept = mechanism.currents_kept(local, given, own[k])
@@ -272,7 +272,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         totals = {key: sums.into(key, total) for key, total in totals.items()}
         return sums.into("diag", diag), sums.into("rhs", rhs), flows, {**ions, **totals}
 
-    def advance(k, states, pool, ions, local):
+    def advance(k, states, pool, ions, local, t):
         """Mechanism ``k``'s states after a step at its voltage ``local``; the concentrations
         it writes in ``pool``."""
         ins = plan.insertions[k]
@@ -280,7 +280,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         if not (mechanism.ions or mechanism.dstate):
             return ins.mechanism.step(states[name], local, dt, speed[k], own[k])
         given = {**states[name], **view(mechanism, {**ions, **pool},
-                                        functools.partial(gather, k)), "celsius": celsius}
+                                        functools.partial(gather, k)), "celsius": celsius, "t": t}
         new = mechanism.step(given, local, dt, speed[k], own[k])
         for conc in written(mechanism):
             pool[conc] = new[conc] if where[k] is None else pool[conc].at[where[k]].set(
@@ -289,6 +289,9 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
 
     def step(carry, x):
         v, states = carry["v"], dict(carry["states"])
+        if "events" in carry:  # NET_RECEIVE run in full (_events)
+            carry = {**carry, **_events.step(plan, carry, states, spike_times, where, own, dt,
+                                              celsius)}
         for k, ins in enumerate(plan.insertions):
             mechanism, name = ins.mechanism, ins.mechanism.name
             if mechanism.on_spike is not None:
@@ -297,7 +300,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                     s: states[name][s] + arrived * jump
                     for s, jump in mechanism.spike_increments(own[k]).items()}}
         pool = dict(carry.get("ions", {}))
-        diag, rhs, flows, ions = membrane(v, states, pool)
+        diag, rhs, flows, ions = membrane(v, states, pool, (carry["step"] + 0.5) * dt)
         if plan.targets.size:
             rhs = rhs.at[targets].add(stimulus_scale * x["current"])
         for syn, _, post, syn_scale, cp in coupled:  # graded synapses: conductances at post
@@ -313,10 +316,12 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         v_new = tree_solve_in_layout(layout.tree, lower, diag_axial + diag, upper, rhs)
         for k, (ins, local) in enumerate(zip(plan.insertions, gather_each(v_new, where),
                                              strict=True)):
-            states[ins.mechanism.name] = advance(k, states, pool, ions, local)
+            states[ins.mechanism.name] = advance(k, states, pool, ions, local,
+                                                 (carry["step"] + 1) * dt)
         if plan.clamped.size:
             flows["i_clamp"] = g_clamp * (x["vc"] - v_new[clamped])
-        new = {"v": v_new, "states": states, "step": carry["step"] + 1}
+        new = {"v": v_new, "states": states, "step": carry["step"] + 1,
+               **({"events": carry["events"]} if "events" in carry else {})}
         if coupled:
             new["synapses"] = {syn.name: syn.step(carry["synapses"][syn.name], v_new[pre], dt, cp)
                                for syn, pre, _, _, cp in coupled}
@@ -337,6 +342,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
              "step": state["step"]}
     if "ions" in state:
         carry["ions"] = {name: to_layout(c) for name, c in state["ions"].items()}
+    carry.update(_events.start_all(plan.insertions, state, capacitance_dt.dtype))
     if "synapses" in state:
         carry["synapses"] = state["synapses"]
     if plan.detectors.size:
@@ -360,8 +366,9 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                      "step": carry["step"]}}
     if "ions" in carry:
         out["final"]["ions"] = {name: layout.take(c, n) for name, c in carry["ions"].items()}
-    if "synapses" in carry:
-        out["final"]["synapses"] = carry["synapses"]
+    for key in ("synapses", "events"):
+        if key in carry:
+            out["final"][key] = carry[key]
     if plan.detectors.size:
         out["spikes"], out["spike_count"] = carry["detect"]
     return out

@@ -1,0 +1,174 @@
+"""A ``POINT_PROCESS`` with a general ``NET_RECEIVE`` block, run as NEURON runs it.
+
+NEURON calls ``NET_RECEIVE(weight, a1, a2, ...)`` once per event delivered to the point
+process, with ``t`` the event's time and ``flag`` 0 for an event from a ``NetCon`` (the
+value given to ``net_send`` for a self-event). The block may use any statement the other
+blocks may (``LOCAL``, ``if``/``else``, assignments to STATEs, ASSIGNEDs and RANGE
+variables, which stay assigned), read ``t`` and ``flag``, and call ``net_send(delay,
+flag)``, which queues a self-event at ``t + delay`` carrying the same connection's
+arguments. The arguments after ``weight`` are kept per connection (``NetCon.weight[1:]``),
+zero at the start of a run as in NEURON's ``finitialize``. The weight is the parameter
+``<weight>_<name>``, so gradients flow to it.
+
+:class:`PointMechanism` is the :class:`~jaxlean.models.neuron.nmodl.generated.
+GeneratedMechanism` of such a file plus :meth:`PointMechanism.deliver`, which the
+simulator (:mod:`jaxlean.models.neuron.simulation._events`) calls for every event at the
+start of the step NEURON's fixed step delivers it in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jaxlean.errors import ConfigError
+from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism, generate
+from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
+from jaxlean.models.neuron.nmodl.model import Model, ModFileError
+
+__all__ = ["PointMechanism", "generate_point"]
+
+QUEUE = 16
+"""Self-events (``net_send``) each instance can have pending at once."""
+
+
+class _Receive(Interpreter):
+    """Runs NET_RECEIVE: ``net_send(delay, flag)`` records a send at its call site."""
+
+    def __init__(self, model: Model, sites: dict[int, int]):
+        super().__init__(model, JaxBackend())
+        self.sites = sites
+
+    def call(self, node: s.Call, local: dict, names: dict):
+        if node.name != "net_send":
+            return super().call(node, local, names)
+        if len(node.args) != 2:
+            raise self.model.error(node.line, "net_send takes two arguments (delay, flag)")
+        k = self.sites[node.line]
+        delay, flag = (self.eval(arg, local, names) for arg in node.args)
+        names.update({f" sent{k}": 1.0, f" delay{k}": delay, f" flag{k}": flag})
+        return 0.0
+
+
+def _calls(statements, name: str) -> list[int]:
+    """Lines of the calls of ``name`` among ``statements`` (nested ifs and loops too)."""
+    lines = []
+
+    def expr(node):
+        if isinstance(node, s.Call):
+            if node.name == name:
+                lines.append(node.line)
+            for arg in node.args:
+                expr(arg)
+        elif isinstance(node, s.Binary):
+            expr(node.left)
+            expr(node.right)
+        elif isinstance(node, s.Unary):
+            expr(node.operand)
+
+    for statement in statements:
+        if isinstance(statement, s.CallStatement):
+            expr(statement.call)
+        elif isinstance(statement, s.Assign):
+            expr(statement.value)
+        elif isinstance(statement, s.If):
+            expr(statement.condition)
+            lines += _calls((*statement.then, *statement.otherwise), name)
+        elif isinstance(statement, s.Loop):
+            lines += _calls(statement.body, name)
+    return lines
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PointMechanism(GeneratedMechanism):
+    """A point process whose NET_RECEIVE runs in full (see the module docstring).
+
+    ``weight``: the weight parameter's jaxlean name; ``receive_args``: how many arguments
+    after the weight are kept per connection; ``sends``: the lines of its ``net_send``
+    calls; ``queue``: pending self-events per instance (:data:`QUEUE`).
+    """
+
+    weight: str = ""
+    receive_args: int = 0
+    sends: tuple[int, ...] = ()
+    queue: int = QUEUE
+
+    @property
+    def receives(self) -> bool:
+        """Whether the file has a NET_RECEIVE block (events reach it)."""
+        return self.model.net_receive is not None
+
+    def deliver(self, states, args, t, flag, v, p):
+        """NET_RECEIVE for one event per instance at time ``t`` (``(instances,)``) with
+        ``flag``; ``args``: ``(instances, receive_args)``. Returns the new states, the new
+        arguments and ``[(sent, delay, flag)]``, one per ``net_send`` call site (``sent``
+        1 where the call ran)."""
+        block = self.model.net_receive
+        names = {**self._names(v, states, p), "t": t, "flag": flag}
+        for k in range(len(self.sends)):
+            names.update({f" sent{k}": 0.0, f" delay{k}": 0.0, f" flag{k}": 0.0})
+        given = {block.args[0]: p[self.weight]}
+        given.update({name: args[:, j] for j, name in enumerate(block.args[1:])})
+        local = _Receive(self.model, {line: k for k, line in enumerate(self.sends)}
+                         ).run_block(block, names, given)
+        new_args = (jnp.stack([jnp.broadcast_to(local[name], jnp.shape(t))
+                               for name in block.args[1:]], axis=1)
+                    if self.receive_args else args)
+        sends = [(names[f" sent{k}"], names[f" delay{k}"], names[f" flag{k}"])
+                 for k in range(len(self.sends))]
+        return self._kept(names, v), new_args, sends
+
+
+def generate_point(model: Model) -> PointMechanism:
+    """The :class:`PointMechanism` of a point-process ``model`` (compact or not, with or
+    without NET_RECEIVE).
+
+    Raises:
+      ModFileError: every problem of the file, with its line.
+    """
+    receive = model.net_receive
+    for block in [model.initial, model.breakpoint,
+                  *[b for b in model.blocks.values()]]:
+        for line in _calls(block.body if block is not None else (), "net_send"):
+            model.refuse(line, "net_send outside NET_RECEIVE (a self-event from "
+                         f"{block.kind}) is not supported")
+    if receive is not None and not receive.args:
+        model.refuse(receive.line, "NET_RECEIVE needs at least one argument, the weight")
+    if model.problems:
+        raise ModFileError(model.where, model.problems)
+    general = generate(model, point=True)
+    fields = {f.name: getattr(general, f.name) for f in dataclasses.fields(general)
+              if f.init}
+    parameters = dict(fields.pop("parameters"))
+    weight, sends = "", ()
+    if receive is not None:
+        weight = f"{receive.args[0]}_{model.suffix}"
+        parameters[weight] = (0.0, "")
+        sends = tuple(_calls(receive.body, "net_send"))
+    try:
+        mechanism = PointMechanism(
+            **{**fields, "point": True, "parameters": parameters,
+               "on_spike": (lambda p: {}) if receive is not None else None},
+            weight=weight, receive_args=len(receive.args) - 1 if receive else 0, sends=sends)
+        if receive is not None:
+            _dry_receive(mechanism)
+    except ConfigError as error:
+        if isinstance(error, ModFileError):
+            raise
+        raise ModFileError(model.where, [(model.suffix_line, str(error))]) from None
+    return mechanism
+
+
+def _dry_receive(mechanism: PointMechanism) -> None:
+    """Trace NET_RECEIVE once (no compiling), so a construct it cannot run is refused when
+    the file loads."""
+    def run(v, p):
+        states = {**mechanism.initial(v, p, {"celsius": 6.3, "dt": 0.025}), "celsius": 6.3}
+        return mechanism.deliver(states, jnp.zeros((1, mechanism.receive_args)), v * 0 + 1,
+                                 v * 0, v, p)
+
+    jax.eval_shape(run, jnp.full((1,), -65.0),
+                   {name: jnp.asarray(d) for name, (d, _) in mechanism.parameters.items()})
