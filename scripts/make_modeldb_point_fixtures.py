@@ -38,7 +38,10 @@ CORPUS = ROOT / "tests" / "models" / "neuron" / "nmodl" / "corpus"
 OUT = ROOT / "tests" / "models" / "neuron" / "nmodl" / "fixtures"
 CELL = {"L": 20.0, "diam": 20.0, "cm": 1.0, "dt": 0.025, "t_max": 300.0, "celsius": 34.0,
         "v_init": -65.0, "pas": {"g": 5e-5, "e": -65.0}}
-PROTOCOL = {"start": 20.0, "interval": 20.0, "number": 6, "delay": 1.0}
+PROTOCOL = {"start": 20.0, "interval": 20.005, "number": 6, "delay": 1.0}
+"""The events fall at 21, 41.005, 61.01, 81.015, 101.02, 121.025 ms: at a step's start, and
+within a step before and after its middle (``t + dt/2``, where NEURON's fixed step stops
+delivering)."""
 EVERY = 10
 
 # per file: the parameters set (defaults otherwise), the NetCon weight (files with
@@ -126,7 +129,10 @@ def neuron_run(work: Path, name: str, spec: dict) -> dict:
     try:
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        return {"error": "NEURON process failed: " + done.stderr[-300:]}
+        said = [line for line in (done.stdout + done.stderr).splitlines()
+                if line.strip() and "DISPLAY" not in line and "graphics" not in line]
+        return {"error": f"NEURON process failed (exit code {done.returncode}): "
+                         + " ".join(said)[-300:]}
 
 
 def run_file(path: str) -> dict:

@@ -10,7 +10,9 @@ self-events its ``net_send`` calls queued (a self-event due within the same half
 delivered in the same step). Each instance keeps its connection's NET_RECEIVE arguments
 after the weight (zero at the start), the index of its next input spike, and up to
 ``queue`` pending self-events (time ``inf``: a free slot). At most :data:`PER_STEP`
-events per instance are delivered in one step.
+events per instance are delivered in one step; ``lost`` counts, per instance, the steps
+that had more and the self-events a full queue dropped (``simulate``'s
+``out["final"]["events"][name]["lost"]``, zero in a faithful run).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def start(mechanism, instances: int, dtype) -> dict[str, jax.Array]:
     return {"args": jnp.zeros((instances, mechanism.receive_args), dtype),
             "next": jnp.zeros(instances, jnp.int32),
             "due": jnp.full((instances, mechanism.queue), jnp.inf, dtype),
-            "flag": jnp.zeros((instances, mechanism.queue), dtype)}
+            "flag": jnp.zeros((instances, mechanism.queue), dtype),
+            "lost": jnp.zeros(instances, jnp.int32)}
 
 
 def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Array, dt: float,
@@ -57,17 +60,22 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
         taken = active & ~from_outside
         due = events["due"].at[rows, slot].set(jnp.where(taken, jnp.inf, queued))
         flags = events["flag"]
+        lost = events["lost"]
         for sent, delay, sent_flag in sends:
             on = active & (jnp.broadcast_to(sent, active.shape) > 0)
             free = jnp.argmax(due == jnp.inf, axis=1)
+            lost = lost + (on & (due[rows, free] < jnp.inf))  # the queue is full
             due = due.at[rows, free].set(jnp.where(on, when + delay, due[rows, free]))
             flags = flags.at[rows, free].set(jnp.where(on, sent_flag, flags[rows, free]))
         events = {"args": jnp.where(active[:, None], args, events["args"]),
                   "next": events["next"] + (active & from_outside),
-                  "due": due, "flag": flags}
+                  "due": due, "flag": flags, "lost": lost}
         return states, events
 
-    return lax.fori_loop(0, PER_STEP, one, (states, events))
+    states, events = lax.fori_loop(0, PER_STEP, one, (states, events))
+    left = jnp.minimum(padded[rows, jnp.minimum(events["next"], times.shape[1])],
+                       events["due"].min(axis=1)) <= limit  # more than PER_STEP this step
+    return states, {**events, "lost": events["lost"] + left}
 
 
 def start_all(insertions, state: dict, dtype) -> dict:
