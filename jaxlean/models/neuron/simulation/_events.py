@@ -3,10 +3,12 @@ fixed-step event queue for one connection per instance plus its self-events.
 
 A mechanism with ``receives`` true and a ``deliver`` method (an NMODL
 :class:`~jaxlean.models.neuron.nmodl.net_receive.PointMechanism`) receives, at the start
-of each step ``[t, t + dt]``, every event with time ``<= t + dt/2``, earliest first (an
-event from the connection before a self-event at the same time), as NEURON's fixed step
-does: the input spikes given to ``simulate`` (``spikes={name: times}``, flag 0) and the
-self-events its ``net_send`` calls queued (a self-event due within the same half step is
+of each step ``[t, t + dt]``, every event with time ``<= t + dt/2``, earliest first, as
+NEURON's fixed step does (at equal times an input event before a self-event: NEURON's
+order, first queued first, when the input's presynaptic spike came before the
+``net_send`` call; a self-event queued before the input's spike goes first in NEURON and
+second here): the input spikes given to ``simulate`` (``spikes={name: times}``, flag 0)
+and the self-events its ``net_send`` calls queued (a self-event due within the same half step is
 delivered in the same step). Each instance keeps its connection's NET_RECEIVE arguments
 after the weight (zero at the start), the index of its next input spike, and up to
 ``queue`` pending self-events (time ``inf``: a free slot). At most :data:`PER_STEP`
