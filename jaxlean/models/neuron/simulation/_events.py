@@ -11,7 +11,8 @@ second here): the input spikes given to ``simulate`` (``spikes={name: times}``, 
 and the self-events its ``net_send`` calls queued (a self-event due within the same half step is
 delivered in the same step). Each instance keeps its connection's NET_RECEIVE arguments
 after the weight (zero at the start), the index of its next input spike, and up to
-``queue`` pending self-events (time ``inf``: a free slot). At most :data:`PER_STEP`
+``queue`` pending self-events (time ``inf``: a free slot; of self-events due at one time,
+the first sent is delivered first). At most :data:`PER_STEP`
 events per instance are delivered in one step; ``lost`` counts, per instance, the steps
 that had more and the self-events a full queue dropped (``simulate``'s
 ``out["final"]["events"][name]["lost"]``, zero in a faithful run).
@@ -35,7 +36,8 @@ def start(mechanism, instances: int, dtype) -> dict[str, jax.Array]:
             "next": jnp.zeros(instances, jnp.int32),
             "due": jnp.full((instances, mechanism.queue), jnp.inf, dtype),
             "flag": jnp.zeros((instances, mechanism.queue), dtype),
-            "lost": jnp.zeros(instances, jnp.int32)}
+            "order": jnp.zeros((instances, mechanism.queue), jnp.int32),
+            "sent": jnp.zeros(instances, jnp.int32), "lost": jnp.zeros(instances, jnp.int32)}
 
 
 def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Array, dt: float,
@@ -49,7 +51,9 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
     def one(_, carry):
         states, events = carry
         outside = padded[rows, jnp.minimum(events["next"], times.shape[1])]
-        slot = jnp.argmin(events["due"], axis=1)
+        first = events["due"].min(axis=1, keepdims=True)  # of those, the first sent
+        slot = jnp.argmin(jnp.where(events["due"] == first, events["order"],
+                                    jnp.iinfo(jnp.int32).max), axis=1)
         queued = events["due"][rows, slot]
         from_outside = outside <= queued
         when = jnp.where(from_outside, outside, queued)
@@ -62,16 +66,18 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
         taken = active & ~from_outside
         due = events["due"].at[rows, slot].set(jnp.where(taken, jnp.inf, queued))
         flags = events["flag"]
-        lost = events["lost"]
+        lost, order, count = events["lost"], events["order"], events["sent"]
         for sent, delay, sent_flag in sends:
             on = active & (jnp.broadcast_to(sent, active.shape) > 0)
             free = jnp.argmax(due == jnp.inf, axis=1)
             lost = lost + (on & (due[rows, free] < jnp.inf))  # the queue is full
             due = due.at[rows, free].set(jnp.where(on, when + delay, due[rows, free]))
             flags = flags.at[rows, free].set(jnp.where(on, sent_flag, flags[rows, free]))
+            order = order.at[rows, free].set(jnp.where(on, count, order[rows, free]))
+            count = count + on
         events = {"args": jnp.where(active[:, None], args, events["args"]),
                   "next": events["next"] + (active & from_outside),
-                  "due": due, "flag": flags, "lost": lost}
+                  "due": due, "flag": flags, "order": order, "sent": count, "lost": lost}
         return states, events
 
     states, events = lax.fori_loop(0, PER_STEP, one, (states, events))
