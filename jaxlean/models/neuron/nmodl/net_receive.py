@@ -78,8 +78,21 @@ def _calls(statements, name: str) -> list[int]:
             expr(statement.condition)
             lines += _calls((*statement.then, *statement.otherwise), name)
         elif isinstance(statement, s.Loop):
-            lines += _calls(statement.body, name)
+            lines += [-line for line in _calls(statement.body, name)]  # negative: in a loop
     return lines
+
+
+def _assigns(statements, name: str) -> int | None:
+    """The line of the first assignment to ``name`` among ``statements``, else None."""
+    for statement in statements:
+        if isinstance(statement, s.Assign) and statement.target == name:
+            return statement.line
+        inner = ((*statement.then, *statement.otherwise) if isinstance(statement, s.If)
+                 else statement.body if isinstance(statement, s.Loop) else ())
+        found = _assigns(inner, name)
+        if found is not None:
+            return found
+    return None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -133,10 +146,22 @@ def generate_point(model: Model) -> PointMechanism:
     for block in [model.initial, model.breakpoint,
                   *[b for b in model.blocks.values()]]:
         for line in _calls(block.body if block is not None else (), "net_send"):
-            model.refuse(line, "net_send outside NET_RECEIVE (a self-event from "
+            model.refuse(abs(line), "net_send outside NET_RECEIVE (a self-event from "
                          f"{block.kind}) is not supported")
     if receive is not None and not receive.args:
         model.refuse(receive.line, "NET_RECEIVE needs at least one argument, the weight")
+    if receive is not None and receive.args:
+        calls = _calls(receive.body, "net_send")
+        for line in sorted({abs(line) for line in calls if line < 0 or calls.count(line) > 1}):
+            model.refuse(line, "net_send in a FROM loop, or twice on one line, is not "
+                         "supported (each call needs its own line)")
+        line = _assigns(receive.body, receive.args[0])
+        if line is not None:
+            model.refuse(line, f"NET_RECEIVE assigns its weight {receive.args[0]} (NEURON "
+                         f"keeps it in the NetCon); jaxlean's weight is a parameter")
+        if f"{receive.args[0]}_{model.suffix}" in {f"{n}_{model.suffix}" for n in
+                                                  model.parameters}:
+            model.refuse(receive.line, f"the weight {receive.args[0]} is also a PARAMETER")
     if model.problems:
         raise ModFileError(model.where, model.problems)
     general = generate(model, point=True)

@@ -6,7 +6,7 @@ a NetStim through a NetCon, so that an input event and a self-event, or two self
 are due at one time. NEURON delivers the one queued first. jaxlean delivers an input event
 before a self-event due with it, and self-events in the order sent: the same as NEURON when
 the input's presynaptic spike came before the ``net_send`` call, not otherwise (the case
-marked ``xfail``).
+marked ``xfail``). What NET_RECEIVE cannot do in jaxlean is refused with its line.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import jax
 import numpy as np
 import pytest
 
+from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.channels import pas
 from jaxlean.models.neuron.nmodl import load_mod
 from jaxlean.models.neuron.simulation.cable import Cell, simulate
@@ -60,3 +61,20 @@ def test_events_due_at_one_time_in_neurons_order(case):
                    "input's spike first; jaxlean does not know when the input was queued")
 def test_a_self_event_queued_before_the_input():
     assert _error("self_event_queued_first") < VOLTAGE_TOLERANCE
+
+
+_POINT = ("NEURON { POINT_PROCESS P RANGE g NONSPECIFIC_CURRENT i }\n"
+          "ASSIGNED { v (mV) i (nA) g (uS) }\nBREAKPOINT { i = g*(v - 0) }\n")
+
+
+@pytest.mark.parametrize("body, line, words", [
+    ("NET_RECEIVE(w) {\n g = g + w\n net_send(1, 1) net_send(2, 2)\n}\n", 6,
+     "twice on one line"),
+    ("NET_RECEIVE(w) {\n FROM k = 1 TO 2 {\n net_send(k, 1)\n }\n}\n", 6, "FROM loop"),
+    ("NET_RECEIVE(w) {\n w = 2\n}\n", 5, "assigns its weight w"),
+    ("INITIAL {\n net_send(1, 1)\n}\nNET_RECEIVE(w) {\n g = g + w\n}\n", 5,
+     "net_send outside NET_RECEIVE"),
+])
+def test_net_receive_refusals_name_the_line_and_construct(body, line, words):
+    with pytest.raises(ConfigError, match=rf"<mod text>:{line}: .*{words}"):
+        load_mod(_POINT + body)
