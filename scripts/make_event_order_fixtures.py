@@ -1,12 +1,14 @@
 """Write the NEURON fixture of NET_RECEIVE's event order (tests/models/neuron/nmodl/fixtures/
 event_order.npz).
 
-Two test synapses (tests/models/neuron/nmodl/events/) whose result depends on the order of
-events due at one time: ``TieSyn`` (an input event adds ``w`` and sends a self-event ``d``
+Test synapses (tests/models/neuron/nmodl/events/): two whose result depends on the order of
+events due at one time, ``TieSyn`` (an input event adds ``w`` and sends a self-event ``d``
 later that halves ``g``) and ``FifoSyn`` (an input event sends two self-events due at one
-time). Each case: one compartment with ``pas`` (L = diam = 20 um, ``g_pas`` 5e-5 S/cm2,
-``e_pas`` -65 mV), the synapse at its centre, a ``NetStim`` (start 20 ms, 2 spikes,
-``interval``) through a ``NetCon`` (delay 1 ms, weight 1e-3), 40 ms at dt 0.025, float64.
+time), and ``TMSyn`` (Tsodyks-Markram, its per-connection state set by an INITIAL block
+inside NET_RECEIVE). Each case: one compartment with ``pas`` (L = diam = 20 um,
+``g_pas`` 5e-5 S/cm2, ``e_pas`` -65 mV), the synapse at its centre, a ``NetStim`` (start
+20 ms, 2 spikes ``interval`` apart; 5 spikes 4 ms apart for ``TMSyn``) through a
+``NetCon`` (delay 1 ms, weight 1e-3), 40 ms at dt 0.025, float64.
 With ``interval = d`` the second input event is due with the first one's self-event:
 queued before it when ``d`` <= the NetCon delay, after it when ``d`` is longer. Needs
 ``neuron`` (``pip install neuron==9.0.2``) and a C compiler:
@@ -27,10 +29,11 @@ from _fixture_cli import command_line, nrnivmodl_and_load, run_cases  # scripts/
 ROOT = Path(__file__).resolve().parents[1]
 MODS = ROOT / "tests" / "models" / "neuron" / "nmodl" / "events"
 OUT = ROOT / "tests" / "models" / "neuron" / "nmodl" / "fixtures"
-CASES = {  # name: (synapse, its d and the NetStim's interval, ms)
-    "input_queued_first": ("TieSyn", 0.3),
-    "self_event_queued_first": ("TieSyn", 1.3),
-    "self_events_in_order_sent": ("FifoSyn", 0.3),
+CASES = {  # name: (synapse, the NetStim's interval (ms) and spikes, the synapse's globals)
+    "input_queued_first": ("TieSyn", 0.3, 2, {"d": 0.3}),
+    "self_event_queued_first": ("TieSyn", 1.3, 2, {"d": 1.3}),
+    "self_events_in_order_sent": ("FifoSyn", 0.3, 2, {"d": 0.3}),
+    "per_connection_initial": ("TMSyn", 4.0, 5, {}),
 }
 CELL = {"L": 20.0, "diam": 20.0, "dt": 0.025, "t_max": 40.0, "celsius": 34.0, "v_init": -65.0,
         "g_pas": 5e-5, "e_pas": -65.0, "start": 20.0, "delay": 1.0, "weight": 1e-3}
@@ -40,7 +43,7 @@ def write_one(name: str, out: Path) -> None:
     """Run case ``name`` in NEURON and add it to ``out/event_order.npz``."""
     from neuron import h
 
-    synapse, d = CASES[name]
+    synapse, interval, number, values = CASES[name]
     with tempfile.TemporaryDirectory() as scratch:
         shutil.copy(MODS / f"{synapse}.mod", scratch)
         nrnivmodl_and_load(Path(scratch))
@@ -50,9 +53,10 @@ def write_one(name: str, out: Path) -> None:
     soma.insert("pas")
     soma.g_pas, soma.e_pas = CELL["g_pas"], CELL["e_pas"]
     point = getattr(h, synapse)(soma(0.5))
-    setattr(h, f"d_{synapse}", d)
+    for key, value in values.items():
+        setattr(h, f"{key}_{synapse}", value)
     stim = h.NetStim()
-    stim.start, stim.number, stim.interval, stim.noise = CELL["start"], 2, d, 0
+    stim.start, stim.number, stim.interval, stim.noise = CELL["start"], number, interval, 0
     netcon = h.NetCon(stim, point)
     netcon.delay, netcon.weight[0] = CELL["delay"], CELL["weight"]
     spikes, v = h.Vector(), h.Vector().record(soma(0.5)._ref_v)

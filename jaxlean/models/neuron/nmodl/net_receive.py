@@ -7,7 +7,8 @@ blocks may (``LOCAL``, ``if``/``else``, assignments to STATEs, ASSIGNEDs and RAN
 variables, which stay assigned), read ``t`` and ``flag``, and call ``net_send(delay,
 flag)``, which queues a self-event at ``t + delay`` carrying the same connection's
 arguments. The arguments after ``weight`` are kept per connection (``NetCon.weight[1:]``),
-zero at the start of a run as in NEURON's ``finitialize``. The weight is the parameter
+zero at the start of a run as in NEURON's ``finitialize``, then as an ``INITIAL`` block
+inside NET_RECEIVE sets them (``t = 0``). The weight is the parameter
 ``<weight>_<name>``, so gradients flow to it.
 
 :class:`PointMechanism` is the :class:`~jaxlean.models.neuron.nmodl.generated.
@@ -88,7 +89,7 @@ def _assigns(statements, name: str) -> int | None:
         if isinstance(statement, s.Assign) and statement.target == name:
             return statement.line
         inner = ((*statement.then, *statement.otherwise) if isinstance(statement, s.If)
-                 else statement.body if isinstance(statement, s.Loop) else ())
+                 else statement.body if isinstance(statement, s.Loop | s.Block) else ())
         found = _assigns(inner, name)
         if found is not None:
             return found
@@ -113,6 +114,18 @@ class PointMechanism(GeneratedMechanism):
     def receives(self) -> bool:
         """Whether the file has a NET_RECEIVE block (events reach it)."""
         return self.model.net_receive is not None
+
+    def initial_args(self, states, v, p):
+        """The arguments after the weight as a run starts, ``(instances, receive_args)``:
+        zero, then as NET_RECEIVE's own ``INITIAL`` block sets them (``t = 0``)."""
+        block = self.model.net_receive
+        args = {name: jnp.zeros(jnp.shape(v), jnp.result_type(v)) for name in block.args[1:]}
+        for inner in (x for x in block.body if isinstance(x, s.Block)):
+            names = {**self._names(v, states, p), "t": 0.0}
+            local = Interpreter(self.model, JaxBackend()).run_block(
+                inner, names, {**args, block.args[0]: p[self.weight]})
+            args = {name: jnp.broadcast_to(local[name], jnp.shape(v)) for name in args}
+        return jnp.stack(list(args.values()), axis=1) if args else jnp.zeros((len(v), 0))
 
     def deliver(self, states, args, t, flag, v, p):
         """NET_RECEIVE for one event per instance at time ``t`` (``(instances,)``) with
@@ -192,7 +205,7 @@ def _dry_receive(mechanism: PointMechanism) -> None:
     the file loads."""
     def run(v, p):
         states = {**mechanism.initial(v, p, {"celsius": 6.3, "dt": 0.025}), "celsius": 6.3}
-        return mechanism.deliver(states, jnp.zeros((1, mechanism.receive_args)), v * 0 + 1,
+        return mechanism.deliver(states, mechanism.initial_args(states, v, p), v * 0 + 1,
                                  v * 0, v, p)
 
     jax.eval_shape(run, jnp.full((1,), -65.0),

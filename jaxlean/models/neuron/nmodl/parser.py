@@ -279,6 +279,8 @@ class _Parser(ExpressionParser):
                 self.units()
         local_names: list[str] = []
         body = self.body(local_names)
+        if kind != "NET_RECEIVE" and any(isinstance(x, s.Block) for x in body):
+            self.m.refuse(line, f"INITIAL inside {kind} (only NET_RECEIVE may hold one)")
         block = s.Block(kind, name, args, tuple(local_names), body, line)
         if kind == "BREAKPOINT":
             self.m.breakpoint = block
@@ -339,6 +341,9 @@ class _Parser(ExpressionParser):
             self.next()
             local_names.extend(self.name_list())
             return None
+        if word == "INITIAL":  # in NET_RECEIVE: per connection as a run starts (net_receive)
+            self.next()
+            return s.Block("INITIAL", "INITIAL", (), (), self.body(local_names), token.line)
         if word in ("UNITSON", "UNITSOFF"):
             self.next()
             return None

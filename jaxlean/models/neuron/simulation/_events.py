@@ -30,9 +30,10 @@ PER_STEP = 4
 """Events an instance can receive in one step (a connection's and self-events together)."""
 
 
-def start(mechanism, instances: int, dtype) -> dict[str, jax.Array]:
-    """The event bookkeeping of ``instances`` instances at the start of a run."""
-    return {"args": jnp.zeros((instances, mechanism.receive_args), dtype),
+def start(mechanism, args: jax.Array, dtype) -> dict[str, jax.Array]:
+    """The event bookkeeping of instances whose NET_RECEIVE arguments start at ``args``."""
+    instances = args.shape[0]
+    return {"args": args.astype(dtype),
             "next": jnp.zeros(instances, jnp.int32),
             "due": jnp.full((instances, mechanism.queue), jnp.inf, dtype),
             "flag": jnp.zeros((instances, mechanism.queue), dtype),
@@ -86,13 +87,18 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
     return states, {**events, "lost": events["lost"] + left}
 
 
-def start_all(insertions, state: dict, dtype) -> dict:
+def start_all(insertions, state: dict, dtype, own: list, celsius) -> dict:
     """``{"events": {name: bookkeeping}}`` of the insertions that run NET_RECEIVE in full (a
-    continued run's own, from ``state``); ``{}`` when none does."""
+    continued run's own, from ``state``); ``{}`` when none does. ``own``: each insertion's
+    parameters."""
     if "events" in state:
         return {"events": state["events"]}
-    out = {ins.mechanism.name: start(ins.mechanism, ins.compartments.size, dtype)
-           for ins in insertions if getattr(ins.mechanism, "receives", False)}
+    out = {}
+    for ins, p in zip(insertions, own, strict=True):
+        if getattr(ins.mechanism, "receives", False):
+            given = {**state["states"][ins.mechanism.name], "celsius": celsius}
+            args = ins.mechanism.initial_args(given, state["v"][ins.compartments], p)
+            out[ins.mechanism.name] = start(ins.mechanism, args, dtype)
     return {"events": out} if out else {}
 
 

@@ -2,7 +2,8 @@
 
 The fixture (``fixtures/event_order.npz``, ``scripts/make_event_order_fixtures.py``) runs
 two order-sensitive test synapses (``events/TieSyn.mod``, ``events/FifoSyn.mod``) driven by
-a NetStim through a NetCon, so that an input event and a self-event, or two self-events,
+a NetStim through a NetCon (and ``events/TMSyn.mod``, whose per-connection state an INITIAL
+block inside NET_RECEIVE sets), so that an input event and a self-event, or two self-events,
 are due at one time. NEURON delivers the one queued first. jaxlean delivers an input event
 before a self-event due with it, and self-events in the order sent: the same as NEURON when
 the input's presynaptic spike came before the ``net_send`` call, not otherwise (the case
@@ -38,7 +39,7 @@ def _error(case: str) -> float:
     """The largest difference from NEURON's voltage (mV) of one case."""
     fixture = np.load(FIXTURE)
     cell_spec = json.loads(str(fixture["cell"]))
-    synapse, d = cell_spec["cases"][case]
+    synapse, _, _, values = cell_spec["cases"][case]
     mechanism = _mechanism(synapse)
     with jax.enable_x64():
         cell = Cell.from_parents(np.array([-1]), [cell_spec["L"]], [cell_spec["diam"] / 2],
@@ -46,7 +47,7 @@ def _error(case: str) -> float:
         params = {**cell.params(), "celsius": cell_spec["celsius"],
                   "v_init": cell_spec["v_init"], "g_pas": cell_spec["g_pas"],
                   "e_pas": cell_spec["e_pas"], mechanism.weight: np.array([cell_spec["weight"]]),
-                  f"d_{synapse}": np.array([d])}
+                  **{f"{key}_{synapse}": np.array([value]) for key, value in values.items()}}
         out = simulate(cell, params, [], cell_spec["dt"], cell_spec["t_max"],
                        spikes={synapse: [fixture[f"{case}:events"]]})
     return float(np.abs(np.asarray(out["v"][:, 0]) - fixture[f"{case}:v"]).max())
@@ -55,6 +56,12 @@ def _error(case: str) -> float:
 @pytest.mark.parametrize("case", ["input_queued_first", "self_events_in_order_sent"])
 def test_events_due_at_one_time_in_neurons_order(case):
     assert _error(case) < VOLTAGE_TOLERANCE
+
+
+def test_per_connection_state_set_by_initial_inside_net_receive():
+    """``TMSyn``: Tsodyks-Markram's R, u, tsyn kept per connection from NET_RECEIVE's own
+    INITIAL block, over 5 events."""
+    assert _error("per_connection_initial") < VOLTAGE_TOLERANCE
 
 
 @pytest.mark.xfail(strict=True, reason="NEURON delivers the self-event queued before the "
