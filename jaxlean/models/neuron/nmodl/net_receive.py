@@ -11,10 +11,11 @@ zero at the start of a run as in NEURON's ``finitialize``, then as an ``INITIAL`
 inside NET_RECEIVE sets them (``t = 0``). The weight is the parameter
 ``<weight>_<name>``, so gradients flow to it.
 
-:class:`PointMechanism` is the :class:`~jaxlean.models.neuron.nmodl.generated.
-GeneratedMechanism` of such a file plus :meth:`PointMechanism.deliver`, which the
-simulator (:mod:`jaxlean.models.neuron.simulation._events`) calls for every event at the
-start of the step NEURON's fixed step delivers it in.
+:class:`PointMechanism` is the
+:class:`~jaxlean.models.neuron.nmodl.generated.GeneratedMechanism` of such a file plus
+:meth:`PointMechanism.deliver`, which the simulator (``simulation/_events.py``) calls for
+every event at the start of the step NEURON's fixed step delivers it in. Drive it with
+``simulate(..., spikes={name: times})`` (one connection per instance).
 """
 
 from __future__ import annotations
