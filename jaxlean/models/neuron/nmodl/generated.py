@@ -99,6 +99,7 @@ class GeneratedMechanism(Mechanism):
 
     def _breakpoint(self, v, states, p) -> dict:
         names = self._names(v, states, p)
+        names.update(dict.fromkeys(self.plan.currents, 0.0))  # one assigned only in an if
         block = self.model.breakpoint
         body = tuple(st for st in block.body if not isinstance(st, s.Solve))
         Interpreter(self.model, JaxBackend()).run_block(
@@ -160,7 +161,7 @@ def _dry_run(mechanism: GeneratedMechanism) -> None:
         p = {name: jnp.asarray(default) for name, (default, _) in
              mechanism.parameters.items()}
         ions = {name: jnp.full((1,), 1.0) for name in mechanism.plan.ion_names}
-        ions["celsius"], ions["dt"], ions["t"] = jnp.asarray(6.3), 0.025, 0.0
+        ions["celsius"], ions["dt"], ions["t"] = jnp.asarray(6.3), 0.025, 0.0125
         states = {**ions, **mechanism.initial(v, p, ions)}
         mechanism.currents_at(v, states, p)
         mechanism.currents_kept(v, states, p)
@@ -169,8 +170,9 @@ def _dry_run(mechanism: GeneratedMechanism) -> None:
             raise ConfigError(f"a step gives {sorted(out)}, not {sorted(mechanism.states)}")
 
 
-def generate(model: Model) -> GeneratedMechanism:
-    """The :class:`GeneratedMechanism` of ``model``.
+def generate(model: Model, *, point: bool = False) -> GeneratedMechanism:
+    """The :class:`GeneratedMechanism` of ``model`` (``point``: let a POINT_PROCESS through,
+    for :func:`~jaxlean.models.neuron.nmodl.net_receive.generate_point`).
 
     Raises:
       ModFileError: every problem of the file, with its line.
@@ -181,7 +183,7 @@ def generate(model: Model) -> GeneratedMechanism:
     if not plan.currents and not plan.kept:
         model.refuse(model.suffix_line, "the mechanism writes no current (USEION ... WRITE "
                      "i<ion> or NONSPECIFIC_CURRENT), no concentration and keeps no value")
-    if model.point:
+    if model.point and not point:
         model.refuse(model.suffix_line, "POINT_PROCESS files load only in the compact form "
                      "(see translate); this one does not fit it")
     if model.problems:

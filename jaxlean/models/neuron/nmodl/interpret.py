@@ -155,8 +155,8 @@ class Interpreter:
                                    f"assigns it")
         if node.id == "t":
             raise self.model.error(node.line, "t (time) is read where jaxlean does not give "
-                                   "it (a Mechanism of the compact form, or a network's "
-                                   "synapse)")
+                                   "it (a Mechanism of the compact form, a network's "
+                                   "synapse, or rest_state)")
         if node.id == "dt":
             raise self.model.error(node.line, "dt is read where jaxlean does not know it "
                                    "(rest_state, or a Mechanism of the compact form)")
@@ -184,6 +184,9 @@ class Interpreter:
         if block is None or block.kind not in ("FUNCTION", "PROCEDURE"):
             if node.name in BUILTINS:
                 return self.backend.builtin(node, args)
+            if node.name == "at_time" and len(args) == 1 and {"t", "dt"} <= set(names):
+                x = args[0] - 1e-11  # NEURON's fixed step: 1 in the step reaching it, else 0
+                return jnp.where((x <= names["t"]) & (x > names["t"] - names["dt"]), 1.0, 0.0)
             raise self.model.error(node.line, f"unknown function or procedure {node.name!r}")
         if len(args) != len(block.args):
             raise self.model.error(node.line, f"{node.name} takes {len(block.args)} "

@@ -15,6 +15,7 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.mechanisms import Mechanism
 from jaxlean.models.neuron.nmodl.generated import generate
 from jaxlean.models.neuron.nmodl.model import ModFileError
+from jaxlean.models.neuron.nmodl.net_receive import generate_point
 from jaxlean.models.neuron.nmodl.parser import parse
 from jaxlean.models.neuron.nmodl.translate import translate
 
@@ -33,7 +34,8 @@ def _load(text: str, where: str, path: Path | None = None) -> Mechanism:
             raise ConfigError("file-level LOCAL or arrays")  # the general form
         return translate(model)
     except ConfigError:
-        return generate(parse(text, where, **options))
+        model = parse(text, where, **options)
+        return generate_point(model) if model.point else generate(model)
 
 
 def load_mod(source: str | Path) -> Mechanism:

@@ -53,7 +53,7 @@ _REFUSED_NEURON = {
 _REFUSED_STATEMENTS = {
     "WATCH": "WATCH statements are not supported",
     "WHILE": "while loops are not supported", "while": "while loops are not supported",
-    "for": "for loops are not supported", "net_send": "net_send is not supported",
+    "for": "for loops are not supported",
     "net_event": "net_event is not supported", "LAG": "LAG is not supported",
     "VERBATIM": "VERBATIM blocks (C code) are not supported",
     "LONGITUDINAL_DIFFUSION": "LONGITUDINAL_DIFFUSION is not supported",
@@ -289,6 +289,8 @@ class _Parser(StatementParser):
                 self.units()
         local_names: list[str] = []
         body = self.body(local_names)
+        if kind != "NET_RECEIVE" and any(isinstance(x, s.Block) for x in body):
+            self.m.refuse(line, f"INITIAL inside {kind} (only NET_RECEIVE may hold one)")
         block = s.Block(kind, name, args, tuple(local_names), body, line)
         if kind == "BREAKPOINT":
             self.m.breakpoint = block
@@ -358,6 +360,9 @@ class _Parser(StatementParser):
             self.next()
             local_names.extend(self.name_list())
             return None
+        if word == "INITIAL":  # in NET_RECEIVE: per connection as a run starts (net_receive)
+            self.next()
+            return s.Block("INITIAL", "INITIAL", (), (), self.body(local_names), token.line)
         if word in ("UNITSON", "UNITSOFF"):
             self.next()
             return None

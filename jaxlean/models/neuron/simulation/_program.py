@@ -14,9 +14,8 @@ solver's tree in the solver's order, then its dummy entry, so no step permutes, 
 pads around the solve, forward or backward (each of those cost as much as the solve).
 Junctions and the dummy are nodes without membrane: whatever the mechanisms inserted
 everywhere put on their diagonal and right-hand side is replaced by zero, so a junction's
-row stays purely axial and the dummy's the identity. Those mechanisms carry states
-there too (starting as their owner's, without effect). Outside the loop, values
-are per compartment in the cell's numbering.
+row stays purely axial and the dummy's the identity. Those mechanisms carry states there too
+(starting as their owner's, without effect). Outside the loop, values are per compartment.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from jaxlean.models.neuron.cell import params as parameters
 from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.mechanisms.ions import variables
 from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
-from jaxlean.models.neuron.simulation import _time, clamp, spikes
+from jaxlean.models.neuron.simulation import _events, _time, clamp, spikes
 from jaxlean.models.neuron.simulation._batched import Sums, gather_each
 from jaxlean.models.neuron.simulation._initial import initial_state
 from jaxlean.models.neuron.simulation._ion_pool import ion_uses, reversals, view, written
@@ -294,6 +293,9 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
 
     def step(carry, x):
         v, states = carry["v"], dict(carry["states"])
+        if "events" in carry:  # NET_RECEIVE run in full (_events)
+            carry = {**carry, **_events.step(plan, carry, states, spike_times, where, own, dt,
+                                              celsius)}
         for k, ins in enumerate(plan.insertions):
             mechanism, name = ins.mechanism, ins.mechanism.name
             if mechanism.on_spike is not None:
@@ -322,7 +324,8 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                                                  (carry["step"] + 1) * dt)
         if plan.clamped.size:
             flows["i_clamp"] = g_clamp * (x["vc"] - v_new[clamped])
-        new = {"v": v_new, "states": states, "step": carry["step"] + 1}
+        new = {"v": v_new, "states": states, "step": carry["step"] + 1,
+               **({"events": carry["events"]} if "events" in carry else {})}
         if coupled:
             new["synapses"] = {syn.name: syn.step(carry["synapses"][syn.name], v_new[pre], dt, cp)
                                for syn, pre, _, _, cp in coupled}
@@ -343,6 +346,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
              "step": state["step"]}
     if "ions" in state:
         carry["ions"] = {name: to_layout(c) for name, c in state["ions"].items()}
+    carry.update(_events.start_all(plan.insertions, state, capacitance_dt.dtype, own, celsius))
     if "synapses" in state:
         carry["synapses"] = state["synapses"]
     if plan.detectors.size:
@@ -366,8 +370,9 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
                      "step": carry["step"]}}
     if "ions" in carry:
         out["final"]["ions"] = {name: layout.take(c, n) for name, c in carry["ions"].items()}
-    if "synapses" in carry:
-        out["final"]["synapses"] = carry["synapses"]
+    for key in ("synapses", "events"):
+        if key in carry:
+            out["final"][key] = carry[key]
     if plan.detectors.size:
         out["spikes"], out["spike_count"] = carry["detect"]
     return out
