@@ -162,6 +162,12 @@ COLLECTIVES_AND_MEMORY = textwrap.dedent("""
 
     temp = {n: compiled(n, 4096).memory_analysis().temp_size_in_bytes for n in (1, 4)}
     assert temp[4] <= 0.35 * temp[1], temp
+    # plan_memory's compiled check splits the ids over seq as the step does, and its model
+    # divides the sequence: both per device
+    from jaxlean.models.lm.memory_plan import _shape, step_memory
+    on = mesh((1, 1, 4))
+    assert step_memory(model, (1, 4096), 1024, on).temp == temp[4]
+    assert _shape(model, (1, 4096), on, RULES).tokens == 1024
     text = compiled(4, 256).as_text()
     ops = re.findall(r" (all-to-all|all-gather|collective-permute|all-reduce)(?:-start)?\\(", text)
     assert ops.count("all-to-all") >= 4, ops  # q, k, v in and the output out, per layer

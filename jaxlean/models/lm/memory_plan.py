@@ -24,9 +24,10 @@ nesting) covers all of them.
 
 With ``mesh=`` the plan is of one device of a sharded step: the model placed by
 partition rules (default :func:`~jaxlean.models.lm.rules.transformer_rules`), the
-batch split over the mesh's ``data`` and ``fsdp`` axes, heads and MLP features over
-its ``tensor`` axis; the step is compiled for the mesh, whose ``memory_analysis()`` is
-per device, and the budget is one device's.
+batch split over the mesh's ``data`` and ``fsdp`` axes, each sequence over its ``seq``
+axis (context parallelism; attention is then flash attention, never dense), heads and MLP
+features over its ``tensor`` axis; the step is compiled for the mesh, whose
+``memory_analysis()`` is per device, and the budget is one device's.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from jaxlean.nn.attention_mask import AttentionMask
 from jaxlean.nn.remat import REMAT_NAMES, has_pinned_host
 from jaxlean.parallel.mesh import (
     BATCH_AXES,
+    SEQ,
     TENSOR,
     Rules,
     axis_names,
@@ -190,12 +192,19 @@ def _shape(model: Transformer, batch_shape: Sequence[int], mesh: Any = None,
     c = model.config
     batch, tensor, layer_bytes = batch_shape[0], 1, _device_bytes(model.layers, None, None)
     param_bytes = _device_bytes(model, mesh, rules)
+    length = batch_shape[1]
     if mesh is not None:
         batch //= _parts(mesh, _batch_axes(mesh))
+        length //= _seq(mesh)
         tensor = int(mesh.shape[TENSOR]) if TENSOR in mesh.axis_names else 1
         layer_bytes = layer_bytes * param_bytes // max(_device_bytes(model, None, None), 1)
-    return StepShape(c, batch, batch_shape[1], itemsize(c, model.embed.dtype), param_bytes,
+    return StepShape(c, batch, length, itemsize(c, model.embed.dtype), param_bytes,
                      layer_bytes // c.num_layers, tensor)
+
+
+def _seq(mesh: Any) -> int:
+    """The size of the mesh's ``seq`` axis (1 without one)."""
+    return int(mesh.shape[SEQ]) if mesh is not None and SEQ in mesh.axis_names else 1
 
 
 def step_memory(model: Transformer, batch_shape: Sequence[int], chunk_size: int = 1024,
@@ -217,7 +226,8 @@ def step_memory(model: Transformer, batch_shape: Sequence[int], chunk_size: int 
         return StepMemory.of(jax.jit(step).lower(model, ids, ids).compile())
     rules = _default_rules() if rules is None else rules
     model_shardings = named_shardings(model, mesh, rules)
-    id_sharding = jax.sharding.NamedSharding(mesh, batch_spec(2, _batch_axes(mesh)))
+    id_sharding = jax.sharding.NamedSharding(
+        mesh, batch_spec(2, _batch_axes(mesh), SEQ if _seq(mesh) > 1 else None))
     jitted = jax.jit(step, in_shardings=(model_shardings, id_sharding, id_sharding))
     with jax.set_mesh(mesh):
         return StepMemory.of(jitted.lower(model, ids, ids).compile())
@@ -227,7 +237,7 @@ def _default_rules() -> Rules:
     return (*transformer_rules(), (r".*", jax.sharding.PartitionSpec()))
 
 
-def _check_mesh(model: Transformer, batch: int, mesh: Any) -> None:
+def _check_mesh(model: Transformer, batch: int, mesh: Any, length: int = 1) -> None:
     """Refuse a mesh the batch or the model's heads and features do not fit, naming them."""
     if not isinstance(mesh, jax.sharding.Mesh):
         raise ConfigError(f"plan_memory: mesh must be a jax.sharding.Mesh (e.g. "
@@ -236,6 +246,9 @@ def _check_mesh(model: Transformer, batch: int, mesh: Any) -> None:
     if batch % parts:
         raise ConfigError(f"plan_memory: a batch of {batch} examples cannot be split over the "
                           f"{parts} devices of mesh axes {_batch_axes(mesh)}")
+    if length % _seq(mesh):
+        raise ConfigError(f"plan_memory: sequences of {length} tokens cannot be split over "
+                          f"the {_seq(mesh)} devices of the mesh's {SEQ!r} axis")
     if TENSOR in mesh.axis_names and mesh.shape[TENSOR] > 1:
         c = model.config
         check_divisible({"num_heads": c.num_heads, "num_kv_heads": c.num_kv_heads,
@@ -387,7 +400,7 @@ def plan_memory(model: Transformer, batch_shape: Sequence[int], budget: float | 
                                               chunk_sizes=chunk_sizes,
                                               attention_tiles=attention_tiles))
     if mesh is not None:
-        _check_mesh(model, shape_[0], mesh)
+        _check_mesh(model, shape_[0], mesh, shape_[1])
         rules = _default_rules() if rules is None else rules
     elif rules is not None:
         raise ConfigError("plan_memory: rules= places the model on a mesh; pass mesh= too")
@@ -396,7 +409,8 @@ def plan_memory(model: Transformer, batch_shape: Sequence[int], budget: float | 
     fixed = 2 * sizes.param_bytes + ids_bytes
     candidates = [Candidate(choice, predicted_cost(sizes, choice), fixed,
                             predicted_temp(sizes, choice))
-                  for choice in _choices(model, shape_, **space)]
+                  for choice in _choices(model, shape_, **space)
+                  if _seq(mesh) == 1 or choice.attention != "dense"]  # dense is never split
 
     def measure(choice: Choice) -> StepMemory:
         options = dict(remat=choice.remat, nested=choice.nested, attention=choice.attention,
