@@ -18,10 +18,10 @@ or ``jax_num_cpu_devices``) has the same fault with XLA:CPU's in-process
 communicator instead of Gloo: measured on jaxlib 0.10.2 with a context-parallel
 transformer step on 8 forced devices (``tests/parallel/test_context_parallel.py``),
 the step compiled in the process ran every time, and loaded from the persistent
-cache it hung in 4 of 4 runs (some devices waiting in an all-to-all, the others in an
-all-gather, until XLA's 40 s rendezvous timeout aborted the process); with the
-scheduler off it loaded and ran in 3 of 3. So the cache is refused there too unless
-the scheduler is off.
+cache it hung in each of the 5 runs that loaded it (some devices waiting in an
+all-to-all, the others in an all-gather, until XLA's 40 s rendezvous timeout aborted
+the process); with the scheduler off, every later run that loaded it ran. So the cache
+is refused there too unless the scheduler is off.
 """
 
 from __future__ import annotations

@@ -171,6 +171,7 @@ COLLECTIVES_AND_MEMORY = textwrap.dedent("""
     text = compiled(4, 256).as_text()
     ops = re.findall(r" (all-to-all|all-gather|collective-permute|all-reduce)(?:-start)?\\(", text)
     assert ops.count("all-to-all") >= 4, ops  # q, k, v in and the output out, per layer
+    assert "all-gather" not in ops, ops  # no activation is gathered whole
     print("ok")
 """)
 
