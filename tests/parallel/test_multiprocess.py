@@ -116,6 +116,6 @@ def test_two_processes_with_a_tensor_axis_spanning_them_train_like_one_device():
                                                              "--tensor", "4")), single])
     assert want["devices"] == 1 and len(want["losses"]) == 10
     for result in spanning:
-        assert result["mesh"] == {"data": 1, "fsdp": 1, "tensor": 4}, result["mesh"]
+        assert result["mesh"] == {"data": 1, "fsdp": 1, "seq": 1, "tensor": 4}, result["mesh"]
         assert (result["processes"], result["devices"]) == (2, 4)
         np.testing.assert_allclose(result["losses"], want["losses"], rtol=1e-5)
