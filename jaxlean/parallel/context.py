@@ -31,9 +31,9 @@ from jax.sharding import PartitionSpec as P
 from jaxlean.errors import ConfigError
 from jaxlean.nn.attention_mask import AttentionMask
 from jaxlean.nn.flash import DEFAULT_TILE, flash_attention
-from jaxlean.parallel.mesh import SEQ
+from jaxlean.parallel.mesh import BATCH_AXES, SEQ
 
-__all__ = ["SEQ", "context_parallel_attention", "sequence_mesh"]
+__all__ = ["SEQ", "context_parallel_attention", "sequence_mesh", "splittable_batch_axes"]
 
 
 def _axes(mesh: Mesh, axes: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -146,5 +146,15 @@ def context_parallel_attention(q: Array, k: Array, v: Array, mask: AttentionMask
                               q_tile=q_tile, k_tile=k_tile)
         return jax.lax.all_to_all(out, seq_axis, 1, 2, tiled=True)
 
-    return jax.shard_map(local, mesh=mesh, in_specs=(act, act, act, {k: tok for k in present}),
-                         out_specs=act, check_vma=False)(q, k, v, present)
+    specs = (act, act, act, {name: tok for name in present})
+    return jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=act,
+                         check_vma=False)(q, k, v, present)
+
+
+def splittable_batch_axes(mesh: Mesh | AbstractMesh, batch: int,
+                          axes: Sequence[str] = BATCH_AXES) -> tuple[str, ...]:
+    """The ``axes`` of ``mesh`` (larger than 1) that split a batch of ``batch`` examples, or
+    none when together they do not divide it (one long sequence on an fsdp mesh: every
+    fsdp group then attends the whole batch, as the replicated batch is)."""
+    present = tuple(a for a in axes if a in mesh.shape and mesh.shape[a] > 1)
+    return present if batch % _size(mesh, present) == 0 else ()

@@ -72,6 +72,17 @@ ATTENTION = textwrap.dedent("""
             got = jax.jit(jax.value_and_grad(split, (0, 1, 2)))(q, k, v)
             assert worst(got, want) <= 1e-5, (kv_heads, name, shape, worst(got, want))
 
+    # one long sequence on a mesh whose batch axes cannot split it: the batch stays whole
+    from jaxlean.parallel.context import splittable_batch_axes
+    on = mesh((1, 2, 4))
+    assert splittable_batch_axes(on, 1) == () and splittable_batch_axes(on, 4) == ("fsdp",)
+    k, v = (jnp.asarray(rng.normal(size=(1, T, 2, D)), jnp.float32) for _ in "kv")
+    m = AttentionMask()
+    got = jax.jit(lambda q, k, v: context_parallel_attention(
+        q, k, v, m, on, batch_axes=splittable_batch_axes(on, 1), q_tile=16, k_tile=16))(
+        q[:1], k, v)
+    assert worst(got, flash_attention(q[:1], k, v, m, q_tile=16, k_tile=16)) <= 1e-5
+
     # what cannot be split is refused, naming the sizes
     on = mesh((1, 1, 8))
     k = jnp.zeros((B, T, 3, D))

@@ -23,8 +23,12 @@ from jaxlean.models.lm.config import TransformerConfig
 from jaxlean.models.lm.lora import Linear
 from jaxlean.models.lm.rope import apply_rotary
 from jaxlean.nn.flash import flash_attention, flash_attention_cached
-from jaxlean.parallel.context import context_parallel_attention, sequence_mesh
-from jaxlean.parallel.mesh import BATCH_AXES, TENSOR
+from jaxlean.parallel.context import (
+    context_parallel_attention,
+    sequence_mesh,
+    splittable_batch_axes,
+)
+from jaxlean.parallel.mesh import TENSOR
 from jaxlean.parallel.tensor import (
     check_divisible,
     split_over_tensor,
@@ -90,7 +94,7 @@ def attend_with(q: Array, k: Array, v: Array, mask: Array | Blockwise) -> Array:
     mesh = sequence_mesh()
     if mesh is not None:  # under jax.set_mesh with a seq axis: the sequence is split
         return context_parallel_attention(
-            q, k, v, mask.mask, mesh, batch_axes=[a for a in BATCH_AXES if a in mesh.shape],
+            q, k, v, mask.mask, mesh, batch_axes=splittable_batch_axes(mesh, q.shape[0]),
             head_axes=[TENSOR] if TENSOR in mesh.shape else None, q_tile=mask.tile,
             k_tile=mask.tile)
     return flash_attention(q, k, v, mask.mask, q_tile=mask.tile, k_tile=mask.tile)
