@@ -47,6 +47,7 @@ from jaxlean.models.neuron.network.network import Network, check_synapse_params
 from jaxlean.models.neuron.network.network_events import SpikingSynapse
 from jaxlean.models.neuron.simulation import cable
 from jaxlean.models.neuron.simulation import spikes as spikes_
+from jaxlean.models.neuron.simulation._current import checked_current
 from jaxlean.models.neuron.simulation._program import Plan, loop
 from jaxlean.models.neuron.simulation._time import Remat
 
@@ -128,14 +129,7 @@ def _currents(plan: ShardPlan, net: Network, stimuli: Sequence, steps: int):
     """The devices' stimulated compartments and ``(steps, D * targets)`` currents."""
     comps, columns = [], []
     for index, s in enumerate(network_sim._network_stimuli(net, stimuli)):
-        current = s.current
-        if np.ndim(current) == 0:
-            current = jnp.broadcast_to(jnp.asarray(current, dtype=float), (steps,))
-        if np.shape(current) != (steps,):
-            raise ConfigError(f"stimulus {index}: current must be a scalar or have {steps} "
-                              f"values (t_max / dt); got shape {np.shape(current)}")
-        if not isinstance(current, jax.core.Tracer) and not np.all(np.isfinite(current)):
-            raise ConfigError(f"stimulus {index}: current must be finite")
+        current = checked_current(index, s.current, steps)
         for c in np.atleast_1d(np.asarray(s.compartments)).tolist():
             comps.append(int(c))
             columns.append(jnp.asarray(current, dtype=float))

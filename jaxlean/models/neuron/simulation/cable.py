@@ -39,6 +39,7 @@ from jaxlean.models.neuron.mechanisms.mechanisms import Insertion
 from jaxlean.models.neuron.simulation import _time
 from jaxlean.models.neuron.simulation import clamp as clamps_
 from jaxlean.models.neuron.simulation import spikes as spikes_
+from jaxlean.models.neuron.simulation._current import checked_current
 from jaxlean.models.neuron.simulation._initial import initial_state
 from jaxlean.models.neuron.simulation._ion_pool import ion_uses
 from jaxlean.models.neuron.simulation._program import Plan, loop, program
@@ -107,17 +108,7 @@ def _stimuli(cell: Cell, stimuli: Sequence[Stimulus], steps: int):
         if where.min() < 0 or where.max() >= cell.n:
             raise ConfigError(f"stimulus {index}: compartments must be in [0, {cell.n - 1}]; "
                               f"got {where.tolist()}")
-        current = stimulus.current
-        if np.ndim(current) == 0:
-            current = jnp.broadcast_to(jnp.asarray(current, dtype=float), (steps,))
-        if np.shape(current) != (steps,):
-            raise ConfigError(f"stimulus {index}: current must be a scalar or have {steps} "
-                              f"values (t_max / dt); got shape {np.shape(current)}")
-        if not isinstance(current, jax.core.Tracer):
-            bad = np.flatnonzero(~np.isfinite(np.asarray(current)))
-            if bad.size:
-                raise ConfigError(f"stimulus {index} (compartment {where[0]}): current must be "
-                                  f"finite; got {np.asarray(current)[bad[0]]} at step {bad[0]}")
+        current = checked_current(index, stimulus.current, steps, f" (compartment {where[0]})")
         targets.extend(where.tolist())
         columns.extend([jnp.asarray(current, dtype=float)] * where.size)
     if not targets:
