@@ -379,9 +379,9 @@ def test_bad_stimulus_clamp_and_initial_state_values_are_named():
 
 
 def test_padded_loop_vectors_give_the_same_values_and_gradients(monkeypatch):
-    """Large cells run with their loop vectors padded (``_program.Layout``); padding a small
+    """Large cells run with their loop vectors padded (``_layout.Layout``); padding a small
     cell the same way changes no recorded value, final state, spike time or gradient."""
-    from jaxlean.models.neuron.simulation import _program, cable
+    from jaxlean.models.neuron.simulation import _layout, cable
 
     cell = Cell.from_swc(swc.fixture("y"), ncomp=2)
     dt, t_max = 0.05, 3.0
@@ -398,8 +398,8 @@ def test_padded_loop_vectors_give_the_same_values_and_gradients(monkeypatch):
 
     with jax.enable_x64():
         (_, plain), grads = value_and_grad()
-        monkeypatch.setattr(_program, "PAD_FROM", 1)
-        assert _program.Layout.of(cell).order.size % _program.PAD_TO == 0
+        monkeypatch.setattr(_layout, "PAD_FROM", 1)
+        assert _layout.Layout.of(cell).order.size % _layout.PAD_TO == 0
         (_, padded), padded_grads = value_and_grad()
     assert np.isfinite(plain[3]).any()  # the soma spiked
     for mine, want in zip(padded, plain, strict=True):

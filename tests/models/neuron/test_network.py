@@ -103,6 +103,15 @@ def test_bad_connections_name_the_connection():
         net.connect((0, 2), (2, 0), weight=1.0)
 
 
+def test_the_default_record_is_compartment_0():
+    """``record`` left out records the forest's compartment 0 (it was ``(0,)``, read as a
+    malformed ``(cell, location)``); traced only."""
+    net = Network(cells())
+    shape = jax.eval_shape(lambda p: simulate_network(net, p, [], DT, T_MAX, progress=False),
+                           net.params())["v"].shape
+    assert shape == (round(T_MAX / DT) + 1, 1)
+
+
 def test_bad_params_name_the_connection_or_cell():
     net = Network(cells()).connect((0, 0), (1, 0)).connect((1, 0), (2, 0))
     params = net.params()

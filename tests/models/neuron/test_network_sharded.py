@@ -6,8 +6,10 @@ shrunk (16 inputs, 8 hidden, 5 outputs: 5 outputs over 8 devices leave ghost cel
 voltages and ``gS`` gradient against ``simulate_network`` in float64 and its per-device
 gradient temp memory against one device's; NEURON's ``NetCon`` fixtures
 (``test_network_netcon.py``'s ``half5``, ``start_above`` and ``gap2``, a gap junction across
-the split) split over 4, 2 and 2 devices against the same recordings; and the spike exchange
-only inside a ``cond`` taken once per shortest delay (``round5``: every 10 and 50 steps).
+the split) split over 4, 2 and 2 devices against the same recordings; the spike exchange
+only inside a ``cond`` taken once per shortest delay (``round5``: every 10 and 50 steps); and
+``remat=None`` running what the unsplit run runs on 2 and 4 devices (segments or every state
+kept, chosen from the whole network's state).
 """
 
 from __future__ import annotations
@@ -141,8 +143,50 @@ EXCHANGE = textwrap.dedent("""
     print("ok")
 """)
 
+DEFAULT_REMAT = textwrap.dedent("""
+    # remat=None: the split runs what the unsplit run runs, chosen from the whole network's
+    # state; with the keep-everything limit just below it (a device's share far below),
+    # segments on any number of devices, and every state kept at the limit
+    import re
+    from tests.models.neuron.test_network_netcon import FIXTURES, build
+    from jaxlean.models.neuron.network.network_sim import default_remat
+    from jaxlean.models.neuron.simulation import _time
+    case = json.loads(str(np.load(FIXTURES / "netcon_half5.npz")["case"]))
+    dt, t_max = case["dt"], 5.0
+    net, params, stimuli = build(case, t_max)
+    steps = round(t_max / dt)
+
+    def program(run, **options):  # the jaxpr, without the addresses of Python functions
+        text = str(jax.make_jaxpr(lambda p: run(net, p, stimuli, dt, t_max, **options)["v"])(
+            params))
+        return re.sub(r" at 0x[0-9a-f]+", "", text)
+
+    measure, seen = _time.kept_state_bytes, []
+    _time.kept_state_bytes = lambda *a: seen.append(measure(*a)) or seen[-1]
+    try:
+        program(simulate_network, progress=False)  # the unsplit loop measures its state
+    finally:
+        _time.kept_state_bytes = measure
+    whole, keep, split = seen[0], _time.KEEP_STATES_BYTES, {}
+    report = {"state_bytes": whole}
+    try:
+        for limit, want in ((whole - 1, "segments"), (whole, (steps,))):
+            _time.KEEP_STATES_BYTES = limit
+            assert default_remat(net, params, dt, t_max) == want, (limit, want)
+            for devices in (2, 4):
+                split[limit, devices] = program(simulate_network_sharded, mesh=mesh(devices))
+                assert split[limit, devices] == program(
+                    simulate_network_sharded, mesh=mesh(devices), remat=want), (devices, want)
+    finally:
+        _time.KEEP_STATES_BYTES = keep
+    assert all(split[whole - 1, d] != split[whole, d] for d in (2, 4))  # the two differ
+    print(json.dumps(report))
+    print("ok")
+""")
+
 SECTIONS = {"mnist_voltages_gradient_memory": MNIST,
-            "netcon_fixtures": NETCON, "exchange_once_per_delay": EXCHANGE}
+            "netcon_fixtures": NETCON, "exchange_once_per_delay": EXCHANGE,
+            "default_remat_is_the_unsplit_runs": DEFAULT_REMAT}
 
 
 def test_split_network_equals_one_device_and_neuron(tmp_path):

@@ -17,6 +17,7 @@ laid out together (:mod:`~jaxlean.models.neuron.network._cell_types`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
@@ -28,13 +29,13 @@ from jaxlean.models.neuron.cell import params as parameters
 from jaxlean.models.neuron.network._cell_types import cell_types, merged_stacked, stack
 from jaxlean.models.neuron.network._forest import forest, merged_insertions
 from jaxlean.models.neuron.network.network import Network, check_synapse_params
-from jaxlean.models.neuron.simulation import cable
+from jaxlean.models.neuron.simulation import _time, cable
 from jaxlean.models.neuron.simulation import spikes as spikes_
 from jaxlean.models.neuron.simulation._initial import initial_state
-from jaxlean.models.neuron.simulation._program import Plan
+from jaxlean.models.neuron.simulation._program import Plan, loop
 from jaxlean.models.neuron.simulation._time import Remat, segment_lengths
 
-__all__ = ["simulate_network"]
+__all__ = ["default_remat", "simulate_network"]
 
 Site = int | tuple[int, object]
 
@@ -154,42 +155,11 @@ def _for_run(net: Network, couplings: tuple, synapse_params: dict, dt: float):
     return tuple(out), values
 
 
-def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stimulus],
-                     dt: float, t_max: float, record: Site | Sequence[Site] = (0,),
-                     states: str | Sequence[str] = ("v",), remat: Remat = None,
-                     progress: bool = True, *, every: int = 1,
-                     initial: Mapping | None = None, detect: Site | Sequence[Site] = (),
-                     threshold: float = 10.0, max_spikes: int = 100) -> dict:
-    """Run ``net`` for ``t_max`` ms in steps of ``dt`` ms.
-
-    Args:
-      net: cells and graded synapses (:class:`~jaxlean.models.neuron.network.network.Network`).
-      params: ``net.params()``'s pytree, edited or trained: ``{"cells": [per cell],
-        "synapses": {name: {parameter: per connection}}}``; or ``net.stacked_params()``'s,
-        ``"types"`` in place of ``"cells"`` (one dict per cell type, each value stacked
-        over the type's cells): the same run, in a program that does not grow with the
-        number of cells. Cells must share ``celsius``.
-      stimuli: current clamps, each at places given as ``record`` gives them: ``(cell,
-        location)`` (``Stimulus((1, 0), I)``: cell 1's compartment 0; ``Stimulus((1,
-        ("dend", 0.3)), I)``), the forest's number (:meth:`Network.index`), or a list of
-        those.
-      record: where ``states`` are recorded: the forest's numbers or ``(cell, location)``.
-      states, remat, progress, every: as in
-        :func:`~jaxlean.models.neuron.simulation.cable.simulate`.
-      initial: the ``"final"`` of an earlier run of this network: the run continues from it.
-      detect, threshold, max_spikes: compartments (as ``record``) whose upward crossings of
-        ``threshold`` mV are recorded, as in ``simulate`` (``"spikes"``, ``"spike_count"``).
-
-    Returns:
-      As ``simulate``: ``{name: (T // every + 1, len(record))}`` (``T // every`` with
-        ``initial``: pieces concatenate to the whole run), ``"t"`` and ``"final"``
-      (with ``"synapses"``: each synapse type's states per connection).
-
-    Raises:
-      ConfigError: a malformed ``params`` (a cell's errors name it: ``params['cells'][1]``;
-        a synapse value that is not finite names the connection and its endpoints), a
-        record site or stimulus outside the network, or options as ``simulate`` rejects.
-    """
+def _planned(net: Network, params: Mapping, stimuli: Sequence[cable.Stimulus], dt: float,
+             t_max: float, record, states, remat: Remat, progress: bool, every: int, detect,
+             threshold: float, max_spikes: int) -> tuple[Plan, dict, jax.Array, dict]:
+    """``simulate_network``'s checked options as its :class:`Plan`, with the merged cell
+    parameters, the stimuli's currents and the synapses' values for the run."""
     steps = cable.n_steps(dt, t_max)
     whole, merged, couplings, synapse_params = _prepare(net, params)
     couplings, synapse_params = _for_run(net, couplings, synapse_params, float(dt))
@@ -209,6 +179,77 @@ def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stim
                 cable._sites(whole, whole.mechanisms, record, states, none), targets, none,
                 detectors, float(threshold) if detectors.size else math.inf,
                 max_spikes if detectors.size else 1, remat, bool(progress), couplings)
+    return plan, merged, currents, synapse_params
+
+
+def default_remat(net: Network, params: Mapping, dt: float, t_max: float, *,
+                  detect: Site | Sequence[Site] = (), max_spikes: int = 100) -> Remat:
+    """The ``remat`` that ``simulate_network(net, params, ..., dt, t_max)`` runs for
+    ``remat=None`` (``every=1``, from the start): ``(T,)``, every step's whole state kept,
+    when that fits :data:`~jaxlean.models.neuron.simulation._time.KEEP_STATES_BYTES`, else
+    ``"segments"``. Only the loop's first state is traced (``jax.eval_shape``), never run;
+    given traced ``params`` (inside a caller's ``jit`` or ``grad``), so is everything before
+    it, and the caller's trace gains nothing."""
+
+    def planned():
+        return _planned(net, params, [], dt, t_max, 0, ("v",), None, False, 1, detect, 10.0,
+                        max_spikes)
+
+    def first_state(values):
+        plan, merged, currents, synapse_params = values or planned()
+        cell, insertions = cable._own_arrays(plan.cell, plan.insertions)  # as the run's trace
+        plan = dataclasses.replace(plan, cell=cell, insertions=insertions)
+        return loop(plan, merged, currents, cable._spike_inputs(insertions, None), {}, None,
+                    synapse_params, start_only=True)
+
+    traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(params))
+    values = None if traced else planned()  # concrete values read as the run reads them
+    steps = cable.n_steps(dt, t_max)
+    return _time.default_remat(_time.kept_state_bytes(
+        jax.eval_shape(lambda: first_state(values)), steps), steps)
+
+
+def simulate_network(net: Network, params: Mapping, stimuli: Sequence[cable.Stimulus],
+                     dt: float, t_max: float, record: Site | Sequence[Site] = 0,
+                     states: str | Sequence[str] = ("v",), remat: Remat = None,
+                     progress: bool = True, *, every: int = 1,
+                     initial: Mapping | None = None, detect: Site | Sequence[Site] = (),
+                     threshold: float = 10.0, max_spikes: int = 100) -> dict:
+    """Run ``net`` for ``t_max`` ms in steps of ``dt`` ms.
+
+    Args:
+      net: cells and graded synapses (:class:`~jaxlean.models.neuron.network.network.Network`).
+      params: ``net.params()``'s pytree, edited or trained: ``{"cells": [per cell],
+        "synapses": {name: {parameter: per connection}}}``; or ``net.stacked_params()``'s,
+        ``"types"`` in place of ``"cells"`` (one dict per cell type, each value stacked
+        over the type's cells): the same run, in a program that does not grow with the
+        number of cells. Cells must share ``celsius``.
+      stimuli: current clamps, each at places given as ``record`` gives them: ``(cell,
+        location)`` (``Stimulus((1, 0), I)``: cell 1's compartment 0; ``Stimulus((1,
+        ("dend", 0.3)), I)``), the forest's number (:meth:`Network.index`), or a list of
+        those.
+      record: where ``states`` are recorded: the forest's numbers or ``(cell, location)``
+        (default: 0, the first cell's first compartment).
+      states, remat, progress, every: as in
+        :func:`~jaxlean.models.neuron.simulation.cable.simulate`.
+      initial: the ``"final"`` of an earlier run of this network: the run continues from it.
+      detect, threshold, max_spikes: compartments (as ``record``) whose upward crossings of
+        ``threshold`` mV are recorded, as in ``simulate`` (``"spikes"``, ``"spike_count"``).
+
+    Returns:
+      As ``simulate``: ``{name: (T // every + 1, len(record))}`` (``T // every`` with
+        ``initial``: pieces concatenate to the whole run), ``"t"`` and ``"final"``
+      (with ``"synapses"``: each synapse type's states per connection).
+
+    Raises:
+      ConfigError: a malformed ``params`` (a cell's errors name it: ``params['cells'][1]``;
+        a synapse value that is not finite names the connection and its endpoints), a
+        record site or stimulus outside the network, or options as ``simulate`` rejects.
+    """
+    plan, merged, currents, synapse_params = _planned(
+        net, params, stimuli, dt, t_max, record, states, remat, progress, every, detect,
+        threshold, max_spikes)
+    whole, couplings = plan.cell, plan.couplings
     if initial is not None:
         expected = jax.eval_shape(lambda: {**initial_state(
             whole, whole.mechanisms, parameters.expand(whole, merged, whole.mechanisms)),

@@ -148,15 +148,19 @@ def _split(x: jax.Array, mesh: Mesh, spec: P) -> jax.Array:
 
 def simulate_network_sharded(net: Network, params: Mapping, stimuli: Sequence[cable.Stimulus],
                              dt: float, t_max: float, mesh: Mesh, *,
-                             record: object = (0,), detect: object = (),
+                             record: object = 0, detect: object = (),
                              threshold: float = 10.0, max_spikes: int = 100,
                              remat: Remat = None, axis: str = "cells") -> dict:
     """:func:`~jaxlean.models.neuron.network.network_sim.simulate_network` with the cells split
     over ``mesh``'s axis ``axis`` (module docstring); the voltage (``"v"``) is recorded.
 
     Args:
-      net, params, stimuli, dt, t_max, record, detect, threshold, max_spikes, remat: as
+      net, params, stimuli, dt, t_max, record, detect, threshold, max_spikes: as
         ``simulate_network``.
+      remat: as ``simulate_network``'s; ``None`` runs what the unsplit run runs
+        (:func:`~jaxlean.models.neuron.network.network_sim.default_remat`, from the whole
+        network's state, not a device's share), so adding devices never changes what the
+        backward pass keeps or recomputes, only how it is divided.
       mesh: a 1-D :class:`jax.sharding.Mesh` whose axis ``axis`` holds the devices.
 
     Returns:
@@ -184,6 +188,9 @@ def simulate_network_sharded(net: Network, params: Mapping, stimuli: Sequence[ca
                            else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
     if wanted and not math.isfinite(threshold):
         raise ConfigError(f"threshold must be a finite number of mV; got {threshold}")
+    if remat is None:   # the unsplit run's choice: devices divide the work, never change it
+        remat = network_sim.default_remat(net, params, dt, t_max, detect=detect,
+                                          max_spikes=max_spikes)
     local = net.__dict__.setdefault("_shard_local", {}).setdefault(
         devices, Network(plan.local_cells))
     none = np.zeros(0, np.int64)

@@ -9,7 +9,7 @@ voltage solves ``(C/dt + G + axial) v_new = C/dt v + G E + stimulus`` with
 :func:`jaxlean.linalg.tree_solve_in_layout`, then the states advance by
 exponential Euler at the new voltage and thresholds are checked.
 
-The loop keeps its vectors in the solver's layout (:class:`Layout`): every node of the
+The loop keeps its vectors in the solver's layout (:class:`~._layout.Layout`): every node of the
 solver's tree in the solver's order, then its dummy entry, so no step permutes, slices or
 pads around the solve, forward or backward (each of those cost as much as the solve).
 Junctions and the dummy are nodes without membrane: whatever the mechanisms inserted
@@ -30,7 +30,7 @@ import numpy as np
 from jax import lax
 from jax.extend.core import Primitive
 
-from jaxlean.linalg import Tree, tree_solve_in_layout
+from jaxlean.linalg import tree_solve_in_layout
 from jaxlean.models.neuron.cell import params as parameters
 from jaxlean.models.neuron.cell.cell import Cell
 from jaxlean.models.neuron.mechanisms.ions import variables
@@ -39,6 +39,7 @@ from jaxlean.models.neuron.simulation import _events, _time, clamp, spikes
 from jaxlean.models.neuron.simulation._batched import Sums, gather_each
 from jaxlean.models.neuron.simulation._initial import initial_state
 from jaxlean.models.neuron.simulation._ion_pool import ion_uses, reversals, view, written
+from jaxlean.models.neuron.simulation._layout import Layout
 from jaxlean.models.neuron.simulation._time import Remat, scan_in_segments, scan_steps
 
 
@@ -112,11 +113,6 @@ def _save_only_solves(primitive: Primitive, *_, **__) -> bool:
 _DV = 0.001
 """NEURON's voltage step (mV) for the slope of a voltage-dependent current."""
 
-PAD_TO = 128
-"""Large loop vectors are padded to a multiple of this many entries (:class:`Layout`)."""
-PAD_FROM = 4096
-"""Loop vectors this long or longer are padded (then the padding adds at most about 3 %)."""
-
 
 def program(plan: Plan) -> Callable:
     """:func:`loop` jitted: ``run(params, currents, spike_times, clamp_values, initial[,
@@ -124,48 +120,10 @@ def program(plan: Plan) -> Callable:
     return jax.jit(lambda *args: loop(plan, *args))
 
 
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """Where the time loop keeps each node: the solver's order, padding, then its dummy entry.
-
-    The loop's vectors are laid out as :func:`tree_solve_in_layout` wants them,
-    so no step permutes or pads around the solve (in the forward or the
-    backward pass). ``order[i]`` is the node at position ``i`` (``nodes`` for
-    the padding and the dummy); ``position[j]`` is where node ``j`` sits.
-
-    A large cell's vectors are padded with isolated nodes (no membrane, zero
-    solution) to a multiple of :data:`PAD_TO`: XLA:CPU splits its costliest
-    elementwise kernels over threads in equal blocks, and when the length does
-    not divide evenly, a kernel that also reads a stored step (the backward
-    pass) is not vectorised. On the 10k-compartment cell of ``jaxlean bench
-    solver`` that kernel took 88 us per step, padded 29-33 us.
-    """
-
-    tree: Tree
-    order: np.ndarray
-    position: np.ndarray
-
-    @classmethod
-    def of(cls, cell: Cell) -> Layout:
-        tree = cell.tree
-        solver = tree if tree.local is None else tree.local
-        size = tree.n + 1
-        extra = -size % PAD_TO if size >= PAD_FROM else 0
-        order = np.concatenate([tree.to_local[:-1], np.full(extra + 1, tree.n)])
-        position = np.append(tree.from_local[:-1], tree.n + extra)
-        return cls(solver.with_isolated_nodes(extra) if extra else solver, order, position)
-
-    def put(self, x: jax.Array, fill: float = 0.0) -> jax.Array:
-        """One value per node (compartments, then junctions) -> this layout."""
-        return jnp.concatenate([x, jnp.full((1,), fill, x.dtype)])[self.order]
-
-    def take(self, x: jax.Array, nodes: int) -> jax.Array:
-        """This layout -> the first ``nodes`` nodes in their own numbering."""
-        return x[self.position[:nodes]]
-
-
-def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupling_params=None):
-    """The time loop of ``plan`` on these arguments, not jitted."""
+def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupling_params=None,
+         *, start_only: bool = False):
+    """The time loop of ``plan`` on these arguments, not jitted; ``start_only``: only its
+    first state (whose size ``remat=None`` weighs), nothing run."""
     cell, dt, steps = plan.cell, plan.dt, plan.steps
     n = cell.n
     layout = Layout.of(cell)
@@ -214,7 +172,6 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
 
     def gather(k, x):
         return x if where[k] is None else x[where[k]]
-
 
     uses = ion_uses(n, plan.insertions)
     computed = {ion: np.append(np.concatenate([use.computed, use.computed[cell.junction_owner]]),
@@ -353,6 +310,8 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
         carry["detect"] = (jnp.full((plan.detectors.size, plan.max_spikes), jnp.inf,
                                     capacitance_dt.dtype),
                            jnp.zeros(plan.detectors.size, jnp.int32))
+    if start_only:
+        return carry
     if initial is None:   # a fresh run records its starting state; a continued one does not
         _, _, flows, ions = membrane(carry["v"], carry["states"], carry.get("ions", {}), 0.0)
         if plan.clamped.size:
@@ -410,16 +369,16 @@ was 503 MB, 415 MB of it the kept voltages (every step's state kept: 1,660 MB)."
 def _loop(plan: Plan, step: Callable, carry: dict, xs: dict):
     """Blocks of ``every`` steps, recording after each block, then the steps left over,
     unrecorded. ``remat=None`` keeps every step's state when that fits
-    :data:`~._time.KEEP_STATES_BYTES`; else, and with ``"segments"``, it differentiates
-    blocks in segments of about
-    :data:`SEGMENT_STEPS` steps, keeping only each step's solve; a ``remat`` option nests
-    checkpointed segments of blocks (:func:`scan_steps`) around steps that keep their solve."""
+    :data:`~._time.KEEP_STATES_BYTES` (:func:`~._time.default_remat`); else, and with
+    ``"segments"``, it differentiates blocks in segments of about :data:`SEGMENT_STEPS`
+    steps, keeping only each step's solve; a ``remat`` option nests checkpointed segments
+    of blocks (:func:`scan_steps`) around steps that keep their solve."""
     every, blocks = plan.every, plan.steps // plan.every
     kept = jax.checkpoint(step, policy=_save_only_solves)
     remat = plan.remat
-    if remat is None and _time.kept_state_bytes(carry, plan.steps) <= _time.KEEP_STATES_BYTES:
-        remat = (blocks,)
-    segmented = remat is None or remat == "segments"
+    if remat is None:
+        remat = _time.default_remat(_time.kept_state_bytes(carry, plan.steps), blocks)
+    segmented = remat == "segments"
     # inside a segment steps keep all their residuals, unless a block alone is longer
     unit = step if segmented and every <= SEGMENT_STEPS else kept
 

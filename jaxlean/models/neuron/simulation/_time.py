@@ -32,7 +32,7 @@ from jax import lax
 from jaxlean._progress import interval
 from jaxlean.errors import ConfigError
 
-__all__ = ["KEEP_STATES_BYTES", "Remat", "SegmentProgress", "kept_state_bytes",
+__all__ = ["KEEP_STATES_BYTES", "Remat", "SegmentProgress", "default_remat", "kept_state_bytes",
            "scan_in_segments", "scan_steps", "segment_lengths"]
 
 Remat = Literal["sqrt", "segments"] | Sequence[int] | None
@@ -80,6 +80,13 @@ def kept_state_bytes(carry: dict, steps: int) -> int:
     leaves = jax.tree.leaves(carry)
     step = sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for leaf in leaves)
     return steps * (step + int(np.prod(carry["v"].shape)) * np.dtype(carry["v"].dtype).itemsize)
+
+
+def default_remat(state_bytes: int, blocks: int) -> Remat:
+    """What ``remat=None`` runs for a loop of ``blocks`` recorded blocks whose every state takes
+    ``state_bytes`` (:func:`kept_state_bytes`): ``(blocks,)``, every state kept, up to
+    :data:`KEEP_STATES_BYTES`; above it ``"segments"``."""
+    return (blocks,) if state_bytes <= KEEP_STATES_BYTES else "segments"
 
 
 class SegmentProgress:
