@@ -7,6 +7,8 @@ weight and half of the batch), with the smallest model that has a stacked layer
 axis; its losses must equal a single-device run's. With a
 compilation cache, only process 0 writes entries and on a second launch both
 processes load the train step from the cache and give the same losses, bit for bit.
+Axes that split each layer span the processes too: a tensor axis, a seq axis (context
+parallelism) and both together, each over both processes' devices.
 """
 
 import json
@@ -33,25 +35,30 @@ def _free_port() -> int:
 
 
 def _result(stdout: str) -> dict:
+    return _all_results(stdout)[-1]
+
+
+def _all_results(stdout: str) -> list[dict]:
     lines = [line for line in stdout.splitlines() if line.startswith("result: ")]
     assert lines, stdout
-    return json.loads(lines[-1].removeprefix("result: "))
+    return [json.loads(line.removeprefix("result: ")) for line in lines]
 
 
 def _two_processes(cache: Path | None, args: list[str] = ARGS,
-                   layout: tuple[str, ...] = ("--data", "2", "--fsdp", "2")
-                   ) -> list[subprocess.Popen]:
+                   layout: tuple[str, ...] = ("--data", "2", "--fsdp", "2"),
+                   script: tuple[str, ...] = (str(SCRIPT),)) -> list[subprocess.Popen]:
     port = _free_port()
     return [subprocess.Popen(
-        [sys.executable, str(SCRIPT), *args, "--devices", "2", *layout,
+        [sys.executable, *script, *args, "--devices", "2", *layout,
          "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
          *(["--cache", str(cache)] if cache is not None else [])],
         env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for i in range(2)]
 
 
-def _results(procs: list[subprocess.Popen]) -> list[dict]:
-    """Wait for ``procs``; their ``result:`` lines, or an error with each one's output."""
+def _results(procs: list[subprocess.Popen], read=_result) -> list:
+    """Wait for ``procs``; their last ``result:`` lines (``read``: all of them), or an error
+    with each one's output."""
     try:
         done = [proc.communicate(timeout=300) for proc in procs]
     finally:
@@ -62,7 +69,7 @@ def _results(procs: list[subprocess.Popen]) -> list[dict]:
         raise AssertionError("\n".join(
             f"--- process {i}: exit {proc.returncode}\n{out[-2000:]}{err[-4000:]}"
             for i, (proc, (out, err)) in enumerate(zip(procs, done, strict=True))))
-    return [_result(out) for out, _ in done]
+    return [read(out) for out, _ in done]
 
 
 @pytest.fixture(scope="module")
@@ -104,18 +111,45 @@ def test_a_second_launch_of_two_processes_loads_the_train_step_from_the_cache(fi
     assert second[0]["cache"]["misses"] <= len(second[0]["cache"]["missed"]), second[0]["cache"]
 
 
+# one process trains every layout given as JSON in its first argument (train_lm's start once,
+# then its train per layout: one launch, one distributed runtime, several meshes)
+LAYOUTS_CHILD = f"""
+import json, sys
+sys.path.insert(0, {str(SCRIPT.parent)!r})
+import train_lm
+layouts, common = json.loads(sys.argv[1]), sys.argv[2:]
+info = train_lm.start(train_lm.parse_args(common))
+for layout in layouts:
+    train_lm.train(train_lm.parse_args([*common, *layout]), info)
+"""
+
+
 @pytest.mark.slow
-def test_two_processes_with_a_tensor_axis_spanning_them_train_like_one_device():
-    """A tensor axis of 4 over both processes' 2 devices each (every layer's heads and MLP
-    features split across the processes): 10 steps, the losses of one device."""
-    args = [*ARGS, "--steps", "10", "--heads", "4", "--kv-heads", "4"]  # the last wins
+def test_two_processes_with_tensor_and_seq_axes_spanning_them_train_like_one_device():
+    """Axes that split every layer over both processes' 2 devices each, one layout after
+    another in one pair of processes: a tensor axis of 4 (every layer's heads and MLP
+    features split across the processes), a seq axis of 4 (each sequence split across them:
+    attention's all-to-alls cross the processes) and seq 2 x tensor 2 (a tensor pair in
+    each process, the seq pairs across them). Flash attention, so a split sequence is
+    attended by the Ulysses all-to-all; 10 steps each, the losses of one device."""
+    args = [*ARGS, "--steps", "10", "--heads", "4", "--kv-heads", "4",  # the last flag wins
+            "--attention", "flash"]
+    layouts = {"tensor": ["--tensor", "4"], "seq": ["--seq", "4"],
+               "seq x tensor": ["--seq", "2", "--tensor", "2"]}
     single = subprocess.Popen([sys.executable, str(SCRIPT), *args, "--fsdp", "1"],
                               env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
-    *spanning, want = _results([*_two_processes(None, args, ("--data", "1", "--fsdp", "1",
-                                                             "--tensor", "4")), single])
+    *spanning, (want,) = _results(
+        [*_two_processes(None, args, ("--data", "1", "--fsdp", "1"),
+                         script=("-c", LAYOUTS_CHILD, json.dumps(list(layouts.values())))),
+         single], read=_all_results)
     assert want["devices"] == 1 and len(want["losses"]) == 10
-    for result in spanning:
-        assert result["mesh"] == {"data": 1, "fsdp": 1, "seq": 1, "tensor": 4}, result["mesh"]
-        assert (result["processes"], result["devices"]) == (2, 4)
-        np.testing.assert_allclose(result["losses"], want["losses"], rtol=1e-5)
+    for results in spanning:
+        assert [r["mesh"] for r in results] == [
+            {"data": 1, "fsdp": 1, "seq": 1, "tensor": 4},
+            {"data": 1, "fsdp": 1, "seq": 4, "tensor": 1},
+            {"data": 1, "fsdp": 1, "seq": 2, "tensor": 2}], results
+        for name, result in zip(layouts, results, strict=True):
+            assert (result["processes"], result["devices"]) == (2, 4)
+            np.testing.assert_allclose(result["losses"], want["losses"], rtol=1e-5,
+                                       err_msg=name)
