@@ -20,6 +20,7 @@ with BluePyOpt (1.14.26) and NEURON 9.0.2 from BluePyOpt's own L5PC files (``SOU
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import math
@@ -36,7 +37,7 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.cell import distribution
 from jaxlean.models.neuron.formats import bluepyopt
 from jaxlean.models.neuron.formats.bluepyopt_expression import compile_distribution
-from jaxlean.models.neuron.morphology import axon_stub
+from jaxlean.models.neuron.morphology import axon_stub, discretize
 from jaxlean.models.neuron.simulation.cable import Stimulus, simulate, step_current
 
 FOLDER = Path(__file__).parent / "fixtures" / "bluepyopt_l5pc"
@@ -153,6 +154,55 @@ def test_params_are_differentiable_in_the_parameter_set(model):
 
     with jax.enable_x64():
         assert float(jax.grad(total)(0.02)) == pytest.approx(apical.size)
+
+
+def scattered_params(model: bluepyopt.BluePyOptModel, given: dict) -> dict:
+    """The reference for ``model.params``: each entry's value set at its compartments by a
+    scatter, in the file's order (what the select over every compartment must equal)."""
+    out = discretize.neuron_defaults(model.cell.params())
+    for entry, key, where in zip(model.entries, model.keys, model.where, strict=True):
+        value = entry.value if entry.value is not None else given[entry.name]
+        if entry.kind == "global":
+            out[key] = jnp.asarray(value, dtype=float)
+        elif where.size:
+            scaler = entry.scaler
+            scaled = (scaler.multiplier * jnp.asarray(value, dtype=float) + scaler.offset
+                      if scaler.kind == "linear" else jnp.asarray(scaler.function(
+                          {"distance": jnp.asarray(model.distances[scaler.origin][where]),
+                           "value": value, **scaler.constants}), dtype=float))
+            out[key] = jnp.broadcast_to(jnp.asarray(out[key], dtype=float), (model.cell.n,)
+                                        ).at[where].set(jnp.broadcast_to(scaled, where.shape))
+    return out
+
+
+@needs_morphio
+def test_params_select_equals_a_scatter_with_gradients_and_no_scatter(model):
+    release = json.loads((FOLDER / "release_params.json").read_text())
+    names = sorted(model.free)
+    weights = np.random.default_rng(0).uniform(0.5, 1.5, model.cell.n)
+    reference = functools.partial(scattered_params, model)
+
+    def values(params_of, scale):
+        return params_of({k: scale[i] * release[k] for i, k in enumerate(names)})
+
+    def total(params_of, scale):
+        params = values(params_of, scale)
+        return sum(jnp.sum(jnp.broadcast_to(params[key], (model.cell.n,)) * weights)
+                   for key in sorted(set(model.keys)))
+
+    with jax.enable_x64():
+        scale = jnp.linspace(0.9, 1.1, len(names))
+        ours = jax.jit(functools.partial(values, model.params))(scale)
+        want = jax.jit(functools.partial(values, reference))(scale)
+        assert set(ours) == set(want)
+        for key in ours:   # the same values, bit for bit
+            np.testing.assert_array_equal(np.asarray(ours[key]), np.asarray(want[key]))
+        grad = jax.jit(jax.grad(functools.partial(total, model.params)))(scale)
+        np.testing.assert_allclose(
+            grad, jax.jit(jax.grad(functools.partial(total, reference)))(scale), rtol=1e-12)
+        assert np.all(np.isfinite(grad))
+        text = str(jax.make_jaxpr(jax.grad(functools.partial(total, model.params)))(scale))
+        assert "scatter" not in text
 
 
 def check_locations(model: bluepyopt.BluePyOptModel, path: Path) -> None:

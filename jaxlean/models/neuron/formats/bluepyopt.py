@@ -109,16 +109,25 @@ class BluePyOptModel:
                 continue
             if where.size == 0:          # BluePyOpt sets nothing on an empty section list
                 continue
-            scaled = self._scaled(entry, value, where)
             current = jnp.broadcast_to(jnp.asarray(out[key], dtype=float), (n,))
-            out[key] = current.at[where].set(jnp.broadcast_to(scaled, (where.size,)))
+            inside = np.zeros(n, bool)
+            inside[where] = True
+            # a select over every compartment, not a scatter at ``where``: the gradient's
+            # program then has no scatter (nor its JVP's index scatters) per entry
+            out[key] = jnp.where(inside, self._scaled(entry, value, where, inside), current)
         return out
 
-    def _scaled(self, entry: Entry, value: object, where: np.ndarray) -> jax.Array:
+    def _scaled(self, entry: Entry, value: object, where: np.ndarray,
+                inside: np.ndarray) -> jax.Array:
+        """The entry's value at ``where``: a scalar, or one per compartment (``inside``:
+        ``where`` as a mask; elsewhere the value at ``where[0]``, to be masked out)."""
         scaler = entry.scaler
         if scaler.kind == "linear":
             return scaler.multiplier * jnp.asarray(value, dtype=float) + scaler.offset
-        distance = jnp.asarray(self.distances[scaler.origin][where])
+        # outside ``where`` the distance of a compartment inside it: finite wherever the
+        # function is, so the masked-out values never put NaN in a gradient
+        distances = self.distances[scaler.origin]
+        distance = jnp.asarray(np.where(inside, distances, distances[where[0]]))
         return jnp.asarray(scaler.function({"distance": distance, "value": value,
                                             **scaler.constants}), dtype=float)
 
