@@ -43,10 +43,10 @@ from jaxlean.models.neuron.nmodl.model import Model, ModFileError
 from jaxlean.models.neuron.nmodl.solve import METHODS, STEADY_DT, solve
 from jaxlean.models.neuron.nmodl.variables import Variables, plan_variables
 
-__all__ = ["GeneratedMechanism", "generate"]
+__all__ = ["GeneratedMechanism", "InitialInterpreter", "generate"]
 
 
-class _Initial(Interpreter):
+class InitialInterpreter(Interpreter):
     """Runs INITIAL, where ``SOLVE kinetic STEADYSTATE sparse`` may stand."""
 
     def solve(self, statement: s.Solve, local: dict, names: dict) -> None:
@@ -55,6 +55,11 @@ class _Initial(Interpreter):
             raise self.model.error(statement.line, "in INITIAL, only SOLVE <KINETIC block> "
                                    "STEADYSTATE sparse is supported")
         solve(self.model, block, "steadystate", names, STEADY_DT)
+
+    def call(self, node: s.Call, local: dict, names: dict):
+        if node.name == "net_send" and self.model.point:  # queued by net_receive's
+            return 0.0                                    # PointMechanism.sent_at_start
+        return super().call(node, local, names)
 
 
 def _never(*_):
@@ -86,20 +91,26 @@ class GeneratedMechanism(Mechanism):
                 for mod, (jax, _) in self.plan.kept.items() if mod in names}
 
     def initial(self, v, p, ions=None):
+        initial = InitialInterpreter(self.model, JaxBackend())
+        return self._kept(self._run_initial(v, p, ions, initial), v)
+
+    def _run_initial(self, v, p, ions, interpreter: Interpreter, extra=None) -> dict:
+        """The names (and ``extra``) after INITIAL (and the BEFORE/AFTER blocks
+        ``finitialize`` runs)."""
         ions = dict(ions or {})
         start = {jax: (ions[jax] if value is None else value)
                  for jax, value in self.plan.kept.values()}
-        names = {**self._names(v, {**ions, **start}, p), "t": 0.0}
+        names = {**self._names(v, {**ions, **start}, p), "t": 0.0, **(extra or {})}
         ba = self.model.before_after
         for block in (ba.get("BEFORE INITIAL"), self.model.initial, ba.get("AFTER INITIAL"),
                       ba.get("BEFORE STEP")):
             if block is not None:
-                _Initial(self.model, JaxBackend()).run_block(block, names)
-        return self._kept(names, v)
+                interpreter.run_block(block, names)
+        return names
 
     def _breakpoint(self, v, states, p) -> dict:
         names = self._names(v, states, p)
-        names.update(dict.fromkeys(self.plan.currents, 0.0))  # one assigned only in an if
+        names.update(dict.fromkeys(set(self.plan.currents) - set(self.plan.kept), 0.0))
         block = self.model.breakpoint
         body = tuple(st for st in block.body if not isinstance(st, s.Solve))
         Interpreter(self.model, JaxBackend()).run_block(

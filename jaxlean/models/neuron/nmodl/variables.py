@@ -15,6 +15,10 @@
   ``cai = ca``) is its state, kept by the ion (other mechanisms read it).
 * A file-level ``LOCAL`` is kept per compartment (NEURON keeps one value per thread;
   the same wherever a block sets it before reading it).
+* A ``NONSPECIFIC_CURRENT`` (or ``ELECTRODE_CURRENT``) that BREAKPOINT does not assign on
+  every path (``IF (t < del) {i = 0} ELSE {IF (t < tf) {i = ...}}``) is kept too, as
+  ``<name>_<suffix>_held``: NEURON's range variable keeps its last value where the
+  block leaves it alone.
 * ``v``, ``celsius``, ``dt`` and ``t`` are NEURON's (``t``: see generated).
 """
 
@@ -28,7 +32,7 @@ from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.names import SPECIAL, parameter_default
 
-__all__ = ["Variables", "assigned_names", "plan_variables"]
+__all__ = ["Variables", "always_assigns", "assigned_names", "plan_variables"]
 
 
 def _hoc(name: str, suffix: str) -> str:
@@ -78,6 +82,19 @@ def assigned_names(model: Model, statements, shadow: frozenset = frozenset(),
         elif isinstance(statement, s.CallStatement):
             calls(statement.call)
     return out
+
+
+def always_assigns(statements, name: str) -> bool:
+    """Whether ``statements`` assign ``name`` on every path (an ``if`` counts when both of
+    its branches do; a loop or a call does not)."""
+    for statement in statements:
+        if isinstance(statement, s.Assign) and statement.target == name and (
+                statement.index is None):
+            return True
+        if isinstance(statement, s.If) and always_assigns(statement.then, name) and (
+                always_assigns(statement.otherwise, name)):
+            return True
+    return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +177,9 @@ def plan_variables(model: Model) -> Variables:
         kept[name] = (name, None)
     for name in model.file_locals:
         kept[name] = (_hoc(name, model.suffix), 0.0)
+    for name in model.nonspecific:  # NEURON's range variable keeps its last value
+        if model.breakpoint is not None and not always_assigns(model.breakpoint.body, name):
+            kept[name] = (f"{_hoc(name, model.suffix)}_held", 0.0)
     for name in model.states:
         if name in ion_names:
             kept[name] = (name, None)

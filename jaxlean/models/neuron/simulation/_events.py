@@ -30,15 +30,23 @@ PER_STEP = 4
 """Events an instance can receive in one step (a connection's and self-events together)."""
 
 
-def start(mechanism, args: jax.Array, dtype) -> dict[str, jax.Array]:
-    """The event bookkeeping of instances whose NET_RECEIVE arguments start at ``args``."""
+def start(mechanism, args: jax.Array, dtype, sends=()) -> dict[str, jax.Array]:
+    """The event bookkeeping of instances whose NET_RECEIVE arguments start at ``args``;
+    ``sends``: ``[(sent, delay, flag)]`` of INITIAL's ``net_send`` calls, queued in order."""
     instances = args.shape[0]
-    return {"args": args.astype(dtype),
-            "next": jnp.zeros(instances, jnp.int32),
-            "due": jnp.full((instances, mechanism.queue), jnp.inf, dtype),
-            "flag": jnp.zeros((instances, mechanism.queue), dtype),
-            "order": jnp.zeros((instances, mechanism.queue), jnp.int32),
-            "sent": jnp.zeros(instances, jnp.int32), "lost": jnp.zeros(instances, jnp.int32)}
+    due = jnp.full((instances, mechanism.queue), jnp.inf, dtype)
+    flags = jnp.zeros((instances, mechanism.queue), dtype)
+    order = jnp.zeros((instances, mechanism.queue), jnp.int32)
+    count = jnp.zeros(instances, jnp.int32)
+    for k, (sent, delay, flag) in enumerate(sends):  # slot k is free: the queue is empty
+        on = jnp.broadcast_to(sent, (instances,)) > 0
+        due = due.at[:, k].set(jnp.where(on, jnp.broadcast_to(delay, (instances,)), jnp.inf))
+        flags = flags.at[:, k].set(jnp.broadcast_to(flag, (instances,)).astype(dtype))
+        order = order.at[:, k].set(count)
+        count = count + on
+    return {"args": args.astype(dtype), "next": jnp.zeros(instances, jnp.int32),
+            "due": due, "flag": flags, "order": order, "sent": count,
+            "lost": jnp.zeros(instances, jnp.int32)}
 
 
 def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Array, dt: float,
@@ -87,18 +95,20 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
     return states, {**events, "lost": events["lost"] + left}
 
 
-def start_all(insertions, state: dict, dtype, own: list, celsius) -> dict:
-    """``{"events": {name: bookkeeping}}`` of the insertions that run NET_RECEIVE in full (a
-    continued run's own, from ``state``); ``{}`` when none does. ``own``: each insertion's
-    parameters."""
+def start_all(plan, state: dict, dtype, own: list, celsius) -> dict:
+    """``{"events": {name: bookkeeping}}`` of ``plan``'s insertions that run NET_RECEIVE in
+    full (a continued run's own, from ``state``); ``{}`` when none does. ``own``: each
+    insertion's parameters."""
     if "events" in state:
         return {"events": state["events"]}
     out = {}
-    for ins, p in zip(insertions, own, strict=True):
+    for ins, p in zip(plan.insertions, own, strict=True):
         if getattr(ins.mechanism, "receives", False):
+            v = state["v"][ins.compartments]
             given = {**state["states"][ins.mechanism.name], "celsius": celsius}
-            args = ins.mechanism.initial_args(given, state["v"][ins.compartments], p)
-            out[ins.mechanism.name] = start(ins.mechanism, args, dtype)
+            args = ins.mechanism.initial_args(given, v, p)
+            sends = ins.mechanism.sent_at_start(v, p, {"celsius": celsius, "dt": plan.dt})
+            out[ins.mechanism.name] = start(ins.mechanism, args, dtype, sends)
     return {"events": out} if out else {}
 
 
