@@ -12,7 +12,9 @@ in INITIAL is read by BREAKPOINT and by later steps, a PARAMETER may be assigned
   the membrane current ``-i``, under which jaxlean also records it;
 * ``nrn_state``: each SOLVE (:mod:`~jaxlean.models.neuron.nmodl.solve`) at the new
   voltage, reading the ions' variables then (a concentration written by a mechanism
-  earlier in the order is read at its new value).
+  earlier in the order is read at its new value). A file that writes no current has no
+  ``nrn_cur``: its whole BREAKPOINT runs here, in order, at the step's end (``T =
+  NTdiffWave() + amb`` of ``diff3D.mod`` reads ``t = (n + 1) dt``).
 
 INITIAL (``nrn_init``) runs at ``v_init`` after every kept value is set to its start
 (:class:`~jaxlean.models.neuron.nmodl.variables.Variables`), with ``t = 0``. ``t`` elsewhere
@@ -86,8 +88,9 @@ class GeneratedMechanism(Mechanism):
         return out
 
     def _kept(self, names, v) -> dict:
-        shape, dtype = jnp.shape(v), jnp.result_type(v)
-        return {jax: jnp.broadcast_to(jnp.asarray(names[mod], dtype), shape)
+        shape, dtype, arrays = jnp.shape(v), jnp.result_type(v), self.model.arrays
+        return {jax: jnp.broadcast_to(jnp.asarray(names[mod], dtype), shape + (
+                    (arrays[mod],) if mod in self.model.vectors else ()))
                 for mod, (jax, _) in self.plan.kept.items() if mod in names}
 
     def initial(self, v, p, ions=None):
@@ -123,15 +126,24 @@ class GeneratedMechanism(Mechanism):
                 for current, (jax, _) in self.plan.currents.items()}
 
     def currents_kept(self, v, states, p):
-        if not self.plan.breakpoint_kept:
+        if not self.plan.breakpoint_kept or not self.plan.currents:
             return {}
         names = self._breakpoint(v, states, p)
         return self._kept({m: names[m] for m in self.plan.breakpoint_kept}, v)
 
     def step(self, states, v, dt, speed, p):
         names = {**self._names(v, states, p), "dt": dt}
-        for block, method in self.solves:
-            solve(self.model, block, method, names, dt)
+        if self.plan.currents:
+            for block, method in self.solves:
+                solve(self.model, block, method, names, dt)
+        else:  # no nrn_cur: nrn_state runs all of BREAKPOINT, in order
+            solves, block = iter(self.solves), self.model.breakpoint
+            local = {name: 0.0 for name in block.locals}
+            for statement in block.body:
+                if isinstance(statement, s.Solve):
+                    solve(self.model, *next(solves), names, dt)
+                else:
+                    Interpreter(self.model, JaxBackend()).run((statement,), local, names)
         for kind in ("AFTER SOLVE", "BEFORE STEP"):
             if kind in self.model.before_after:
                 Interpreter(self.model, JaxBackend()).run_block(self.model.before_after[kind],
@@ -165,20 +177,21 @@ def _solves(model: Model) -> tuple:
 
 
 def _dry_run(mechanism: GeneratedMechanism) -> None:
-    """Run every function once on one compartment, so a name the blocks cannot read (``t``
-    in BREAKPOINT, an unknown function) is refused when the file loads."""
-    with jax.enable_x64(True):
-        v = jnp.full((1,), -65.0)
-        p = {name: jnp.asarray(default) for name, (default, _) in
-             mechanism.parameters.items()}
+    """Trace every function once on one compartment (no computing), so a name the blocks
+    cannot read (``t`` in BREAKPOINT, an unknown function) is refused when the file loads."""
+    def run(v, p):
         ions = {name: jnp.full((1,), 1.0) for name in mechanism.plan.ion_names}
         ions["celsius"], ions["dt"], ions["t"] = jnp.asarray(6.3), 0.025, 0.0125
         states = {**ions, **mechanism.initial(v, p, ions)}
         mechanism.currents_at(v, states, p)
         mechanism.currents_kept(v, states, p)
-        out = mechanism.step(states, v, 0.025, 1.0, p)
-        if set(out) != set(mechanism.states):
-            raise ConfigError(f"a step gives {sorted(out)}, not {sorted(mechanism.states)}")
+        return mechanism.step(states, v, 0.025, 1.0, p)
+
+    with jax.enable_x64(True):
+        out = jax.eval_shape(run, jnp.full((1,), -65.0), {
+            name: jnp.asarray(default) for name, (default, _) in mechanism.parameters.items()})
+    if set(out) != set(mechanism.states):
+        raise ConfigError(f"a step gives {sorted(out)}, not {sorted(mechanism.states)}")
 
 
 def generate(model: Model, *, point: bool = False) -> GeneratedMechanism:

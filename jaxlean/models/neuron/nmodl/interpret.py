@@ -65,7 +65,7 @@ class Interpreter:
                 target = self.element(statement.target, statement.index, local, names,
                                       statement.line)
                 if isinstance(target, tuple):  # an index known only during the run
-                    write_element(self.model.arrays, *target, value, local, names)
+                    write_element(self.model, *target, value, local, names)
                 else:
                     (local if target in local else names)[target] = value
             elif isinstance(statement, s.Loop):
@@ -91,7 +91,7 @@ class Interpreter:
         k = self.eval(index, local, names)
         if self.model.arrays.get(name) is None:
             raise self.model.error(line, f"{name}[...]: not an array of the file")
-        if not isinstance(k, int | float):
+        if not isinstance(k, int | float) or name in self.model.vectors:
             if not isinstance(self.backend, JaxBackend):
                 raise self.model.error(line, f"{name}[...]: an index known only during the "
                                        f"run is not supported here")
@@ -189,7 +189,7 @@ class Interpreter:
         if isinstance(node, s.Index):
             target = self.element(node.id, node.index, local, names, node.line)
             if isinstance(target, tuple):
-                return read_element(self.model.arrays, *target, local, names)
+                return read_element(self.model, *target, local, names)
             return self.lookup(s.Name(target, node.line), local, names)
         if isinstance(node, s.Unary):
             return backend.unary(node, self.eval(node.operand, local, names))
@@ -277,4 +277,7 @@ class JaxBackend:
         return bool(condition) if isinstance(condition, bool | float) else None
 
     def select(self, condition, a, b):
+        extra = max(jnp.ndim(a), jnp.ndim(b)) - jnp.ndim(condition)
+        if jnp.ndim(condition) and extra > 0:  # an array kept whole: per instance
+            condition = jnp.reshape(condition, jnp.shape(condition) + (1,) * extra)
         return jnp.where(condition, a, b)

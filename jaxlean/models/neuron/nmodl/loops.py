@@ -8,7 +8,9 @@ the instances; an instance whose own bounds leave ``i`` out keeps its values (a 
 step), so each compartment or point process runs its own count. The loop carries the
 names the body changes (found by running it once, outside the loop, on the values
 before it). A ``while_loop`` has a forward derivative but no reverse one: a gradient
-through such a loop is refused by JAX.
+through such a loop is refused by JAX. A POINT_PROCESS's large ASSIGNED array
+(``tspike[5000]``, :data:`~.parser.VECTOR_FROM`) is kept whole, one value ``(instances,
+size)``, so an event writes one element of it without a value per element in the run.
 """
 
 from __future__ import annotations
@@ -77,21 +79,29 @@ def _elements(size: int, name: str) -> list[str]:
     return [f"{name}[{j}]" for j in range(size)]
 
 
-def read_element(arrays: dict, name: str, k: Any, local: dict, names: dict) -> Any:
-    """``name[(int) k]``, ``k`` traced (per instance); an index outside the array reads its
-    nearest end (C reads memory beyond it)."""
-    values = [(local if key in local else names)[key] for key in _elements(arrays[name], name)]
-    shape = jnp.broadcast_shapes(jnp.shape(k), *(jnp.shape(x) for x in values))
-    stacked = jnp.stack([jnp.broadcast_to(x, shape) for x in values])
-    index = jnp.clip(_whole(k), 0, len(values) - 1).astype(jnp.int32)
+def read_element(model, name: str, k: Any, local: dict, names: dict) -> Any:
+    """``name[(int) k]``, ``k`` traced (per instance) or an array kept whole; an index
+    outside the array reads its nearest end (C reads memory beyond it)."""
+    size = model.arrays[name]
+    if name in model.vectors:
+        stacked = jnp.moveaxis(names[name], -1, 0)
+    else:
+        stacked = jnp.stack([(local if key in local else names)[key]
+                             for key in _elements(size, name)])
+    shape = jnp.broadcast_shapes(jnp.shape(k), stacked.shape[1:])
+    stacked = jnp.broadcast_to(stacked, (size, *shape))
+    index = jnp.clip(_whole(k), 0, size - 1).astype(jnp.int32)
     return jnp.take_along_axis(stacked, jnp.broadcast_to(index, shape)[None], 0)[0]
 
 
-def write_element(arrays: dict, name: str, k: Any, value: Any, local: dict,
-                  names: dict) -> None:
-    """``name[(int) k] = value``, ``k`` traced (per instance); an index outside the array
-    writes nothing (C writes memory beyond it)."""
+def write_element(model, name: str, k: Any, value: Any, local: dict, names: dict) -> None:
+    """``name[(int) k] = value``, ``k`` traced (per instance) or an array kept whole; an
+    index outside the array writes nothing (C writes memory beyond it)."""
     index = _whole(k)
-    for j, key in enumerate(_elements(arrays[name], name)):
+    if name in model.vectors:
+        hit = jnp.arange(model.arrays[name]) == jnp.expand_dims(index, -1)
+        names[name] = jnp.where(hit, jnp.expand_dims(jnp.asarray(value), -1), names[name])
+        return
+    for j, key in enumerate(_elements(model.arrays[name], name)):
         scope = local if key in local else names
         scope[key] = jnp.where(index == j, value, scope[key])

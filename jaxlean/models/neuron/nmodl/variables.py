@@ -19,12 +19,17 @@
   every path (``IF (t < del) {i = 0} ELSE {IF (t < tf) {i = ...}}``) is kept too, as
   ``<name>_<suffix>_held``: NEURON's range variable keeps its last value where the
   block leaves it alone.
+* A ``POINTER`` is a parameter ``<name>_<suffix>`` with no default (NaN; ``cell.params()``
+  leaves it out, so a run without it is refused, as NEURON refuses a pointer never set):
+  the value it points to, which NEURON's ``setpointer`` names and the run does not
+  change (a variable the run changes, another mechanism's state, is not followed).
 * ``v``, ``celsius``, ``dt`` and ``t`` are NEURON's (``t``: see generated).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.ions import UseIon, variables
@@ -66,7 +71,9 @@ def assigned_names(model: Model, statements, shadow: frozenset = frozenset(),
 
     for statement in statements:
         if isinstance(statement, s.Assign):
-            if statement.index is not None:  # every element of the array may be assigned
+            if statement.target in model.vectors:
+                out.add(statement.target)
+            elif statement.index is not None:  # every element of the array may be assigned
                 out.update(f"{statement.target}[{k}]"
                            for k in range(model.arrays.get(statement.target, 0)))
             elif statement.target not in shadow:
@@ -163,6 +170,14 @@ def plan_variables(model: Model) -> Variables:
         written |= assigned_names(model, block.body, frozenset(block.locals) | set(block.args))
     free = set(SPECIAL) | set(ion_names)
     parameters, kept = {}, {}
+    for name in model.pointers:
+        if name in written:
+            model.refuse(model.suffix_line, f"a block assigns POINTER {name} (NEURON writes "
+                         f"the variable it points to); not supported")
+        variable = model.assigned.get(name) or model.parameters.get(name)
+        parameters[name] = (_hoc(name, model.suffix), math.nan,
+                            variable.unit.replace(" ", "") if variable else "")
+    free |= set(model.pointers)
     for name, variable in model.parameters.items():
         if name in free:
             continue

@@ -70,8 +70,8 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
         when = jnp.where(active, when, t)  # no inf reaches the block
         flag = jnp.where(from_outside, 0.0, events["flag"][rows, slot])
         new, args, sends = mechanism.deliver(states, events["args"], when, flag, v, p)
-        states = {k: jnp.where(active, new[k], x) if k in new else x
-                  for k, x in states.items()}
+        states = {k: jnp.where(active.reshape(active.shape + (1,) * (x.ndim - 1)), new[k], x)
+                  if k in new else x for k, x in states.items()}
         taken = active & ~from_outside
         due = events["due"].at[rows, slot].set(jnp.where(taken, jnp.inf, queued))
         flags = events["flag"]

@@ -8,8 +8,9 @@ NET_RECEIVE block receives the events of a ``NetStim`` through a ``NetCon`` with
 (their delivery times are in the fixture), the others run on their own with the
 parameters the fixture names. Each test item is one file: it loads or is refused with its
 file and line; a loaded one NEURON ran must match within :data:`VOLTAGE_TOLERANCE` at
-every kept sample. With NEURON installed, one file is also checked live (its fixture
-remade by the script).
+every kept sample, and a variable the fixture records (``diff3D.mod``'s transmitter ``T``)
+within :data:`RELATIVE_TOLERANCE` of its largest value. With NEURON installed, one file is
+also checked live (its fixture remade by the script).
 
 ``python tests/models/neuron/nmodl/test_modeldb_points.py`` prints the table: load and
 match counts, the largest difference of each file and refusals by reason.
@@ -42,6 +43,7 @@ CORPUS = HERE / "corpus"
 FIXTURE = HERE / "fixtures" / "modeldb_points.npz"
 SCRIPT = HERE.parents[3] / "scripts" / "make_modeldb_point_fixtures.py"
 VOLTAGE_TOLERANCE = 1e-6  # mV
+RELATIVE_TOLERANCE = 1e-9  # of a recorded variable, relative to its largest magnitude
 
 
 def _fixture() -> tuple[dict, np.lib.npyio.NpzFile]:
@@ -67,7 +69,7 @@ def _setup(mechanism, info: dict, spec: dict, weight=None):
                              kind=[1]).insert(pas).insert(mechanism, compartments=[0])
     params = {**cell.params(), "celsius": spec["celsius"], "v_init": spec["v_init"],
               "cm": spec["cm"], "g_pas": spec["pas"]["g"], "e_pas": spec["pas"]["e"]}
-    for key, value in info.get("params", {}).items():
+    for key, value in {**info.get("params", {}), **info.get("pointers", {})}.items():
         params[f"{key}_{mechanism.name}"] = jnp.asarray([float(value)])
     spikes = {}
     if "weight" in info:
@@ -76,14 +78,17 @@ def _setup(mechanism, info: dict, spec: dict, weight=None):
     return cell, params, spikes
 
 
-def _run(mechanism, info: dict, spec: dict) -> np.ndarray:
-    """jaxlean's voltage (every step), in float64; no event was late or dropped."""
+def _run(mechanism, info: dict, spec: dict) -> dict[str, np.ndarray]:
+    """jaxlean's voltage and the variables ``info`` records (every step), in float64; no
+    event was late or dropped."""
     with jax.enable_x64():
         cell, params, spikes = _setup(mechanism, info, spec)
-        out = simulate(cell, params, [], spec["dt"], spec["t_max"], spikes=spikes)
+        names = {"v": "v", **{key: f"{key}_{mechanism.name}" for key in info.get("record", [])}}
+        out = simulate(cell, params, [], spec["dt"], spec["t_max"], spikes=spikes,
+                       states=list(names.values()))
         for events in out["final"].get("events", {}).values():
             assert not np.asarray(events["lost"]).any()
-        return np.asarray(out["v"][:, 0])
+        return {key: np.asarray(out[name][:, 0]) for key, name in names.items()}
 
 
 def check_file(path: str, fixture: dict, traces) -> dict:
@@ -98,8 +103,11 @@ def check_file(path: str, fixture: dict, traces) -> dict:
         return result
     result["loaded"] = type(mechanism).__name__
     if info["neuron"] == "ran":
-        v = _run(mechanism, info, fixture["cell"])[::fixture["every"]]
-        result["error_mV"] = float(np.abs(v - traces[f"{path}:v"]).max())
+        run = {k: x[::fixture["every"]] for k, x in _run(mechanism, info, fixture["cell"]).items()}
+        result["error_mV"] = float(np.abs(run.pop("v") - traces[f"{path}:v"]).max())
+        result["relative"] = {key: float(np.abs(x - traces[f"{path}:{key}"]).max()
+                                         / np.abs(traces[f"{path}:{key}"]).max())
+                              for key, x in run.items()}
     return result
 
 
@@ -122,6 +130,8 @@ def test_each_loaded_point_process_matches_neuron(path):
     else:
         print(f"{path}: {result.get('error_mV', 'not run by NEURON')}")
         assert result.get("error_mV", 0.0) < VOLTAGE_TOLERANCE, result
+        for value in result.get("relative", {}).values():  # the variables it records
+            assert value < RELATIVE_TOLERANCE, result
 
 
 def test_the_events_move_the_voltage():
