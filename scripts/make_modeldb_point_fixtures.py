@@ -47,8 +47,11 @@ EVERY = 10
 
 # per file: the parameters set (defaults otherwise), the values its POINTERs point to (a
 # Vector element each, which the run does not change; NEURON refuses a run with a POINTER
-# never set), the NetCon weight (files with NET_RECEIVE; chosen so that an event moves v by
-# a few mV) and extra variables recorded
+# never set), the Random its setRNG takes (``random``: uniform(0, 1) with a seed; the two
+# Blue Brain synapses, whose draws NEURON and jaxlean make from different generators, run
+# with release probability 1, Use = 1 and Dep = 1 us, so each event releases whatever is
+# drawn), the NetCon weight (files with NET_RECEIVE; chosen so that an event moves v by a
+# few mV) and extra variables recorded
 POINTS: dict[str, dict] = {
     "116096/ampacin.mod": {"params": {"gmax": 1e-4}},
     "123815/ANsyn.mod": {"params": {"onset": 30.0, "gmax": 2e-4}},
@@ -56,8 +59,10 @@ POINTS: dict[str, dict] = {
     "2015953/diff3D.mod": {"weight": 1.0, "record": ["T"]},
     "2015953/ipulse1.mod": {"params": {"del": 30.0, "ton": 10.0, "toff": 20.0, "num": 4,
                                        "amp": 0.005}, "weight": 1.0},
-    "249463/almog/ProbAMPANMDA2.mod": {"weight": 1.0},
-    "249463/almog/ProbUDFsyn2.mod": {"weight": 1.0},
+    "249463/almog/ProbAMPANMDA2.mod": {"weight": 1.0, "params": {"Use": 1.0, "Dep": 1e-3},
+                                       "random": {"pointer": "rng", "seed": 7}},
+    "249463/almog/ProbUDFsyn2.mod": {"weight": 1.0, "params": {"Use": 1.0, "Dep": 1e-3},
+                                     "random": {"pointer": "rng", "seed": 7}},
     "266850/Capsaicin_Puff.mod": {},
     "267499/LinClamp.mod": {"params": {"del": 50.0, "tf": 250.0, "amp0": 0.005,
                                        "ampf": -0.005}},
@@ -99,6 +104,10 @@ def run_one(folder: Path, name: str, spec: dict) -> dict:
         for key, value in spec.get("pointers", {}).items():
             held.append(h.Vector([value]))
             h.setpointer(held[-1]._ref_x[0], key, point)
+        if "random" in spec:  # a Random, uniform on [0, 1), through the file's setRNG
+            held.append(h.Random(spec["random"]["seed"]))
+            held[-1].uniform(0, 1)
+            point.setRNG(held[-1])
         if hasattr(h, f"usetable_{name}"):
             setattr(h, f"usetable_{name}", 0)
         kept = {"v": h.Vector().record(soma(0.5)._ref_v)}

@@ -34,6 +34,7 @@ from jaxlean.models.neuron.nmodl.generated import (
 )
 from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
 from jaxlean.models.neuron.nmodl.model import Model, ModFileError
+from jaxlean.models.neuron.nmodl.random_streams import draw
 
 __all__ = ["PointMechanism", "generate_point"]
 
@@ -58,11 +59,22 @@ class _Sends:
 
 
 class _Receive(_Sends, Interpreter):
-    """Runs NET_RECEIVE, recording its sends."""
+    """Runs NET_RECEIVE, recording its sends; ``nrn_random_pick(rng)`` draws from the
+    POINTER's stream (:mod:`~.random_streams`) at the instances' event ``count``."""
 
-    def __init__(self, model: Model, sites: dict[int, int]):
+    def __init__(self, model: Model, sites: dict[int, int], count=None):
         super().__init__(model, JaxBackend())
-        self.sites = sites
+        self.sites, self.count, self.draws = sites, count, 0
+
+    def call(self, node: s.Call, local: dict, names: dict):
+        if node.name != "nrn_random_pick":
+            return super().call(node, local, names)
+        pointer = node.args[0] if len(node.args) == 1 else None
+        if not (isinstance(pointer, s.Name) and pointer.id in self.model.pointers):
+            raise self.model.error(node.line, "nrn_random_pick takes one POINTER")
+        self.draws += 1
+        return draw(names[pointer.id], self.count, self.draws - 1,
+                    jnp.result_type(names["v"]))
 
 
 class _InitialSends(_Sends, InitialInterpreter):
@@ -156,9 +168,10 @@ class PointMechanism(GeneratedMechanism):
             args = {name: jnp.broadcast_to(local[name], jnp.shape(v)) for name in args}
         return jnp.stack(list(args.values()), axis=1) if args else jnp.zeros((len(v), 0))
 
-    def deliver(self, states, args, t, flag, v, p):
+    def deliver(self, states, args, t, flag, v, p, count=None):
         """NET_RECEIVE for one event per instance at time ``t`` (``(instances,)``) with
-        ``flag``; ``args``: ``(instances, receive_args)``. Returns the new states, the new
+        ``flag``; ``args``: ``(instances, receive_args)``; ``count``: the events each
+        instance received before (keys its random draws). Returns the new states, the new
         arguments and ``[(sent, delay, flag)]``, one per ``net_send`` call site (``sent``
         1 where the call ran)."""
         block = self.model.net_receive
@@ -166,7 +179,8 @@ class PointMechanism(GeneratedMechanism):
         names.update(_unsent(len(self.sends)))
         given = {block.args[0]: p[self.weight]}
         given.update({name: args[:, j] for j, name in enumerate(block.args[1:])})
-        local = _Receive(self.model, {line: k for k, line in enumerate(self.sends)}
+        count = jnp.zeros(jnp.shape(v), jnp.int32) if count is None else count
+        local = _Receive(self.model, {line: k for k, line in enumerate(self.sends)}, count
                          ).run_block(block, names, given)
         new_args = (jnp.stack([jnp.broadcast_to(local[name], jnp.shape(t))
                                for name in block.args[1:]], axis=1)

@@ -33,6 +33,7 @@ from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.geometry import refuse_geometry
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
 from jaxlean.models.neuron.nmodl.model import Ion, Model
+from jaxlean.models.neuron.nmodl.random_streams import rewrite_random_idioms
 from jaxlean.models.neuron.nmodl.statements import StatementParser
 from jaxlean.models.neuron.nmodl.units import unit_constant
 from jaxlean.models.neuron.nmodl.verbatim import resolve_ion_reads
@@ -71,7 +72,7 @@ def parse(text: str, where: str = "<mod text>", folder: Path | None = None,
     its tokens count as the INCLUDE line's in errors. ``default_suffix``: the mechanism's
     name when the file has no SUFFIX (NEURON names it after the file).
     """
-    tokens, problems = tokenize(text, where)
+    tokens, problems = tokenize(rewrite_random_idioms(text), where)
     model = Model(where, problems=problems)
     return refuse_geometry(resolve_ion_reads(_Parser(tokens, model, folder,
                                                      default_suffix).model()))

@@ -46,7 +46,7 @@ def start(mechanism, args: jax.Array, dtype, sends=()) -> dict[str, jax.Array]:
         count = count + on
     return {"args": args.astype(dtype), "next": jnp.zeros(instances, jnp.int32),
             "due": due, "flag": flags, "order": order, "sent": count,
-            "lost": jnp.zeros(instances, jnp.int32)}
+            "lost": jnp.zeros(instances, jnp.int32), "count": jnp.zeros(instances, jnp.int32)}
 
 
 def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Array, dt: float,
@@ -69,7 +69,8 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
         active = when <= limit
         when = jnp.where(active, when, t)  # no inf reaches the block
         flag = jnp.where(from_outside, 0.0, events["flag"][rows, slot])
-        new, args, sends = mechanism.deliver(states, events["args"], when, flag, v, p)
+        new, args, sends = mechanism.deliver(states, events["args"], when, flag, v, p,
+                                             events["count"])
         states = {k: jnp.where(active.reshape(active.shape + (1,) * (x.ndim - 1)), new[k], x)
                   if k in new else x for k, x in states.items()}
         taken = active & ~from_outside
@@ -86,7 +87,8 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
             count = count + on
         events = {"args": jnp.where(active[:, None], args, events["args"]),
                   "next": events["next"] + (active & from_outside),
-                  "due": due, "flag": flags, "order": order, "sent": count, "lost": lost}
+                  "due": due, "flag": flags, "order": order, "sent": count, "lost": lost,
+                  "count": events["count"] + active}
         return states, events
 
     states, events = lax.fori_loop(0, PER_STEP, one, (states, events))

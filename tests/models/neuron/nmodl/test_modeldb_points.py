@@ -71,6 +71,9 @@ def _setup(mechanism, info: dict, spec: dict, weight=None):
               "cm": spec["cm"], "g_pas": spec["pas"]["g"], "e_pas": spec["pas"]["e"]}
     for key, value in {**info.get("params", {}), **info.get("pointers", {})}.items():
         params[f"{key}_{mechanism.name}"] = jnp.asarray([float(value)])
+    if "random" in info:  # jaxlean's stream: its own draws, keyed by the seed
+        params[f"{info['random']['pointer']}_{mechanism.name}"] = jnp.asarray(
+            [float(info["random"]["seed"])])
     spikes = {}
     if "weight" in info:
         params[mechanism.weight] = jnp.asarray([info["weight"] if weight is None else weight])

@@ -11,7 +11,11 @@ area`` uA/cm2, at BREAKPOINT's ``t = (n + 1/2) dt``).
   (``ampacin.mod``);
 * a ``POINTER`` is a parameter without a default (``ampa13.mod``): a run without it is
   refused, as NEURON refuses a pointer never set; the gradient through it matches central
-  differences.
+  differences;
+* a POINTER to a NEURON ``Random`` drawn from in Blue Brain's VERBATIM idiom
+  (``ProbUDFsyn2.mod``) draws from jaxlean's own uniform stream: the release fraction
+  matches the release probability, the draws are fixed by the seed and the event count,
+  and C that differs from the idiom stays refused.
 
 The corpus files themselves are checked against NEURON in ``test_modeldb_points.py``.
 """
@@ -19,6 +23,7 @@ The corpus files themselves are checked against NEURON in ``test_modeldb_points.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +34,8 @@ from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.channels import pas
 from jaxlean.models.neuron.nmodl import load_mod
 from jaxlean.models.neuron.simulation.cable import Cell, simulate
+
+PROB = Path(__file__).parent / "corpus" / "249463" / "almog" / "ProbUDFsyn2.mod"
 
 DT, STEPS = 0.025, 120
 L = DIAM = 20.0  # um
@@ -140,3 +147,35 @@ def test_a_pointer_must_be_given_and_its_gradient_matches_central_differences():
         numeric = (mean_v(c + h) - mean_v(c - h)) / (2 * h)
     assert float(grad[0]) > 0.0  # more open channels, reversal 0: depolarised
     np.testing.assert_allclose(np.asarray(grad), np.asarray(numeric), rtol=1e-6)
+
+
+def test_a_random_pointer_draws_from_a_uniform_stream_keyed_by_seed_and_event():
+    mechanism = load_mod(PROB)
+    n = 4000  # instances, one event each: release with probability Use (Fac 0, Dep 1 us)
+    with jax.enable_x64():
+        v = jnp.full((n,), -65.0)
+        p = {name: jnp.full((n,), 0.0 if np.isnan(d) else d)
+             for name, (d, _) in mechanism.parameters.items()}
+        p.update({"Use_ProbUDFsyn2": jnp.full((n,), 0.3), "Fac_ProbUDFsyn2": jnp.zeros(n),
+                  "Dep_ProbUDFsyn2": jnp.full((n,), 1e-3), "rng_ProbUDFsyn2": jnp.arange(n) * 1.0,
+                  mechanism.weight: jnp.ones(n)})
+        states = {**mechanism.initial(v, p, {"celsius": 34.0, "dt": 0.025}), "celsius": 34.0}
+        args = mechanism.initial_args(states, v, p)
+
+        @jax.jit
+        def released(count):
+            new, _, _ = mechanism.deliver(states, args, jnp.full((n,), 21.0), jnp.zeros(n),
+                                          v, p, jnp.full((n,), count, jnp.int32))
+            return new["B_ProbUDFsyn2"] > 0
+
+        first, again, second = (np.asarray(released(c)) for c in (0, 0, 1))
+    assert abs(first.mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / n)
+    assert (first == again).all() and (first != second).any()
+
+
+def test_random_draws_outside_the_idiom_or_net_receive_are_refused():
+    text = PROB.read_text()
+    with pytest.raises(ConfigError, match=r"VERBATIM"):
+        load_mod(text.replace("return value;", "return 2*value;"))
+    with pytest.raises(ConfigError, match=r"nrn_random_pick.*NET_RECEIVE"):
+        load_mod(text.replace("g = gmax*(B-A)", "g = gmax*(B-A)*erand()"))
