@@ -121,6 +121,8 @@ class GeneratedMechanism(Mechanism):
         return names
 
     def currents_at(self, v, states, p, reversals=None):
+        if not self.plan.currents:  # no nrn_cur (BREAKPOINT runs in step)
+            return {}
         names = self._breakpoint(v, states, p)
         return {jax: -names[current] if current in self.model.electrode else names[current]
                 for current, (jax, _) in self.plan.currents.items()}

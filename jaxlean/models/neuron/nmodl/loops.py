@@ -84,14 +84,14 @@ def read_element(model, name: str, k: Any, local: dict, names: dict) -> Any:
     outside the array reads its nearest end (C reads memory beyond it)."""
     size = model.arrays[name]
     if name in model.vectors:
-        stacked = jnp.moveaxis(names[name], -1, 0)
+        whole = names[name]
     else:
-        stacked = jnp.stack([(local if key in local else names)[key]
-                             for key in _elements(size, name)])
-    shape = jnp.broadcast_shapes(jnp.shape(k), stacked.shape[1:])
-    stacked = jnp.broadcast_to(stacked, (size, *shape))
+        whole = jnp.stack([(local if key in local else names)[key]
+                           for key in _elements(size, name)], axis=-1)
+    shape = jnp.broadcast_shapes(jnp.shape(k), whole.shape[:-1])
     index = jnp.clip(_whole(k), 0, size - 1).astype(jnp.int32)
-    return jnp.take_along_axis(stacked, jnp.broadcast_to(index, shape)[None], 0)[0]
+    return jnp.take_along_axis(jnp.broadcast_to(whole, (*shape, size)),
+                               jnp.broadcast_to(index, shape)[..., None], -1)[..., 0]
 
 
 def write_element(model, name: str, k: Any, value: Any, local: dict, names: dict) -> None:

@@ -69,6 +69,11 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
         active = when <= limit
         when = jnp.where(active, when, t)  # no inf reaches the block
         flag = jnp.where(from_outside, 0.0, events["flag"][rows, slot])
+        return lax.cond(active.any(), receive, lambda *a: a[0],  # most steps have none
+                        (states, events), active, when, flag, from_outside, slot, queued)
+
+    def receive(carry, active, when, flag, from_outside, slot, queued):
+        states, events = carry
         new, args, sends = mechanism.deliver(states, events["args"], when, flag, v, p,
                                              events["count"])
         states = {k: jnp.where(active.reshape(active.shape + (1,) * (x.ndim - 1)), new[k], x)
@@ -89,7 +94,7 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
                   "next": events["next"] + (active & from_outside),
                   "due": due, "flag": flags, "order": order, "sent": count, "lost": lost,
                   "count": events["count"] + active}
-        return states, events
+        return jax.tree.map(lambda x, y: x.astype(y.dtype), (states, events), carry)
 
     states, events = lax.fori_loop(0, PER_STEP, one, (states, events))
     left = jnp.minimum(padded[rows, jnp.minimum(events["next"], times.shape[1])],
