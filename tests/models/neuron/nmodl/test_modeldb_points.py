@@ -216,7 +216,9 @@ def summary(results: dict[str, dict]) -> str:
     lines = [f"{len(results)} point processes; NEURON runs {len(ran)} alone; jaxlean loads "
              f"{len(loaded)}, of which {len(compared)} NEURON runs, {len(matched)} within "
              f"{VOLTAGE_TOLERANCE} mV; worst {max(compared.values(), default=0):.3g} mV"]
-    lines += [f"  {p}: {e:.3g} mV" for p, e in sorted(compared.items())]
+    lines += [f"  {p}: {e:.3g} mV" + "".join(
+        f" ({key} within {x:.2g} of its largest value)"
+        for key, x in results[p].get("relative", {}).items()) for p, e in sorted(compared.items())]
     lines += [f"  NEURON fails: {p}: {r['neuron']}" for p, r in results.items()
               if r["neuron"] != "ran"]
     lines += ["refusals by reason (problems, counted once per file):"]
