@@ -12,7 +12,10 @@ and the self-events its ``net_send`` calls queued (a self-event due within the s
 delivered in the same step). Each instance keeps its connection's NET_RECEIVE arguments
 after the weight (zero at the start), the index of its next input spike, and up to
 ``queue`` pending self-events (time ``inf``: a free slot; of self-events due at one time,
-the first sent is delivered first, as NEURON does). At most :data:`PER_STEP`
+the first sent is delivered first, as NEURON does; INITIAL's ``net_send`` calls fill the
+queue as the run starts) and its count of delivered events (``count``, which keys its
+random draws). A step in which no instance has an event due skips NET_RECEIVE
+(``lax.cond``). At most :data:`PER_STEP`
 events per instance are delivered in one step; ``lost`` counts, per instance, the steps
 that had more and the self-events a full queue dropped (``simulate``'s
 ``out["final"]["events"][name]["lost"]``, zero in a faithful run).
