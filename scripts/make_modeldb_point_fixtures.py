@@ -6,7 +6,8 @@ Each ``POINT_PROCESS`` file of the corpus (tests/models/neuron/nmodl/corpus/, se
 alone, with the folder's other files, when the folder does not compile) and run in a fresh
 NEURON process: one compartment (L = diam = 20 um, ``cm`` 1, ``pas`` with ``g_pas`` 5e-5
 S/cm2 and ``e_pas`` -65 mV), the point process at its centre with the parameters of
-:data:`POINTS` (its defaults otherwise), ``celsius = 34``, ``finitialize(-65)``, backward
+:data:`POINTS` (its defaults otherwise) and its POINTERs set to constant values
+(``setpointer`` to a Vector's element), ``celsius = 34``, ``finitialize(-65)``, backward
 Euler at ``dt = 0.025`` ms for :data:`PROTOCOL` ``t_max``, float64, rate tables off. A file
 with a ``NET_RECEIVE`` block is driven by a ``NetStim`` (``start``, ``interval``,
 ``number``, ``noise = 0``) through a ``NetCon`` (``delay``, ``weight[0]`` of
@@ -44,17 +45,24 @@ within a step before and after its middle (``t + dt/2``, where NEURON's fixed st
 delivering)."""
 EVERY = 10
 
-# per file: the parameters set (defaults otherwise), the NetCon weight (files with
-# NET_RECEIVE; chosen so that an event moves v by a few mV) and extra variables recorded
+# per file: the parameters set (defaults otherwise), the values its POINTERs point to (a
+# Vector element each, which the run does not change; NEURON refuses a run with a POINTER
+# never set), the Random its setRNG takes (``random``: uniform(0, 1) with a seed; the two
+# Blue Brain synapses, whose draws NEURON and jaxlean make from different generators, run
+# with release probability 1, Use = 1 and Dep = 1 us, so each event releases whatever is
+# drawn), the NetCon weight (files with NET_RECEIVE; chosen so that an event moves v by a
+# few mV) and extra variables recorded
 POINTS: dict[str, dict] = {
     "116096/ampacin.mod": {"params": {"gmax": 1e-4}},
     "123815/ANsyn.mod": {"params": {"onset": 30.0, "gmax": 2e-4}},
-    "2015953/ampa13.mod": {},
+    "2015953/ampa13.mod": {"params": {"gmax": 1000.0}, "pointers": {"C": 0.05}},
     "2015953/diff3D.mod": {"weight": 1.0, "record": ["T"]},
     "2015953/ipulse1.mod": {"params": {"del": 30.0, "ton": 10.0, "toff": 20.0, "num": 4,
                                        "amp": 0.005}, "weight": 1.0},
-    "249463/almog/ProbAMPANMDA2.mod": {"weight": 1.0},
-    "249463/almog/ProbUDFsyn2.mod": {"weight": 1.0},
+    "249463/almog/ProbAMPANMDA2.mod": {"weight": 1.0, "params": {"Use": 1.0, "Dep": 1e-3},
+                                       "random": {"pointer": "rng", "seed": 7}},
+    "249463/almog/ProbUDFsyn2.mod": {"weight": 1.0, "params": {"Use": 1.0, "Dep": 1e-3},
+                                     "random": {"pointer": "rng", "seed": 7}},
     "266850/Capsaicin_Puff.mod": {},
     "267499/LinClamp.mod": {"params": {"del": 50.0, "tf": 250.0, "amp0": 0.005,
                                        "ampf": -0.005}},
@@ -92,6 +100,14 @@ def run_one(folder: Path, name: str, spec: dict) -> dict:
         point = getattr(h, name)(soma(0.5))
         for key, value in spec.get("params", {}).items():
             setattr(point, key, value)
+        held = []  # each POINTER points to a value the run does not change
+        for key, value in spec.get("pointers", {}).items():
+            held.append(h.Vector([value]))
+            h.setpointer(held[-1]._ref_x[0], key, point)
+        if "random" in spec:  # a Random, uniform on [0, 1), through the file's setRNG
+            held.append(h.Random(spec["random"]["seed"]))
+            held[-1].uniform(0, 1)
+            point.setRNG(held[-1])
         if hasattr(h, f"usetable_{name}"):
             setattr(h, f"usetable_{name}", 0)
         kept = {"v": h.Vector().record(soma(0.5)._ref_v)}
@@ -116,7 +132,7 @@ def run_one(folder: Path, name: str, spec: dict) -> dict:
             return {"error": "NEURON gives a non-finite value"}
         result = {key: trace[::EVERY].tolist() for key, trace in out.items()}
         result["events"] = (np.asarray(spikes) + PROTOCOL["delay"]).tolist()
-        del stim, netcon, point, soma
+        del stim, netcon, point, soma, held
         return result
     except Exception as error:  # recorded per file
         return {"error": f"NEURON fails: {error}"[:300]}

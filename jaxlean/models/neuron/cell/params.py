@@ -17,6 +17,7 @@ Presets (:data:`PRESETS`): a cell with no inserted mechanism runs ``"hh"``
 
 from __future__ import annotations
 
+import math
 from typing import Protocol
 
 import jax
@@ -100,7 +101,8 @@ def defaults(cell: Compartments, insertions: tuple[Insertion, ...]) -> Params:
     these parameters is not compiled again once an update changes them.
     """
     values = {name: value for name, (value, _) in CELL.items()}
-    values.update({name: value for name, (value, _, _) in table(insertions).items()})
+    values.update({name: value for name, (value, _, _) in table(insertions).items()
+                   if not math.isnan(value)})  # NaN: no default (an NMODL POINTER)
     return {"length": jnp.asarray(cell.length), "radius": jnp.asarray(cell.radius),
             **{name: jnp.asarray(value, dtype=float) for name, value in values.items()}}
 
@@ -126,6 +128,11 @@ def check_names(params: Params, insertions: tuple[Insertion, ...]) -> None:
             why = (f" (of {', '.join(owners)}: this cell has no inserted mechanism, and the "
                    f"preset 'hh' is simulated because "
                    f"{[k for k in hh.parameters if k in params]} were given)")
+        unset = sorted(name for name in missing if name in declared
+                       and math.isnan(declared[name][0]))
+        if unset:
+            why += (f"; {unset} have no default: an NMODL POINTER, give the value it points "
+                    f"to (NEURON refuses a run whose POINTER was never set)")
         raise ConfigError(f"missing parameter(s) {sorted(missing)}{why}; start from "
                           f"cell.params()")
 

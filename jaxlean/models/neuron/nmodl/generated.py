@@ -12,7 +12,9 @@ in INITIAL is read by BREAKPOINT and by later steps, a PARAMETER may be assigned
   the membrane current ``-i``, under which jaxlean also records it;
 * ``nrn_state``: each SOLVE (:mod:`~jaxlean.models.neuron.nmodl.solve`) at the new
   voltage, reading the ions' variables then (a concentration written by a mechanism
-  earlier in the order is read at its new value).
+  earlier in the order is read at its new value). A file that writes no current has no
+  ``nrn_cur``: its whole BREAKPOINT runs here, in order, at the step's end (``T =
+  NTdiffWave() + amb`` of ``diff3D.mod`` reads ``t = (n + 1) dt``).
 
 INITIAL (``nrn_init``) runs at ``v_init`` after every kept value is set to its start
 (:class:`~jaxlean.models.neuron.nmodl.variables.Variables`), with ``t = 0``. ``t`` elsewhere
@@ -43,10 +45,10 @@ from jaxlean.models.neuron.nmodl.model import Model, ModFileError
 from jaxlean.models.neuron.nmodl.solve import METHODS, STEADY_DT, solve
 from jaxlean.models.neuron.nmodl.variables import Variables, plan_variables
 
-__all__ = ["GeneratedMechanism", "generate"]
+__all__ = ["GeneratedMechanism", "InitialInterpreter", "generate"]
 
 
-class _Initial(Interpreter):
+class InitialInterpreter(Interpreter):
     """Runs INITIAL, where ``SOLVE kinetic STEADYSTATE sparse`` may stand."""
 
     def solve(self, statement: s.Solve, local: dict, names: dict) -> None:
@@ -55,6 +57,11 @@ class _Initial(Interpreter):
             raise self.model.error(statement.line, "in INITIAL, only SOLVE <KINETIC block> "
                                    "STEADYSTATE sparse is supported")
         solve(self.model, block, "steadystate", names, STEADY_DT)
+
+    def call(self, node: s.Call, local: dict, names: dict):
+        if node.name == "net_send" and self.model.point:  # queued by net_receive's
+            return 0.0                                    # PointMechanism.sent_at_start
+        return super().call(node, local, names)
 
 
 def _never(*_):
@@ -81,25 +88,32 @@ class GeneratedMechanism(Mechanism):
         return out
 
     def _kept(self, names, v) -> dict:
-        shape, dtype = jnp.shape(v), jnp.result_type(v)
-        return {jax: jnp.broadcast_to(jnp.asarray(names[mod], dtype), shape)
+        shape, dtype, arrays = jnp.shape(v), jnp.result_type(v), self.model.arrays
+        return {jax: jnp.broadcast_to(jnp.asarray(names[mod], dtype), shape + (
+                    (arrays[mod],) if mod in self.model.vectors else ()))
                 for mod, (jax, _) in self.plan.kept.items() if mod in names}
 
     def initial(self, v, p, ions=None):
+        initial = InitialInterpreter(self.model, JaxBackend())
+        return self._kept(self._run_initial(v, p, ions, initial), v)
+
+    def _run_initial(self, v, p, ions, interpreter: Interpreter, extra=None) -> dict:
+        """The names (and ``extra``) after INITIAL (and the BEFORE/AFTER blocks
+        ``finitialize`` runs)."""
         ions = dict(ions or {})
         start = {jax: (ions[jax] if value is None else value)
                  for jax, value in self.plan.kept.values()}
-        names = {**self._names(v, {**ions, **start}, p), "t": 0.0}
+        names = {**self._names(v, {**ions, **start}, p), "t": 0.0, **(extra or {})}
         ba = self.model.before_after
         for block in (ba.get("BEFORE INITIAL"), self.model.initial, ba.get("AFTER INITIAL"),
                       ba.get("BEFORE STEP")):
             if block is not None:
-                _Initial(self.model, JaxBackend()).run_block(block, names)
-        return self._kept(names, v)
+                interpreter.run_block(block, names)
+        return names
 
     def _breakpoint(self, v, states, p) -> dict:
         names = self._names(v, states, p)
-        names.update(dict.fromkeys(self.plan.currents, 0.0))  # one assigned only in an if
+        names.update(dict.fromkeys(set(self.plan.currents) - set(self.plan.kept), 0.0))
         block = self.model.breakpoint
         body = tuple(st for st in block.body if not isinstance(st, s.Solve))
         Interpreter(self.model, JaxBackend()).run_block(
@@ -107,20 +121,31 @@ class GeneratedMechanism(Mechanism):
         return names
 
     def currents_at(self, v, states, p, reversals=None):
+        if not self.plan.currents:  # no nrn_cur (BREAKPOINT runs in step)
+            return {}
         names = self._breakpoint(v, states, p)
         return {jax: -names[current] if current in self.model.electrode else names[current]
                 for current, (jax, _) in self.plan.currents.items()}
 
     def currents_kept(self, v, states, p):
-        if not self.plan.breakpoint_kept:
+        if not self.plan.breakpoint_kept or not self.plan.currents:
             return {}
         names = self._breakpoint(v, states, p)
         return self._kept({m: names[m] for m in self.plan.breakpoint_kept}, v)
 
     def step(self, states, v, dt, speed, p):
         names = {**self._names(v, states, p), "dt": dt}
-        for block, method in self.solves:
-            solve(self.model, block, method, names, dt)
+        if self.plan.currents:
+            for block, method in self.solves:
+                solve(self.model, block, method, names, dt)
+        else:  # no nrn_cur: nrn_state runs all of BREAKPOINT, in order
+            solves, block = iter(self.solves), self.model.breakpoint
+            local = {name: 0.0 for name in block.locals}
+            for statement in block.body:
+                if isinstance(statement, s.Solve):
+                    solve(self.model, *next(solves), names, dt)
+                else:
+                    Interpreter(self.model, JaxBackend()).run((statement,), local, names)
         for kind in ("AFTER SOLVE", "BEFORE STEP"):
             if kind in self.model.before_after:
                 Interpreter(self.model, JaxBackend()).run_block(self.model.before_after[kind],
@@ -154,20 +179,21 @@ def _solves(model: Model) -> tuple:
 
 
 def _dry_run(mechanism: GeneratedMechanism) -> None:
-    """Run every function once on one compartment, so a name the blocks cannot read (``t``
-    in BREAKPOINT, an unknown function) is refused when the file loads."""
-    with jax.enable_x64(True):
-        v = jnp.full((1,), -65.0)
-        p = {name: jnp.asarray(default) for name, (default, _) in
-             mechanism.parameters.items()}
+    """Trace every function once on one compartment (no computing), so a name the blocks
+    cannot read (``t`` in BREAKPOINT, an unknown function) is refused when the file loads."""
+    def run(v, p):
         ions = {name: jnp.full((1,), 1.0) for name in mechanism.plan.ion_names}
         ions["celsius"], ions["dt"], ions["t"] = jnp.asarray(6.3), 0.025, 0.0125
         states = {**ions, **mechanism.initial(v, p, ions)}
         mechanism.currents_at(v, states, p)
         mechanism.currents_kept(v, states, p)
-        out = mechanism.step(states, v, 0.025, 1.0, p)
-        if set(out) != set(mechanism.states):
-            raise ConfigError(f"a step gives {sorted(out)}, not {sorted(mechanism.states)}")
+        return mechanism.step(states, v, 0.025, 1.0, p)
+
+    with jax.enable_x64(True):
+        out = jax.eval_shape(run, jnp.full((1,), -65.0), {
+            name: jnp.asarray(default) for name, (default, _) in mechanism.parameters.items()})
+    if set(out) != set(mechanism.states):
+        raise ConfigError(f"a step gives {sorted(out)}, not {sorted(mechanism.states)}")
 
 
 def generate(model: Model, *, point: bool = False) -> GeneratedMechanism:

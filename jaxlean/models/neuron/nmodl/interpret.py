@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import jax.numpy as jnp
 
 from jaxlean.models.neuron.nmodl import syntax as s
+from jaxlean.models.neuron.nmodl.loops import read_element, run_loop, write_element
 from jaxlean.models.neuron.nmodl.model import Model
 
 __all__ = ["BUILTINS", "Backend", "Interpreter", "JaxBackend"]
@@ -63,7 +64,10 @@ class Interpreter:
                 value = self.eval(statement.value, local, names)
                 target = self.element(statement.target, statement.index, local, names,
                                       statement.line)
-                (local if target in local else names)[target] = value
+                if isinstance(target, tuple):  # an index known only during the run
+                    write_element(self.model, *target, value, local, names)
+                else:
+                    (local if target in local else names)[target] = value
             elif isinstance(statement, s.Loop):
                 self.loop(statement, local, names)
             elif isinstance(statement, s.Reaction | s.Conserve | s.Compartment):
@@ -78,26 +82,37 @@ class Interpreter:
                 self.solve(statement, local, names)
 
     def element(self, name: str, index: s.Expr | None, local: dict, names: dict,
-                line: int) -> str:
+                line: int) -> str | tuple[str, Any]:
         """``name``, or ``name[k]`` of an array element with its index evaluated (a number
-        known when the code runs: a literal or a FROM loop's variable)."""
+        known when the code runs: a literal or a FROM loop's variable); ``(name, k)`` for
+        an index known only during the run (see :mod:`~.loops`)."""
         if index is None:
             return name
         k = self.eval(index, local, names)
-        if not isinstance(k, int | float) or self.model.arrays.get(name) is None:
-            raise self.model.error(line, f"{name}[...]: not an array of the file, or an "
-                                   f"index not known before the run")
+        if self.model.arrays.get(name) is None:
+            raise self.model.error(line, f"{name}[...]: not an array of the file")
+        if not isinstance(k, int | float) or name in self.model.vectors:
+            if not isinstance(self.backend, JaxBackend):
+                raise self.model.error(line, f"{name}[...]: an index known only during the "
+                                       f"run is not supported here")
+            return name, k
         if not 0 <= int(k) < self.model.arrays[name]:
             raise self.model.error(line, f"{name}[{int(k)}]: index out of the array's "
                                    f"{self.model.arrays[name]} elements")
         return f"{name}[{int(k)}]"
 
     def loop(self, statement: s.Loop, local: dict, names: dict) -> None:
-        """``FROM i = a TO b``: the body for each whole ``i`` from ``a`` to ``b``, included."""
+        """``FROM i = a TO b``: the body for each whole ``i`` from ``a`` to ``b``, included
+        (C's ``for (i = (int) a; i <= (int) b; i++)``); bounds known only during the run (a
+        PARAMETER, an ASSIGNED) run as :func:`~.loops.run_loop`."""
         bounds = [self.eval(bound, local, names) for bound in (statement.start, statement.stop)]
         if not all(isinstance(b, int | float) for b in bounds):
-            raise self.model.error(statement.line, "FROM loop bounds must be known before "
-                                   "the run (numbers, DEFINE'd or CONSTANT names)")
+            if not isinstance(self.backend, JaxBackend):
+                raise self.model.error(statement.line, "FROM loop bounds must be known "
+                                       "before the run here (numbers, DEFINE'd or CONSTANT "
+                                       "names)")
+            run_loop(self, statement, bounds, local, names)
+            return
         for i in range(int(bounds[0]), int(bounds[1]) + 1):
             local[statement.var] = float(i)
             self.run(statement.body, local, names)
@@ -118,6 +133,9 @@ class Interpreter:
             raise self.model.error(statement.line, f"{statement.state}' outside a "
                                    f"DERIVATIVE block")
         state = self.element(statement.state, statement.index, local, names, statement.line)
+        if isinstance(state, tuple):
+            raise self.model.error(statement.line, f"{statement.state}[...]' with an index "
+                                   f"known only during the run is not supported")
         self.on_derivative(state, self.eval(statement.value, local, names), statement.line)
 
     def branch(self, statement: s.If, local: dict, names: dict) -> None:
@@ -169,8 +187,10 @@ class Interpreter:
         if isinstance(node, s.Name):
             return self.lookup(node, local, names)
         if isinstance(node, s.Index):
-            return self.lookup(s.Name(self.element(node.id, node.index, local, names,
-                                                   node.line), node.line), local, names)
+            target = self.element(node.id, node.index, local, names, node.line)
+            if isinstance(target, tuple):
+                return read_element(self.model, *target, local, names)
+            return self.lookup(s.Name(target, node.line), local, names)
         if isinstance(node, s.Unary):
             return backend.unary(node, self.eval(node.operand, local, names))
         if isinstance(node, s.Binary):
@@ -184,6 +204,9 @@ class Interpreter:
         if block is None or block.kind not in ("FUNCTION", "PROCEDURE"):
             if node.name in BUILTINS:
                 return self.backend.builtin(node, args)
+            if node.name == "nrn_random_pick":
+                raise self.model.error(node.line, "a Random's draw (nrn_random_pick, see "
+                                       "random_streams) is supported in NET_RECEIVE only")
             if node.name == "at_time" and len(args) == 1 and {"t", "dt"} <= set(names):
                 x = args[0] - 1e-11  # NEURON's fixed step: 1 in the step reaching it, else 0
                 return jnp.where((x <= names["t"]) & (x > names["t"] - names["dt"]), 1.0, 0.0)
@@ -257,4 +280,7 @@ class JaxBackend:
         return bool(condition) if isinstance(condition, bool | float) else None
 
     def select(self, condition, a, b):
+        extra = max(jnp.ndim(a), jnp.ndim(b)) - jnp.ndim(condition)
+        if jnp.ndim(condition) and extra > 0:  # an array kept whole: per instance
+            condition = jnp.reshape(condition, jnp.shape(condition) + (1,) * extra)
         return jnp.where(condition, a, b)

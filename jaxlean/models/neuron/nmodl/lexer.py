@@ -38,6 +38,9 @@ VERBATIM_IDIOMS = (
     re.compile(r"(printf|fprintf)\s*\(.*\)\s*;"),  # messages: no effect on the values
     re.compile(r"([a-z]+[io])\s*=\s*_ion_\1\s*;"),  # cai = _ion_cai; NEURON does it anyway
     re.compile(r"//.*|/\*.*\*/"),  # a C comment
+    re.compile(r"#\s*(ifndef|else|endif)\b.*"),  # around the next two
+    re.compile(r"#\s*define\s+RANDCAST\b.*"),  # a cast in nrn_random_pick's argument
+    re.compile(r"(double|void\s*\*)\s*nrn_random_(pick|arg)\s*\([\w\s*]*\)\s*;"),  # declared
 )
 """VERBATIM lines that change nothing jaxlean computes (C idioms of published files)."""
 

@@ -30,8 +30,8 @@ def _load(text: str, where: str, path: Path | None = None) -> Mechanism:
     if model.problems:
         raise ModFileError(where, model.problems)
     try:
-        if model.file_locals or model.arrays:
-            raise ConfigError("file-level LOCAL or arrays")  # the general form
+        if model.file_locals or model.arrays or model.pointers:
+            raise ConfigError("file-level LOCAL, arrays or POINTER")  # the general form
         return translate(model)
     except ConfigError:
         model = parse(text, where, **options)

@@ -46,6 +46,8 @@ class Model:
     nonspecific: list[str] = dataclasses.field(default_factory=list)
     electrode: list[str] = dataclasses.field(default_factory=list)
     """``ELECTRODE_CURRENT`` names (also in ``nonspecific``): inward-positive currents."""
+    pointers: list[str] = dataclasses.field(default_factory=list)
+    """``POINTER`` names: parameters without a default (see variables)."""
     range: list[str] = dataclasses.field(default_factory=list)
     globals: list[str] = dataclasses.field(default_factory=list)
     constants: dict[str, float] = dataclasses.field(default_factory=dict)
@@ -61,6 +63,8 @@ class Model:
     file_locals: list[str] = dataclasses.field(default_factory=list)
     arrays: dict[str, int] = dataclasses.field(default_factory=dict)
     """``{name: size}`` of array variables; element ``k`` is the variable ``name[k]``."""
+    vectors: set[str] = dataclasses.field(default_factory=set)
+    """Arrays kept whole, one value ``(..., size)`` (see :mod:`~.loops`), not per element."""
     problems: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     """Constructs refused while parsing (the parser goes on past them)."""
 

@@ -27,9 +27,14 @@ import jax.numpy as jnp
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.nmodl import syntax as s
-from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism, generate
+from jaxlean.models.neuron.nmodl.generated import (
+    GeneratedMechanism,
+    InitialInterpreter,
+    generate,
+)
 from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
 from jaxlean.models.neuron.nmodl.model import Model, ModFileError
+from jaxlean.models.neuron.nmodl.random_streams import draw
 
 __all__ = ["PointMechanism", "generate_point"]
 
@@ -37,12 +42,10 @@ QUEUE = 16
 """Self-events (``net_send``) each instance can have pending at once."""
 
 
-class _Receive(Interpreter):
-    """Runs NET_RECEIVE: ``net_send(delay, flag)`` records a send at its call site."""
+class _Sends:
+    """``net_send(delay, flag)`` records a send at its call site (``sites``: line -> k)."""
 
-    def __init__(self, model: Model, sites: dict[int, int]):
-        super().__init__(model, JaxBackend())
-        self.sites = sites
+    sites: dict[int, int]
 
     def call(self, node: s.Call, local: dict, names: dict):
         if node.name != "net_send":
@@ -53,6 +56,42 @@ class _Receive(Interpreter):
         delay, flag = (self.eval(arg, local, names) for arg in node.args)
         names.update({f" sent{k}": 1.0, f" delay{k}": delay, f" flag{k}": flag})
         return 0.0
+
+
+class _Receive(_Sends, Interpreter):
+    """Runs NET_RECEIVE, recording its sends; ``nrn_random_pick(rng)`` draws from the
+    POINTER's stream (:mod:`~.random_streams`) at the instances' event ``count``."""
+
+    def __init__(self, model: Model, sites: dict[int, int], count=None):
+        super().__init__(model, JaxBackend())
+        self.sites, self.count, self.draws = sites, count, 0
+
+    def call(self, node: s.Call, local: dict, names: dict):
+        if node.name != "nrn_random_pick":
+            return super().call(node, local, names)
+        pointer = node.args[0] if len(node.args) == 1 else None
+        if not (isinstance(pointer, s.Name) and pointer.id in self.model.pointers):
+            raise self.model.error(node.line, "nrn_random_pick takes one POINTER")
+        self.draws += 1
+        return draw(names[pointer.id], self.count, self.draws - 1,
+                    jnp.result_type(names["v"]))
+
+
+class _InitialSends(_Sends, InitialInterpreter):
+    """Runs INITIAL, recording its sends (self-events from ``t = 0``)."""
+
+    def __init__(self, model: Model, sites: dict[int, int]):
+        super().__init__(model, JaxBackend())
+        self.sites = sites
+
+
+def _unsent(count: int) -> dict:
+    return {f" {key}{k}": 0.0 for k in range(count) for key in ("sent", "delay", "flag")}
+
+
+def _sent(names: dict, count: int) -> list[tuple]:
+    return [(names[f" sent{k}"], names[f" delay{k}"], names[f" flag{k}"])
+            for k in range(count)]
 
 
 def _calls(statements, name: str) -> list[int]:
@@ -109,6 +148,7 @@ class PointMechanism(GeneratedMechanism):
     weight: str = ""
     receive_args: int = 0
     sends: tuple[int, ...] = ()
+    initial_sends: tuple[int, ...] = ()
     queue: int = QUEUE
 
     @property
@@ -128,25 +168,37 @@ class PointMechanism(GeneratedMechanism):
             args = {name: jnp.broadcast_to(local[name], jnp.shape(v)) for name in args}
         return jnp.stack(list(args.values()), axis=1) if args else jnp.zeros((len(v), 0))
 
-    def deliver(self, states, args, t, flag, v, p):
+    def deliver(self, states, args, t, flag, v, p, count=None):
         """NET_RECEIVE for one event per instance at time ``t`` (``(instances,)``) with
-        ``flag``; ``args``: ``(instances, receive_args)``. Returns the new states, the new
+        ``flag``; ``args``: ``(instances, receive_args)``; ``count``: the events each
+        instance received before (keys its random draws). Returns the new states, the new
         arguments and ``[(sent, delay, flag)]``, one per ``net_send`` call site (``sent``
         1 where the call ran)."""
         block = self.model.net_receive
         names = {**self._names(v, states, p), "t": t, "flag": flag}
-        for k in range(len(self.sends)):
-            names.update({f" sent{k}": 0.0, f" delay{k}": 0.0, f" flag{k}": 0.0})
+        names.update(_unsent(len(self.sends)))
         given = {block.args[0]: p[self.weight]}
         given.update({name: args[:, j] for j, name in enumerate(block.args[1:])})
-        local = _Receive(self.model, {line: k for k, line in enumerate(self.sends)}
+        count = jnp.zeros(jnp.shape(v), jnp.int32) if count is None else count
+        local = _Receive(self.model, {line: k for k, line in enumerate(self.sends)}, count
                          ).run_block(block, names, given)
         new_args = (jnp.stack([jnp.broadcast_to(local[name], jnp.shape(t))
                                for name in block.args[1:]], axis=1)
                     if self.receive_args else args)
-        sends = [(names[f" sent{k}"], names[f" delay{k}"], names[f" flag{k}"])
-                 for k in range(len(self.sends))]
-        return self._kept(names, v), new_args, sends
+        return self._kept(names, v), new_args, _sent(names, len(self.sends))
+
+    def sent_at_start(self, v, p, ions) -> list[tuple]:
+        """``[(sent, delay, flag)]`` of INITIAL's ``net_send`` calls (one per call site), as
+        :meth:`initial` runs with these arguments: self-events due at ``delay``. (NEURON
+        gives such an event, and those its NET_RECEIVE sends on, no connection: a null
+        argument pointer, which the block must not read; jaxlean gives them the
+        instance's connection's arguments.)"""
+        if not self.initial_sends:
+            return []
+        names = self._run_initial(v, p, ions, _InitialSends(
+            self.model, {line: k for k, line in enumerate(self.initial_sends)}),
+            _unsent(len(self.initial_sends)))
+        return _sent(names, len(self.initial_sends))
 
 
 def generate_point(model: Model) -> PointMechanism:
@@ -157,14 +209,16 @@ def generate_point(model: Model) -> PointMechanism:
       ModFileError: every problem of the file, with its line.
     """
     receive = model.net_receive
-    if model.electrode:  # LinClamp.mod (ModelDB 267499) loaded 7.3 mV away from NEURON
-        model.refuse(model.suffix_line, f"ELECTRODE_CURRENT {', '.join(model.electrode)} in a "
-                     "POINT_PROCESS is not supported (density mechanisms only)")
-    for block in [model.initial, model.breakpoint,
-                  *[b for b in model.blocks.values()]]:
+    for block in [model.breakpoint, *model.blocks.values(), *model.before_after.values()]:
         for line in _calls(block.body if block is not None else (), "net_send"):
-            model.refuse(abs(line), "net_send outside NET_RECEIVE (a self-event from "
-                         f"{block.kind}) is not supported")
+            model.refuse(abs(line), "net_send outside NET_RECEIVE and INITIAL (a self-event "
+                         f"from {block.kind}) is not supported")
+    starts = _calls(model.initial.body, "net_send") if model.initial is not None else []
+    for line in sorted({abs(x) for x in starts if x < 0 or starts.count(x) > 1}):
+        model.refuse(line, "net_send in a FROM loop, or twice on one line, is not supported "
+                     "(each call needs its own line)")
+    if starts and receive is None:
+        model.refuse(abs(starts[0]), "net_send in INITIAL without a NET_RECEIVE block")
     if receive is not None and not receive.args:
         model.refuse(receive.line, "NET_RECEIVE needs at least one argument, the weight")
     if receive is not None and receive.args:
@@ -194,7 +248,8 @@ def generate_point(model: Model) -> PointMechanism:
         mechanism = PointMechanism(
             **{**fields, "point": True, "parameters": parameters,
                "on_spike": (lambda p: {}) if receive is not None else None},
-            weight=weight, receive_args=len(receive.args) - 1 if receive else 0, sends=sends)
+            weight=weight, receive_args=len(receive.args) - 1 if receive else 0, sends=sends,
+            initial_sends=tuple(starts))
         if receive is not None:
             _dry_receive(mechanism)
     except ConfigError as error:
@@ -209,6 +264,7 @@ def _dry_receive(mechanism: PointMechanism) -> None:
     the file loads."""
     def run(v, p):
         states = {**mechanism.initial(v, p, {"celsius": 6.3, "dt": 0.025}), "celsius": 6.3}
+        mechanism.sent_at_start(v, p, {"celsius": 6.3, "dt": 0.025})
         return mechanism.deliver(states, mechanism.initial_args(states, v, p), v * 0 + 1,
                                  v * 0, v, p)
 

@@ -7,7 +7,7 @@ supports; the subset channel files use is small enough to parse here (about 300
 lines), with errors naming the file and line.
 
 Accepted: ``NEURON`` (``SUFFIX``, ``POINT_PROCESS``, ``USEION ... READ ... WRITE
-... VALENCE``, ``NONSPECIFIC_CURRENT``, ``ELECTRODE_CURRENT``, ``RANGE``, ``GLOBAL``,
+... VALENCE``, ``NONSPECIFIC_CURRENT``, ``ELECTRODE_CURRENT``, ``POINTER``, ``RANGE``, ``GLOBAL``,
 ``THREADSAFE``),
 ``UNITS`` (unit aliases, ``FARADAY``/``R``/``PI`` constants), ``PARAMETER``,
 ``CONSTANT``, ``ASSIGNED``, ``STATE``, ``INDEPENDENT`` (ignored), ``DEFINE``,
@@ -19,7 +19,7 @@ Accepted: ``NEURON`` (``SUFFIX``, ``POINT_PROCESS``, ``USEION ... READ ... WRITE
 with ``usetable_<suffix> = 0``), ``UNITSON/UNITSOFF``; a
 file without a NEURON block is named after the file, as NEURON names it. (Those beyond
 assignments and SOLVE: :mod:`~jaxlean.models.neuron.nmodl.statements`.)
-Refused constructs (``KINETIC``, ``VERBATIM`` C code, ``POINTER``, ``WATCH``, loops,
+Refused constructs (``VERBATIM`` C code, ``WATCH``, ``while`` loops,
 ...) are recorded with their line and skipped, so one error names them all
 (:class:`~jaxlean.models.neuron.nmodl.model.ModFileError`); a syntax error stops
 the parse, naming its line.
@@ -33,11 +33,15 @@ from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.geometry import refuse_geometry
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
 from jaxlean.models.neuron.nmodl.model import Ion, Model
+from jaxlean.models.neuron.nmodl.random_streams import rewrite_random_idioms
 from jaxlean.models.neuron.nmodl.statements import StatementParser
 from jaxlean.models.neuron.nmodl.units import unit_constant
 from jaxlean.models.neuron.nmodl.verbatim import resolve_ion_reads
 
 __all__ = ["parse"]
+
+VECTOR_FROM = 64
+"""A POINT_PROCESS's ASSIGNED array of more elements is kept whole (``tspike[5000]``)."""
 
 _STATEMENT_BLOCKS = ("BREAKPOINT", "INITIAL", "DERIVATIVE", "KINETIC", "PROCEDURE", "FUNCTION",
                      "NET_RECEIVE")
@@ -45,7 +49,6 @@ _REFUSED_BLOCKS = {name: f"{name} blocks are not supported" for name in (
     "LINEAR", "NONLINEAR", "DISCRETE", "PARTIAL", "FUNCTION_TABLE", "CONSTRUCTOR",
     "DESTRUCTOR")}
 _REFUSED_NEURON = {
-    "POINTER": "POINTER variables are not supported",
     "BBCOREPOINTER": "BBCOREPOINTER variables are not supported",
     "ARTIFICIAL_CELL": "ARTIFICIAL_CELL is not supported",
     "EXTERNAL": "EXTERNAL variables are not supported",
@@ -69,7 +72,7 @@ def parse(text: str, where: str = "<mod text>", folder: Path | None = None,
     its tokens count as the INCLUDE line's in errors. ``default_suffix``: the mechanism's
     name when the file has no SUFFIX (NEURON names it after the file).
     """
-    tokens, problems = tokenize(text, where)
+    tokens, problems = tokenize(rewrite_random_idioms(text), where)
     model = Model(where, problems=problems)
     return refuse_geometry(resolve_ion_reads(_Parser(tokens, model, folder,
                                                      default_suffix).model()))
@@ -115,6 +118,13 @@ class _Parser(StatementParser):
                 self.m.refuse(token.line, f"{keyword} is not a supported NMODL block")
             else:
                 raise self.m.error(token.line, f"{keyword} is not a supported NMODL block")
+        for name, size in self.m.arrays.items():  # kept whole (see loops)
+            if self.m.point and size > VECTOR_FROM and f"{name}[0]" in self.m.assigned:
+                first = self.m.assigned[f"{name}[0]"]
+                for k in range(size):
+                    del self.m.assigned[f"{name}[{k}]"]
+                self.m.assigned[name] = s.Variable(name, first.default, first.unit, first.line)
+                self.m.vectors.add(name)
         if not self.m.suffix and self.default_suffix:
             self.m.suffix, self.m.suffix_line = self.default_suffix, 1
         if not self.m.suffix:
@@ -189,6 +199,8 @@ class _Parser(StatementParser):
                 self.m.point = keyword == "POINT_PROCESS"
             elif keyword == "USEION":
                 self.useion(token.line)
+            elif keyword == "POINTER":  # a value set from outside (see variables)
+                self.m.pointers.extend(self.name_list())
             elif keyword in ("NONSPECIFIC_CURRENT", "ELECTRODE_CURRENT"):
                 names = self.name_list()
                 self.m.nonspecific.extend(names)

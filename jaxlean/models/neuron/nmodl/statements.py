@@ -20,13 +20,14 @@ class StatementParser(ExpressionParser):
 
     def file_local(self, line: int) -> None:
         """A file-level ``LOCAL a, b``: one value each, shared (see variables); an array
-        (``LOCAL frat[4]``) is refused."""
+        ``LOCAL a[2]`` is one such value per element (``a[0]``, ``a[1]``)."""
         while True:
             name = self.name().text
             if self.accept("["):
-                self.m.refuse(line, f"file-level LOCAL array {name}[...] is not supported")
-                self.next()
+                size = self.size()
                 self.expect("]")
+                self.m.arrays[name] = size
+                self.m.file_locals.extend(f"{name}[{k}]" for k in range(size))
             else:
                 self.m.file_locals.append(name)
             if not self.accept(","):

@@ -15,12 +15,21 @@
   ``cai = ca``) is its state, kept by the ion (other mechanisms read it).
 * A file-level ``LOCAL`` is kept per compartment (NEURON keeps one value per thread;
   the same wherever a block sets it before reading it).
+* A ``NONSPECIFIC_CURRENT`` (or ``ELECTRODE_CURRENT``) that BREAKPOINT does not assign on
+  every path (``IF (t < del) {i = 0} ELSE {IF (t < tf) {i = ...}}``) is kept too, as
+  ``<name>_<suffix>_held``: NEURON's range variable keeps its last value where the
+  block leaves it alone.
+* A ``POINTER`` is a parameter ``<name>_<suffix>`` with no default (NaN; ``cell.params()``
+  leaves it out, so a run without it is refused, as NEURON refuses a pointer never set):
+  the value it points to, which NEURON's ``setpointer`` names and the run does not
+  change (a variable the run changes, another mechanism's state, is not followed).
 * ``v``, ``celsius``, ``dt`` and ``t`` are NEURON's (``t``: see generated).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.ions import UseIon, variables
@@ -28,7 +37,7 @@ from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.names import SPECIAL, parameter_default
 
-__all__ = ["Variables", "assigned_names", "plan_variables"]
+__all__ = ["Variables", "always_assigns", "assigned_names", "plan_variables"]
 
 
 def _hoc(name: str, suffix: str) -> str:
@@ -62,7 +71,9 @@ def assigned_names(model: Model, statements, shadow: frozenset = frozenset(),
 
     for statement in statements:
         if isinstance(statement, s.Assign):
-            if statement.index is not None:  # every element of the array may be assigned
+            if statement.target in model.vectors:
+                out.add(statement.target)
+            elif statement.index is not None:  # every element of the array may be assigned
                 out.update(f"{statement.target}[{k}]"
                            for k in range(model.arrays.get(statement.target, 0)))
             elif statement.target not in shadow:
@@ -78,6 +89,19 @@ def assigned_names(model: Model, statements, shadow: frozenset = frozenset(),
         elif isinstance(statement, s.CallStatement):
             calls(statement.call)
     return out
+
+
+def always_assigns(statements, name: str) -> bool:
+    """Whether ``statements`` assign ``name`` on every path (an ``if`` counts when both of
+    its branches do; a loop or a call does not)."""
+    for statement in statements:
+        if isinstance(statement, s.Assign) and statement.target == name and (
+                statement.index is None):
+            return True
+        if isinstance(statement, s.If) and always_assigns(statement.then, name) and (
+                always_assigns(statement.otherwise, name)):
+            return True
+    return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +170,14 @@ def plan_variables(model: Model) -> Variables:
         written |= assigned_names(model, block.body, frozenset(block.locals) | set(block.args))
     free = set(SPECIAL) | set(ion_names)
     parameters, kept = {}, {}
+    for name in model.pointers:
+        if name in written:
+            model.refuse(model.suffix_line, f"a block assigns POINTER {name} (NEURON writes "
+                         f"the variable it points to); not supported")
+        variable = model.assigned.get(name) or model.parameters.get(name)
+        parameters[name] = (_hoc(name, model.suffix), math.nan,
+                            variable.unit.replace(" ", "") if variable else "")
+    free |= set(model.pointers)
     for name, variable in model.parameters.items():
         if name in free:
             continue
@@ -160,6 +192,9 @@ def plan_variables(model: Model) -> Variables:
         kept[name] = (name, None)
     for name in model.file_locals:
         kept[name] = (_hoc(name, model.suffix), 0.0)
+    for name in model.nonspecific:  # NEURON's range variable keeps its last value
+        if model.breakpoint is not None and not always_assigns(model.breakpoint.body, name):
+            kept[name] = (f"{_hoc(name, model.suffix)}_held", 0.0)
     for name in model.states:
         if name in ion_names:
             kept[name] = (name, None)

@@ -12,7 +12,10 @@ and the self-events its ``net_send`` calls queued (a self-event due within the s
 delivered in the same step). Each instance keeps its connection's NET_RECEIVE arguments
 after the weight (zero at the start), the index of its next input spike, and up to
 ``queue`` pending self-events (time ``inf``: a free slot; of self-events due at one time,
-the first sent is delivered first, as NEURON does). At most :data:`PER_STEP`
+the first sent is delivered first, as NEURON does; INITIAL's ``net_send`` calls fill the
+queue as the run starts) and its count of delivered events (``count``, which keys its
+random draws). A step in which no instance has an event due skips NET_RECEIVE
+(``lax.cond``). At most :data:`PER_STEP`
 events per instance are delivered in one step; ``lost`` counts, per instance, the steps
 that had more and the self-events a full queue dropped (``simulate``'s
 ``out["final"]["events"][name]["lost"]``, zero in a faithful run).
@@ -30,15 +33,23 @@ PER_STEP = 4
 """Events an instance can receive in one step (a connection's and self-events together)."""
 
 
-def start(mechanism, args: jax.Array, dtype) -> dict[str, jax.Array]:
-    """The event bookkeeping of instances whose NET_RECEIVE arguments start at ``args``."""
+def start(mechanism, args: jax.Array, dtype, sends=()) -> dict[str, jax.Array]:
+    """The event bookkeeping of instances whose NET_RECEIVE arguments start at ``args``;
+    ``sends``: ``[(sent, delay, flag)]`` of INITIAL's ``net_send`` calls, queued in order."""
     instances = args.shape[0]
-    return {"args": args.astype(dtype),
-            "next": jnp.zeros(instances, jnp.int32),
-            "due": jnp.full((instances, mechanism.queue), jnp.inf, dtype),
-            "flag": jnp.zeros((instances, mechanism.queue), dtype),
-            "order": jnp.zeros((instances, mechanism.queue), jnp.int32),
-            "sent": jnp.zeros(instances, jnp.int32), "lost": jnp.zeros(instances, jnp.int32)}
+    due = jnp.full((instances, mechanism.queue), jnp.inf, dtype)
+    flags = jnp.zeros((instances, mechanism.queue), dtype)
+    order = jnp.zeros((instances, mechanism.queue), jnp.int32)
+    count = jnp.zeros(instances, jnp.int32)
+    for k, (sent, delay, flag) in enumerate(sends):  # slot k is free: the queue is empty
+        on = jnp.broadcast_to(sent, (instances,)) > 0
+        due = due.at[:, k].set(jnp.where(on, jnp.broadcast_to(delay, (instances,)), jnp.inf))
+        flags = flags.at[:, k].set(jnp.broadcast_to(flag, (instances,)).astype(dtype))
+        order = order.at[:, k].set(count)
+        count = count + on
+    return {"args": args.astype(dtype), "next": jnp.zeros(instances, jnp.int32),
+            "due": due, "flag": flags, "order": order, "sent": count,
+            "lost": jnp.zeros(instances, jnp.int32), "count": jnp.zeros(instances, jnp.int32)}
 
 
 def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Array, dt: float,
@@ -61,9 +72,15 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
         active = when <= limit
         when = jnp.where(active, when, t)  # no inf reaches the block
         flag = jnp.where(from_outside, 0.0, events["flag"][rows, slot])
-        new, args, sends = mechanism.deliver(states, events["args"], when, flag, v, p)
-        states = {k: jnp.where(active, new[k], x) if k in new else x
-                  for k, x in states.items()}
+        return lax.cond(active.any(), receive, lambda *a: a[0],  # most steps have none
+                        (states, events), active, when, flag, from_outside, slot, queued)
+
+    def receive(carry, active, when, flag, from_outside, slot, queued):
+        states, events = carry
+        new, args, sends = mechanism.deliver(states, events["args"], when, flag, v, p,
+                                             events["count"])
+        states = {k: jnp.where(active.reshape(active.shape + (1,) * (x.ndim - 1)), new[k], x)
+                  if k in new else x for k, x in states.items()}
         taken = active & ~from_outside
         due = events["due"].at[rows, slot].set(jnp.where(taken, jnp.inf, queued))
         flags = events["flag"]
@@ -78,8 +95,9 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
             count = count + on
         events = {"args": jnp.where(active[:, None], args, events["args"]),
                   "next": events["next"] + (active & from_outside),
-                  "due": due, "flag": flags, "order": order, "sent": count, "lost": lost}
-        return states, events
+                  "due": due, "flag": flags, "order": order, "sent": count, "lost": lost,
+                  "count": events["count"] + active}
+        return jax.tree.map(lambda x, y: x.astype(y.dtype), (states, events), carry)
 
     states, events = lax.fori_loop(0, PER_STEP, one, (states, events))
     left = jnp.minimum(padded[rows, jnp.minimum(events["next"], times.shape[1])],
@@ -87,18 +105,20 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
     return states, {**events, "lost": events["lost"] + left}
 
 
-def start_all(insertions, state: dict, dtype, own: list, celsius) -> dict:
-    """``{"events": {name: bookkeeping}}`` of the insertions that run NET_RECEIVE in full (a
-    continued run's own, from ``state``); ``{}`` when none does. ``own``: each insertion's
-    parameters."""
+def start_all(plan, state: dict, dtype, own: list, celsius) -> dict:
+    """``{"events": {name: bookkeeping}}`` of ``plan``'s insertions that run NET_RECEIVE in
+    full (a continued run's own, from ``state``); ``{}`` when none does. ``own``: each
+    insertion's parameters."""
     if "events" in state:
         return {"events": state["events"]}
     out = {}
-    for ins, p in zip(insertions, own, strict=True):
+    for ins, p in zip(plan.insertions, own, strict=True):
         if getattr(ins.mechanism, "receives", False):
+            v = state["v"][ins.compartments]
             given = {**state["states"][ins.mechanism.name], "celsius": celsius}
-            args = ins.mechanism.initial_args(given, state["v"][ins.compartments], p)
-            out[ins.mechanism.name] = start(ins.mechanism, args, dtype)
+            args = ins.mechanism.initial_args(given, v, p)
+            sends = ins.mechanism.sent_at_start(v, p, {"celsius": celsius, "dt": plan.dt})
+            out[ins.mechanism.name] = start(ins.mechanism, args, dtype, sends)
     return {"events": out} if out else {}
 
 

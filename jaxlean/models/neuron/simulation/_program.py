@@ -303,7 +303,7 @@ def loop(plan: Plan, params, currents, spike_times, clamp_values, initial, coupl
              "step": state["step"]}
     if "ions" in state:
         carry["ions"] = {name: to_layout(c) for name, c in state["ions"].items()}
-    carry.update(_events.start_all(plan.insertions, state, capacitance_dt.dtype, own, celsius))
+    carry.update(_events.start_all(plan, state, capacitance_dt.dtype, own, celsius))
     if "synapses" in state:
         carry["synapses"] = state["synapses"]
     if plan.detectors.size:

@@ -79,8 +79,9 @@ _POINT = ("NEURON { POINT_PROCESS P RANGE g NONSPECIFIC_CURRENT i }\n"
      "twice on one line"),
     ("NET_RECEIVE(w) {\n FROM k = 1 TO 2 {\n net_send(k, 1)\n }\n}\n", 6, "FROM loop"),
     ("NET_RECEIVE(w) {\n w = 2\n}\n", 5, "assigns its weight w"),
-    ("INITIAL {\n net_send(1, 1)\n}\nNET_RECEIVE(w) {\n g = g + w\n}\n", 5,
-     "net_send outside NET_RECEIVE"),
+    ("PROCEDURE go() {\n net_send(1, 1)\n}\nNET_RECEIVE(w) {\n g = g + w\n}\n", 5,
+     "net_send outside NET_RECEIVE and INITIAL"),
+    ("INITIAL {\n net_send(1, 1)\n}\n", 5, "net_send in INITIAL without a NET_RECEIVE"),
 ])
 def test_net_receive_refusals_name_the_line_and_construct(body, line, words):
     with pytest.raises(ConfigError, match=rf"<mod text>:{line}: .*{words}"):

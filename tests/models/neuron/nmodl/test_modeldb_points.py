@@ -8,8 +8,9 @@ NET_RECEIVE block receives the events of a ``NetStim`` through a ``NetCon`` with
 (their delivery times are in the fixture), the others run on their own with the
 parameters the fixture names. Each test item is one file: it loads or is refused with its
 file and line; a loaded one NEURON ran must match within :data:`VOLTAGE_TOLERANCE` at
-every kept sample. With NEURON installed, one file is also checked live (its fixture
-remade by the script).
+every kept sample, and a variable the fixture records (``diff3D.mod``'s transmitter ``T``)
+within :data:`RELATIVE_TOLERANCE` of its largest value. With NEURON installed, one file is
+also checked live (its fixture remade by the script).
 
 ``python tests/models/neuron/nmodl/test_modeldb_points.py`` prints the table: load and
 match counts, the largest difference of each file and refusals by reason.
@@ -42,6 +43,7 @@ CORPUS = HERE / "corpus"
 FIXTURE = HERE / "fixtures" / "modeldb_points.npz"
 SCRIPT = HERE.parents[3] / "scripts" / "make_modeldb_point_fixtures.py"
 VOLTAGE_TOLERANCE = 1e-6  # mV
+RELATIVE_TOLERANCE = 1e-9  # of a recorded variable, relative to its largest magnitude
 
 
 def _fixture() -> tuple[dict, np.lib.npyio.NpzFile]:
@@ -67,8 +69,11 @@ def _setup(mechanism, info: dict, spec: dict, weight=None):
                              kind=[1]).insert(pas).insert(mechanism, compartments=[0])
     params = {**cell.params(), "celsius": spec["celsius"], "v_init": spec["v_init"],
               "cm": spec["cm"], "g_pas": spec["pas"]["g"], "e_pas": spec["pas"]["e"]}
-    for key, value in info.get("params", {}).items():
+    for key, value in {**info.get("params", {}), **info.get("pointers", {})}.items():
         params[f"{key}_{mechanism.name}"] = jnp.asarray([float(value)])
+    if "random" in info:  # jaxlean's stream: its own draws, keyed by the seed
+        params[f"{info['random']['pointer']}_{mechanism.name}"] = jnp.asarray(
+            [float(info["random"]["seed"])])
     spikes = {}
     if "weight" in info:
         params[mechanism.weight] = jnp.asarray([info["weight"] if weight is None else weight])
@@ -76,14 +81,17 @@ def _setup(mechanism, info: dict, spec: dict, weight=None):
     return cell, params, spikes
 
 
-def _run(mechanism, info: dict, spec: dict) -> np.ndarray:
-    """jaxlean's voltage (every step), in float64; no event was late or dropped."""
+def _run(mechanism, info: dict, spec: dict) -> dict[str, np.ndarray]:
+    """jaxlean's voltage and the variables ``info`` records (every step), in float64; no
+    event was late or dropped."""
     with jax.enable_x64():
         cell, params, spikes = _setup(mechanism, info, spec)
-        out = simulate(cell, params, [], spec["dt"], spec["t_max"], spikes=spikes)
+        names = {"v": "v", **{key: f"{key}_{mechanism.name}" for key in info.get("record", [])}}
+        out = simulate(cell, params, [], spec["dt"], spec["t_max"], spikes=spikes,
+                       states=list(names.values()))
         for events in out["final"].get("events", {}).values():
             assert not np.asarray(events["lost"]).any()
-        return np.asarray(out["v"][:, 0])
+        return {key: np.asarray(out[name][:, 0]) for key, name in names.items()}
 
 
 def check_file(path: str, fixture: dict, traces) -> dict:
@@ -98,8 +106,11 @@ def check_file(path: str, fixture: dict, traces) -> dict:
         return result
     result["loaded"] = type(mechanism).__name__
     if info["neuron"] == "ran":
-        v = _run(mechanism, info, fixture["cell"])[::fixture["every"]]
-        result["error_mV"] = float(np.abs(v - traces[f"{path}:v"]).max())
+        run = {k: x[::fixture["every"]] for k, x in _run(mechanism, info, fixture["cell"]).items()}
+        result["error_mV"] = float(np.abs(run.pop("v") - traces[f"{path}:v"]).max())
+        result["relative"] = {key: float(np.abs(x - traces[f"{path}:{key}"]).max()
+                                         / np.abs(traces[f"{path}:{key}"]).max())
+                              for key, x in run.items()}
     return result
 
 
@@ -122,18 +133,26 @@ def test_each_loaded_point_process_matches_neuron(path):
     else:
         print(f"{path}: {result.get('error_mV', 'not run by NEURON')}")
         assert result.get("error_mV", 0.0) < VOLTAGE_TOLERANCE, result
+        for value in result.get("relative", {}).values():  # the variables it records
+            assert value < RELATIVE_TOLERANCE, result
 
 
 def test_the_events_move_the_voltage():
-    """The comparison means something: each loaded file with events moves v by > 0.5 mV."""
+    """The comparison means something: each loaded file with events moves v by > 0.5 mV, or,
+    writing no current (``diff3D.mod``), moves each variable it records."""
     fixture, traces = _fixture()
     moved = [path for path, info in fixture["files"].items()
              if "weight" in info and info["neuron"] == "ran"
              and not isinstance(_load(path), str)]
     assert moved
     for path in moved:
-        v = traces[f"{path}:v"]
-        assert v.max() - v.min() > 0.5, path
+        if _load(path).currents:
+            v = traces[f"{path}:v"]
+            assert v.max() - v.min() > 0.5, path
+        else:
+            for key in fixture["files"][path]["record"]:
+                x = traces[f"{path}:{key}"]
+                assert x.max() - x.min() > 1e-3 * np.abs(x).max() > 0, (path, key)
 
 
 def test_gradient_of_the_weight_matches_central_differences():
@@ -203,7 +222,9 @@ def summary(results: dict[str, dict]) -> str:
     lines = [f"{len(results)} point processes; NEURON runs {len(ran)} alone; jaxlean loads "
              f"{len(loaded)}, of which {len(compared)} NEURON runs, {len(matched)} within "
              f"{VOLTAGE_TOLERANCE} mV; worst {max(compared.values(), default=0):.3g} mV"]
-    lines += [f"  {p}: {e:.3g} mV" for p, e in sorted(compared.items())]
+    lines += [f"  {p}: {e:.3g} mV" + "".join(
+        f" ({key} within {x:.2g} of its largest value)"
+        for key, x in results[p].get("relative", {}).items()) for p, e in sorted(compared.items())]
     lines += [f"  NEURON fails: {p}: {r['neuron']}" for p, r in results.items()
               if r["neuron"] != "ran"]
     lines += ["refusals by reason (problems, counted once per file):"]

@@ -41,7 +41,8 @@ def test_upper_case_if_else_and_a_nested_block_parse_as_statements():
 @pytest.mark.parametrize("text, line, words", [
     ("NEURON { SUFFIX x }\nASSIGNED { v i }\nBREAKPOINT {\n{ LOCAL v\n v = 1 }\n}", 4,
      "LOCAL v in a nested block hides the name v"),
-    ("NEURON { SUFFIX x }\nLOCAL frat[4]\n", 2, "file-level LOCAL array frat"),
+    ("NEURON { SUFFIX x POINTER p NONSPECIFIC_CURRENT i }\nASSIGNED { p i }\n"
+     "BREAKPOINT { p = 1 i = 0 }\n", 1, "a block assigns POINTER p"),
     ("NEURON { SUFFIX x }\nINITIAL { LOCAL a }\nINITIAL { LOCAL a }\n", 3,
      "LOCAL a in two INITIAL blocks"),
     (SHELL + "BEFORE BREAKPOINT { c = 1 }\n", 9, "BEFORE BREAKPOINT blocks are not supported"),

@@ -59,8 +59,8 @@ def test_a_kinetic_file_once_refused_loads():
      "USEION ca READ cax: not a variable of the ion ca"),
     ("NEURON { POINT_PROCESS y USEION ca READ eca WRITE ica }\nPARAMETER { g = 1 (uS) }\n"
      "BREAKPOINT {\n ica = g*(v - eca)\n}", 1, "USEION ca in a POINT_PROCESS"),
-    (channel(neuron="USEION k READ ek WRITE ik POINTER p"), 1,
-     "POINTER variables are not supported"),
+    (channel(neuron="USEION k READ ek WRITE ik BBCOREPOINTER p"), 1,
+     "BBCOREPOINTER variables are not supported"),
     ("NEURON { SUFFIX x }\nLINEAR scheme { ~ c = 1 }", 2, "LINEAR blocks are not supported"),
     ("NEURON { SUFFIX x }\nVERBATIM\nstatic int x;\nENDVERBATIM", 2,
      r"VERBATIM C code is not supported \(line 3: 'static int x;'\)"),
@@ -113,7 +113,7 @@ def test_missing_files_and_directories_are_named(tmp_path):
 
 def test_every_problem_of_a_file_is_named_at_once():
     """One error lists each refused construct at its own line (not the first only)."""
-    text = ("NEURON { SUFFIX x POINTER p NONSPECIFIC_CURRENT i }\n"
+    text = ("NEURON { SUFFIX x BBCOREPOINTER p NONSPECIFIC_CURRENT i }\n"
             "PARAMETER { g = 1 (S/cm2) }\n"
             "ASSIGNED { v (mV) i (mA/cm2) p }\n"
             "VERBATIM\n#include <math.h>\nstatic double q;\nENDVERBATIM\n"
@@ -123,7 +123,7 @@ def test_every_problem_of_a_file_is_named_at_once():
         load_mod(text)
     assert [line for line, _ in caught.value.problems] == [1, 4, 10, 12]
     message = str(caught.value)
-    for words in ("<mod text>:1: POINTER", "<mod text>:4: VERBATIM C code is not supported "
+    for words in ("<mod text>:1: BBCOREPOINTER", "<mod text>:4: VERBATIM C code is not supported "
                   "(line 6: 'static double q;')", "<mod text>:10: WATCH",
                   "<mod text>:12: NONLINEAR"):
         assert words in message
@@ -140,13 +140,14 @@ def test_a_directory_loads_what_it_can_and_names_every_refused_file(tmp_path):
     from jaxlean.models.neuron.nmodl import ModDirError, load_mod_dir
 
     (tmp_path / "good.mod").write_text(channel())
-    (tmp_path / "bad1.mod").write_text(channel(neuron="USEION k READ ek WRITE ik POINTER p"))
+    (tmp_path / "bad1.mod").write_text(channel(neuron="USEION k READ ek WRITE ik "
+                                               "BBCOREPOINTER p"))
     (tmp_path / "bad2.mod").write_text("NEURON { SUFFIX y }\nLINEAR s { ~ a = 1 }")
     with pytest.raises(ModDirError, match=r"2 of 3 \.mod files") as caught:
         load_mod_dir(tmp_path)
     error = caught.value
     assert sorted(error.refused) == ["bad1.mod", "bad2.mod"] and list(error.loaded) == ["x"]
-    assert "bad1.mod:1: POINTER" in str(error) and "bad2.mod:2: LINEAR" in str(error)
+    assert "bad1.mod:1: BBCOREPOINTER" in str(error) and "bad2.mod:2: LINEAR" in str(error)
     with pytest.warns(UserWarning, match="bad1.mod, bad2.mod"):
         loaded = load_mod_dir(tmp_path, skip_refused=True)
     assert list(loaded) == ["x"] and sorted(loaded.refused) == ["bad1.mod", "bad2.mod"]
