@@ -7,9 +7,12 @@ seed workload (16 modules, batch 20) the training program traces, lowers and
 compiles in a fraction of the time and steps slower, so they pay off for short
 runs only (measured in ``jaxlean bench first_epoch``, see BENCHMARKS.md).
 ``fit`` uses them for short runs (:func:`resolve_quick_compile`, the rule of
-:data:`QUICK_COMPILE_MAX_STEPS`), packed's probe and optimizer inits. Not every
-jaxlib knows both options (jaxlib 0.12 has no ``xla_cpu_use_fusion_emitters``),
-so each is tried once on a trivial program and kept only if this XLA accepts it.
+:data:`QUICK_COMPILE_MAX_STEPS`), packed's probe and optimizer inits; packed's
+probe, whose results only decide how packing runs, also compiles its code in one
+part (:func:`probe_compile_options`). Not every jaxlib knows every option (jaxlib
+0.12 has no ``xla_cpu_use_fusion_emitters``): all are tried at once on a trivial
+program, once per process, and one this XLA refuses is dropped by name and the rest
+tried again.
 """
 
 from __future__ import annotations
@@ -22,33 +25,59 @@ import numpy as np
 
 from jaxlean.errors import ConfigError
 
-__all__ = ["QUICK_COMPILE_MAX_STEPS", "WANTED", "quick_compile_options", "resolve_quick_compile"]
+__all__ = ["ONE_PART", "QUICK_COMPILE_MAX_STEPS", "WANTED", "probe_compile_options",
+           "quick_compile_options", "resolve_quick_compile"]
 
 WANTED: dict[str, Any] = {"xla_backend_optimization_level": 0,
                           "xla_cpu_use_fusion_emitters": False}
+ONE_PART: dict[str, Any] = {"xla_cpu_parallel_codegen_split_count": 1}
+"""Code generation in one part: XLA:CPU splits a program's LLVM module into parts it
+compiles on several threads, which for a program as small as packed's probe costs
+more than it saves (measured: about half of the probe's compile CPU time). It changes
+the code XLA emits, and with it a training program's last bits, so only programs whose
+results decide something and go nowhere else use it (:func:`probe_compile_options`)."""
+
+
+def _refused(error: Exception, names: list[str]) -> str | None:
+    """The option of ``names`` that ``error`` says XLA does not have; None if it says
+    something else (or names none of them)."""
+    text = str(error)
+    if "No such compile option" not in text:
+        return None
+    return next((name for name in names if f"'{name}'" in text), None)
 
 
 @functools.cache
 def _accepted() -> tuple[tuple[str, Any], ...]:
-    """The ``(name, value)`` pairs of :data:`WANTED` this XLA compiles with, checked once."""
+    """The ``(name, value)`` pairs of :data:`WANTED` and :data:`ONE_PART` this XLA compiles
+    with, checked once: one trivial program with all of them, again without each one
+    refused (only an XLA that lacks some compiles it more than once)."""
     def xla_option_check(x):
         return x + 1
 
-    kept = []
-    for name, value in WANTED.items():
+    kept = {**WANTED, **ONE_PART}
+    lowered = jax.jit(xla_option_check).lower(np.float32(0))
+    while True:
         try:
-            jax.jit(xla_option_check).lower(np.float32(0)).compile(compiler_options={name: value})
+            lowered.compile(compiler_options=kept)
+            return tuple(kept.items())
         except jax.errors.JaxRuntimeError as error:
-            if "No such compile option" not in str(error):
+            name = _refused(error, list(kept))
+            if name is None:
                 raise
-            continue
-        kept.append((name, value))
-    return tuple(kept)
+            del kept[name]
 
 
 def quick_compile_options() -> dict[str, Any]:
     """:data:`WANTED`, less the options this XLA does not have: a new dict for
     ``jax.jit(..., compiler_options=...)`` or ``.compile(compiler_options=...)``."""
+    return {name: value for name, value in _accepted() if name in WANTED}
+
+
+def probe_compile_options() -> dict[str, Any]:
+    """:func:`quick_compile_options` and :data:`ONE_PART` (those this XLA has): for small
+    programs run once whose results only inform a decision (packed's probe), not for
+    anything whose values are returned, since :data:`ONE_PART` changes their last bits."""
     return dict(_accepted())
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxlean.errors import ConfigError
+from jaxlean.train._gc import paused as paused_gc
 from jaxlean.train._loop import Carry, Position, Program, TrainOutput, finished
 from jaxlean.train._progress import Chunks, ProgressBar
 from jaxlean.train._resume import describe_run, restore
@@ -46,16 +47,20 @@ class Run:
 
     def __call__(self, carry: Carry, position: Position, order: jax.Array, stop_step: int
                  ) -> tuple[Carry, Position, jax.Array]:
-        return self.run(carry, position, order, np.int32(stop_step), self.program.frozen,
-                        self.data, self.val_data, self.key)
+        """Dispatch one call of the loop (the first traces and compiles it: without
+        automatic garbage collection, :mod:`jaxlean.train._gc`)."""
+        with paused_gc():
+            return self.run(carry, position, order, np.int32(stop_step), self.program.frozen,
+                            self.data, self.val_data, self.key)
 
     def compile(self, carry: Carry) -> None:
         """Compile the loop for ``carry``'s shapes and placements (no run; ``carry`` is a
         restored one's, committed to ``carry.train_hist``'s device, as :meth:`settle` puts
         the position then)."""
         position, order = jax.device_put(self.program.start(), carry.train_hist.sharding)
-        self.run.lower(carry, position, order, np.int32(0), self.program.frozen, self.data,
-                       self.val_data, self.key).compile()
+        with paused_gc():
+            self.run.lower(carry, position, order, np.int32(0), self.program.frozen, self.data,
+                           self.val_data, self.key).compile()
 
     def settle(self, carry: Carry, position: Position, order: jax.Array
                ) -> tuple[Carry, Position, jax.Array]:

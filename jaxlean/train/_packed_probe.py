@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlean.compile.quick import quick_compile_options
+from jaxlean.compile.quick import probe_compile_options
 from jaxlean.errors import ConfigError, NonFiniteError
 
 _PROBE_DIM = 2
@@ -231,11 +231,12 @@ def _compiled(lowered: Any) -> Any:
     """``lowered`` compiled, reused for the same program text and argument and result trees
     (every ``init`` of the same optimizer on the same probe shapes traces a new function but
     the same program). The probe runs for microseconds: XLA does not optimise its kernels
-    (and emits them directly, without its slower-to-compile MLIR fusion emitters)."""
+    (and emits them directly, without its slower-to-compile MLIR fusion emitters) and
+    generates its code in one part (:func:`~jaxlean.compile.quick.probe_compile_options`)."""
     # the text prints every constant (no elision), so equal keys are equal programs
     key = (lowered.as_text(), lowered.in_tree, lowered.out_tree)
     if key not in _COMPILED:
-        _COMPILED[key] = lowered.compile(compiler_options=quick_compile_options())
+        _COMPILED[key] = lowered.compile(compiler_options=probe_compile_options())
         if len(_COMPILED) > _COMPILED_KEPT:
             _COMPILED.popitem(last=False)
     _COMPILED.move_to_end(key)

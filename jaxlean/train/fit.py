@@ -41,6 +41,7 @@ from jaxlean.compile.quick import (
 )
 from jaxlean.errors import NonFiniteError
 from jaxlean.train._drive import Run, check_checkpoint_every, checkpointing, describe, train
+from jaxlean.train._gc import paused as paused_gc
 from jaxlean.train._groups import Trainable
 from jaxlean.train._layout import PackedLayout
 from jaxlean.train._loop import LossFn, TrainOutput, build, data_size, output
@@ -185,6 +186,10 @@ def fit(
     or the params' structure and trained leaves raises, naming it and both values
     (``loss_fn`` is not compared). A run is not saved past a non-finite loss.
 
+    Python's automatic garbage collection is paused while ``fit`` traces and compiles
+    (its passes over the objects tracing leaves cost a small model's first epoch several
+    percent; :mod:`jaxlean.train._gc`) and runs again after.
+
     Args:
         loss_fn: ``loss_fn(params, batch) -> scalar`` loss.
         params: initial parameters (pytree; non-array leaves stay static).
@@ -229,9 +234,10 @@ def fit(
     check_checkpoint_every(checkpoint_every)
     bar = ProgressBar(progress, epochs * (size // batch_size)
                       if isinstance(batch_size, int) and batch_size > 0 else 0)
-    program = build(loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size,
-                    val_data=val_data, patience=patience, log_every=log_every,
-                    trainable=trainable, pack=pack, on_step=None, on_epoch=None)
+    with paused_gc():  # the optimizer's init and packed's probe trace and compile here
+        program = build(loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size,
+                        val_data=val_data, patience=patience, log_every=log_every,
+                        trainable=trainable, pack=pack, on_step=None, on_epoch=None)
     quick_compile = resolve_quick_compile(quick_compile, epochs * program.steps_per_epoch,
                                           checkpoint is not None, jax.default_backend())
     loop = Run(program, jax.jit(program.run, donate_argnums=2, compiler_options=
