@@ -47,11 +47,13 @@ EVERY = 10
 
 # per file: the parameters set (defaults otherwise), the values its POINTERs point to (a
 # Vector element each, which the run does not change; NEURON refuses a run with a POINTER
-# never set), the Random its setRNG takes (``random``: uniform(0, 1) with a seed; the two
-# Blue Brain synapses, whose draws NEURON and jaxlean make from different generators, run
-# with release probability 1, Use = 1 and Dep = 1 us, so each event releases whatever is
-# drawn), the NetCon weight (files with NET_RECEIVE; chosen so that an event moves v by a
-# few mV) and extra variables recorded
+# never set), the Random its setRNG takes (``random``: ``new Random(seed)`` in the
+# distribution named, as the published model's hoc makes it: ``negexp(1)``), the NetCon
+# weight (files with NET_RECEIVE; chosen so that an event moves v by a few mV) and extra
+# variables recorded. The two Blue Brain synapses run with the parameters their model
+# (ModelDB 249463, ``almog/model_withsyns.hoc``) gives them; with seed 3, some events
+# release and some do not (their rising conductance state, which each release moves,
+# is recorded).
 POINTS: dict[str, dict] = {
     "116096/ampacin.mod": {"params": {"gmax": 1e-4}},
     "123815/ANsyn.mod": {"params": {"onset": 30.0, "gmax": 2e-4}},
@@ -59,10 +61,17 @@ POINTS: dict[str, dict] = {
     "2015953/diff3D.mod": {"weight": 1.0, "record": ["T"]},
     "2015953/ipulse1.mod": {"params": {"del": 30.0, "ton": 10.0, "toff": 20.0, "num": 4,
                                        "amp": 0.005}, "weight": 1.0},
-    "249463/almog/ProbAMPANMDA2.mod": {"weight": 1.0, "params": {"Use": 1.0, "Dep": 1e-3},
-                                       "random": {"pointer": "rng", "seed": 7}},
-    "249463/almog/ProbUDFsyn2.mod": {"weight": 1.0, "params": {"Use": 1.0, "Dep": 1e-3},
-                                     "random": {"pointer": "rng", "seed": 7}},
+    "249463/almog/ProbAMPANMDA2.mod": {
+        "weight": 1.0, "params": {"tau_r_AMPA": 0.3, "tau_d_AMPA": 3.0, "tau_r_NMDA": 2.0,
+                                  "tau_d_NMDA": 65.0, "e": 0.0, "Dep": 800.0, "Fac": 0.0,
+                                  "Use": 0.6, "u0": 0.0},
+        "random": {"pointer": "rng", "seed": 3, "distribution": ["negexp", 1.0]},
+        "record": ["B_AMPA"]},
+    "249463/almog/ProbUDFsyn2.mod": {
+        "weight": 1.0, "params": {"tau_r": 1.0, "tau_d": 20.0, "e": -80.0, "Dep": 800.0,
+                                  "Fac": 0.0, "Use": 0.25, "u0": 0.0},
+        "random": {"pointer": "rng", "seed": 3, "distribution": ["negexp", 1.0]},
+        "record": ["B"]},
     "266850/Capsaicin_Puff.mod": {},
     "267499/LinClamp.mod": {"params": {"del": 50.0, "tf": 250.0, "amp0": 0.005,
                                        "ampf": -0.005}},
@@ -104,9 +113,10 @@ def run_one(folder: Path, name: str, spec: dict) -> dict:
         for key, value in spec.get("pointers", {}).items():
             held.append(h.Vector([value]))
             h.setpointer(held[-1]._ref_x[0], key, point)
-        if "random" in spec:  # a Random, uniform on [0, 1), through the file's setRNG
+        if "random" in spec:  # a Random in its distribution, through the file's setRNG
             held.append(h.Random(spec["random"]["seed"]))
-            held[-1].uniform(0, 1)
+            kind, *arguments = spec["random"]["distribution"]
+            getattr(held[-1], kind)(*arguments)
             point.setRNG(held[-1])
         if hasattr(h, f"usetable_{name}"):
             setattr(h, f"usetable_{name}", 0)

@@ -27,7 +27,7 @@ from jaxlean.models.neuron.cell import *  # noqa: F403
 from jaxlean.models.neuron.mechanisms import *  # noqa: F403
 from jaxlean.models.neuron.morphology import *  # noqa: F403
 from jaxlean.models.neuron.network import *  # noqa: F403
-from jaxlean.models.neuron.nmodl import load_mod, load_mod_dir
+from jaxlean.models.neuron.nmodl import Random, load_mod, load_mod_dir, random_parameters
 from jaxlean.models.neuron.published import *  # noqa: F403
 from jaxlean.models.neuron.simulation import *  # noqa: F403
 
@@ -35,8 +35,8 @@ from jaxlean.models.neuron.simulation import *  # noqa: F403
 from jaxlean.models.neuron import (  # isort: skip
     cell, formats, mechanisms, morphology, network, nmodl, published, simulation)
 
-__all__ = ["cell", "formats", "load_mod", "load_mod_dir", "mechanisms", "morphology",
-           "network", "nmodl", "published", "simulation"]
+__all__ = ["Random", "cell", "formats", "load_mod", "load_mod_dir", "mechanisms",
+           "morphology", "network", "nmodl", "published", "random_parameters", "simulation"]
 __all__ += cell.__all__
 __all__ += mechanisms.__all__
 __all__ += morphology.__all__

@@ -17,10 +17,14 @@ Names: parameters are NEURON's hoc names (``gnabar_hh``) with the values and uni
 file declares (never rescaled), states ``<name>_<suffix>`` (``m_hh``, ``minf_hh``) and
 currents ``<name>_<suffix>`` (``ina_hh``); ion variables keep NEURON's names (``ena``,
 ``eca``, ``cai``, ``ica``). :func:`load_mod_dir` returns the mechanisms in NEURON's
-order, the order to insert them in, and names every file it could not load.
+order, the order to insert them in, and names every file it could not load. A
+synapse that draws from a NEURON ``Random`` (Blue Brain's ``setRNG``) takes one
+:class:`Random` per instance (:func:`random_parameters`), drawing NEURON's values.
 """
 
 from jaxlean.models.neuron.nmodl.load import Mechanisms, ModDirError, load_mod, load_mod_dir
 from jaxlean.models.neuron.nmodl.model import ModFileError
+from jaxlean.models.neuron.nmodl.neuron_random import Random, random_parameters
 
-__all__ = ["Mechanisms", "ModDirError", "ModFileError", "load_mod", "load_mod_dir"]
+__all__ = ["Mechanisms", "ModDirError", "ModFileError", "Random", "load_mod", "load_mod_dir",
+           "random_parameters"]

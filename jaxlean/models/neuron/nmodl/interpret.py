@@ -199,14 +199,14 @@ class Interpreter:
         return self.call(node, local, names)
 
     def call(self, node: s.Call, local: dict, names: dict) -> Any:
-        args = [self.eval(arg, local, names) for arg in node.args]
         block = self.model.blocks.get(node.name)
+        if node.name == "nrn_random_pick" and block is None:
+            raise self.model.error(node.line, "a Random's draw (nrn_random_pick, see "
+                                   "random_streams) is supported in NET_RECEIVE only")
+        args = [self.eval(arg, local, names) for arg in node.args]
         if block is None or block.kind not in ("FUNCTION", "PROCEDURE"):
             if node.name in BUILTINS:
                 return self.backend.builtin(node, args)
-            if node.name == "nrn_random_pick":
-                raise self.model.error(node.line, "a Random's draw (nrn_random_pick, see "
-                                       "random_streams) is supported in NET_RECEIVE only")
             if node.name == "at_time" and len(args) == 1 and {"t", "dt"} <= set(names):
                 x = args[0] - 1e-11  # NEURON's fixed step: 1 in the step reaching it, else 0
                 return jnp.where((x <= names["t"]) & (x > names["t"] - names["dt"]), 1.0, 0.0)

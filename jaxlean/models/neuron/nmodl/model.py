@@ -48,6 +48,9 @@ class Model:
     """``ELECTRODE_CURRENT`` names (also in ``nonspecific``): inward-positive currents."""
     pointers: list[str] = dataclasses.field(default_factory=list)
     """``POINTER`` names: parameters without a default (see variables)."""
+    random_pointers: list[str] = dataclasses.field(default_factory=list)
+    """POINTERs to a NEURON ``Random`` (drawn from by ``nrn_random_pick``, see
+    :mod:`~.random_streams`): its :class:`~.neuron_random.Random` as parameters."""
     range: list[str] = dataclasses.field(default_factory=list)
     globals: list[str] = dataclasses.field(default_factory=list)
     constants: dict[str, float] = dataclasses.field(default_factory=dict)

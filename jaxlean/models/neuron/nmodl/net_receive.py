@@ -34,7 +34,7 @@ from jaxlean.models.neuron.nmodl.generated import (
 )
 from jaxlean.models.neuron.nmodl.interpret import Interpreter, JaxBackend
 from jaxlean.models.neuron.nmodl.model import Model, ModFileError
-from jaxlean.models.neuron.nmodl.random_streams import draw
+from jaxlean.models.neuron.nmodl.neuron_random import FIELDS, pick
 
 __all__ = ["PointMechanism", "generate_point"]
 
@@ -59,22 +59,39 @@ class _Sends:
 
 
 class _Receive(_Sends, Interpreter):
-    """Runs NET_RECEIVE, recording its sends; ``nrn_random_pick(rng)`` draws from the
-    POINTER's stream (:mod:`~.random_streams`) at the instances' event ``count``."""
+    """Runs NET_RECEIVE, recording its sends; ``nrn_random_pick(rng)`` draws the next value
+    of the instance's NEURON ``Random`` (:mod:`~.neuron_random`) and counts it."""
 
-    def __init__(self, model: Model, sites: dict[int, int], count=None):
+    def __init__(self, model: Model, sites: dict[int, int]):
         super().__init__(model, JaxBackend())
-        self.sites, self.count, self.draws = sites, count, 0
+        self.sites = sites
+
+    def eval(self, node, local: dict, names: dict):
+        """As C evaluates it: the right side of ``&&`` (``||``) runs only where the left
+        is true (false), so a draw there counts only where it is made."""
+        if not (isinstance(node, s.Binary) and node.op in ("&&", "||")):
+            return super().eval(node, local, names)
+        left = self.eval(node.left, local, names)
+        before = {key: names[key] for key in self._counters()}
+        right = self.eval(node.right, local, names)
+        ran = left if node.op == "&&" else jnp.logical_not(left)
+        for key, value in before.items():
+            names[key] = jnp.where(ran, names[key], value)
+        return self.backend.binary(node, left, right)
+
+    def _counters(self) -> list[str]:
+        return [f"{pointer}.picks" for pointer in self.model.random_pointers]
 
     def call(self, node: s.Call, local: dict, names: dict):
         if node.name != "nrn_random_pick":
             return super().call(node, local, names)
         pointer = node.args[0] if len(node.args) == 1 else None
-        if not (isinstance(pointer, s.Name) and pointer.id in self.model.pointers):
-            raise self.model.error(node.line, "nrn_random_pick takes one POINTER")
-        self.draws += 1
-        return draw(names[pointer.id], self.count, self.draws - 1,
-                    jnp.result_type(names["v"]))
+        if not (isinstance(pointer, s.Name) and pointer.id in self.model.random_pointers):
+            raise self.model.error(node.line, "nrn_random_pick takes one POINTER to a Random")
+        picks = names[f"{pointer.id}.picks"]
+        value = pick({field: names[f"{pointer.id}.{field}"] for field in FIELDS}, picks)
+        names[f"{pointer.id}.picks"] = picks + 1
+        return value.astype(jnp.result_type(names["v"]))
 
 
 class _InitialSends(_Sends, InitialInterpreter):
@@ -168,10 +185,9 @@ class PointMechanism(GeneratedMechanism):
             args = {name: jnp.broadcast_to(local[name], jnp.shape(v)) for name in args}
         return jnp.stack(list(args.values()), axis=1) if args else jnp.zeros((len(v), 0))
 
-    def deliver(self, states, args, t, flag, v, p, count=None):
+    def deliver(self, states, args, t, flag, v, p):
         """NET_RECEIVE for one event per instance at time ``t`` (``(instances,)``) with
-        ``flag``; ``args``: ``(instances, receive_args)``; ``count``: the events each
-        instance received before (keys its random draws). Returns the new states, the new
+        ``flag``; ``args``: ``(instances, receive_args)``. Returns the new states, the new
         arguments and ``[(sent, delay, flag)]``, one per ``net_send`` call site (``sent``
         1 where the call ran)."""
         block = self.model.net_receive
@@ -179,8 +195,7 @@ class PointMechanism(GeneratedMechanism):
         names.update(_unsent(len(self.sends)))
         given = {block.args[0]: p[self.weight]}
         given.update({name: args[:, j] for j, name in enumerate(block.args[1:])})
-        count = jnp.zeros(jnp.shape(v), jnp.int32) if count is None else count
-        local = _Receive(self.model, {line: k for k, line in enumerate(self.sends)}, count
+        local = _Receive(self.model, {line: k for k, line in enumerate(self.sends)}
                          ).run_block(block, names, given)
         new_args = (jnp.stack([jnp.broadcast_to(local[name], jnp.shape(t))
                                for name in block.args[1:]], axis=1)

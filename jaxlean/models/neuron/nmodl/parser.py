@@ -33,7 +33,10 @@ from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.geometry import refuse_geometry
 from jaxlean.models.neuron.nmodl.lexer import Token, tokenize
 from jaxlean.models.neuron.nmodl.model import Ion, Model
-from jaxlean.models.neuron.nmodl.random_streams import rewrite_random_idioms
+from jaxlean.models.neuron.nmodl.random_streams import (
+    random_pointers,
+    rewrite_random_idioms,
+)
 from jaxlean.models.neuron.nmodl.statements import StatementParser
 from jaxlean.models.neuron.nmodl.units import unit_constant
 from jaxlean.models.neuron.nmodl.verbatim import resolve_ion_reads
@@ -73,7 +76,7 @@ def parse(text: str, where: str = "<mod text>", folder: Path | None = None,
     name when the file has no SUFFIX (NEURON names it after the file).
     """
     tokens, problems = tokenize(rewrite_random_idioms(text), where)
-    model = Model(where, problems=problems)
+    model = Model(where, problems=problems, random_pointers=random_pointers(text))
     return refuse_geometry(resolve_ion_reads(_Parser(tokens, model, folder,
                                                      default_suffix).model()))
 

@@ -14,22 +14,21 @@ these texts (C comments and NMODL ``:`` comments aside, any function and pointer
 become ``FUNCTION erand() { erand = nrn_random_pick(rng) }`` and nothing (``setRNG``), the
 other lines left blank so every line keeps its number; any other C stays refused.
 
-jaxlean's ``nrn_random_pick(rng)`` in NET_RECEIVE draws uniformly on ``[0, 1)`` from a
-stream of its own: ``jax.random`` keyed by the POINTER's parameter ``rng_<suffix>`` (an
-integer seed per instance, no default, as NEURON's pointer must be set), the instance's
-count of delivered events and the call's place in the block. NEURON draws from the
-``Random`` given to ``setRNG`` in its distribution (``uniform(0, 1)``: the same law; the
-values differ). Elsewhere than NET_RECEIVE the call is refused.
+In NET_RECEIVE, jaxlean's ``nrn_random_pick(rng)`` draws what NEURON's would: the next
+value of the ``Random`` given to ``setRNG``, in its distribution
+(:mod:`~.neuron_random`, value for value). The POINTER ``rng`` of point process ``sfx``
+takes that Random as parameters ``rng_sfx.<field>`` (one Random per instance, no default,
+as NEURON's pointer must be set; :func:`~.neuron_random.random_parameters` makes them),
+and each instance keeps how many values it has drawn (the state ``rng_sfx.picks``), so a
+draw in a branch NEURON does not take draws nothing here either. Elsewhere than
+NET_RECEIVE the call is refused.
 """
 
 from __future__ import annotations
 
 import re
 
-import jax
-import jax.numpy as jnp
-
-__all__ = ["draw", "rewrite_random_idioms"]
+__all__ = ["random_pointers", "rewrite_random_idioms"]
 
 _C = r"[\s;]*"
 _PICK = re.compile(
@@ -80,14 +79,6 @@ def rewrite_random_idioms(text: str) -> str:
     return text
 
 
-def draw(seed: jax.Array, count: jax.Array, site: int, dtype) -> jax.Array:
-    """Uniform on ``[0, 1)`` per instance: the ``site``-th call of the ``count``-th event
-    of the instance whose stream's seed is ``seed`` (whole numbers)."""
-    seeds = jnp.broadcast_to(jax.lax.stop_gradient(seed), jnp.shape(count))
-
-    def one(s, c):
-        key = jax.random.fold_in(jax.random.fold_in(
-            jax.random.PRNGKey(s.astype(jnp.uint32)), c), site)
-        return jax.random.uniform(key, (), dtype)
-
-    return jax.vmap(one)(jnp.ravel(seeds), jnp.ravel(count)).reshape(jnp.shape(count))
+def random_pointers(text: str) -> list[str]:
+    """The POINTERs the idiom's ``erand()`` draws from, in the order of the file."""
+    return [match["p"] for match in _PICK.finditer(_blank_comments(text))]

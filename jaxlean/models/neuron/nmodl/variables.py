@@ -23,6 +23,9 @@
   leaves it out, so a run without it is refused, as NEURON refuses a pointer never set):
   the value it points to, which NEURON's ``setpointer`` names and the run does not
   change (a variable the run changes, another mechanism's state, is not followed).
+  A POINTER to a NEURON ``Random`` (:mod:`~.random_streams`) is instead the parameters
+  ``<name>_<suffix>.<field>`` of :data:`~.neuron_random.FIELDS` (no defaults) and the
+  state ``<name>_<suffix>.picks``, the values drawn so far.
 * ``v``, ``celsius``, ``dt`` and ``t`` are NEURON's (``t``: see generated).
 """
 
@@ -36,6 +39,7 @@ from jaxlean.models.neuron.mechanisms.ions import UseIon, variables
 from jaxlean.models.neuron.nmodl import syntax as s
 from jaxlean.models.neuron.nmodl.model import Model
 from jaxlean.models.neuron.nmodl.names import SPECIAL, parameter_default
+from jaxlean.models.neuron.nmodl.neuron_random import FIELDS
 
 __all__ = ["Variables", "always_assigns", "assigned_names", "plan_variables"]
 
@@ -174,6 +178,12 @@ def plan_variables(model: Model) -> Variables:
         if name in written:
             model.refuse(model.suffix_line, f"a block assigns POINTER {name} (NEURON writes "
                          f"the variable it points to); not supported")
+        if name in model.random_pointers:  # a NEURON Random: its fields, its draws so far
+            for field in FIELDS:
+                parameters[f"{name}.{field}"] = (f"{_hoc(name, model.suffix)}.{field}",
+                                                 math.nan, "")
+            kept[f"{name}.picks"] = (f"{_hoc(name, model.suffix)}.picks", 0.0)
+            continue
         variable = model.assigned.get(name) or model.parameters.get(name)
         parameters[name] = (_hoc(name, model.suffix), math.nan,
                             variable.unit.replace(" ", "") if variable else "")

@@ -13,8 +13,7 @@ delivered in the same step). Each instance keeps its connection's NET_RECEIVE ar
 after the weight (zero at the start), the index of its next input spike, and up to
 ``queue`` pending self-events (time ``inf``: a free slot; of self-events due at one time,
 the first sent is delivered first, as NEURON does; INITIAL's ``net_send`` calls fill the
-queue as the run starts) and its count of delivered events (``count``, which keys its
-random draws). A step in which no instance has an event due skips NET_RECEIVE
+queue as the run starts). A step in which no instance has an event due skips NET_RECEIVE
 (``lax.cond``). At most :data:`PER_STEP`
 events per instance are delivered in one step; ``lost`` counts, per instance, the steps
 that had more and the self-events a full queue dropped (``simulate``'s
@@ -49,7 +48,7 @@ def start(mechanism, args: jax.Array, dtype, sends=()) -> dict[str, jax.Array]:
         count = count + on
     return {"args": args.astype(dtype), "next": jnp.zeros(instances, jnp.int32),
             "due": due, "flag": flags, "order": order, "sent": count,
-            "lost": jnp.zeros(instances, jnp.int32), "count": jnp.zeros(instances, jnp.int32)}
+            "lost": jnp.zeros(instances, jnp.int32)}
 
 
 def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Array, dt: float,
@@ -77,8 +76,7 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
 
     def receive(carry, active, when, flag, from_outside, slot, queued):
         states, events = carry
-        new, args, sends = mechanism.deliver(states, events["args"], when, flag, v, p,
-                                             events["count"])
+        new, args, sends = mechanism.deliver(states, events["args"], when, flag, v, p)
         states = {k: jnp.where(active.reshape(active.shape + (1,) * (x.ndim - 1)), new[k], x)
                   if k in new else x for k, x in states.items()}
         taken = active & ~from_outside
@@ -95,8 +93,7 @@ def deliver(mechanism, states: dict, events: dict, times: jax.Array, t: jax.Arra
             count = count + on
         events = {"args": jnp.where(active[:, None], args, events["args"]),
                   "next": events["next"] + (active & from_outside),
-                  "due": due, "flag": flags, "order": order, "sent": count, "lost": lost,
-                  "count": events["count"] + active}
+                  "due": due, "flag": flags, "order": order, "sent": count, "lost": lost}
         return jax.tree.map(lambda x, y: x.astype(y.dtype), (states, events), carry)
 
     states, events = lax.fori_loop(0, PER_STEP, one, (states, events))

@@ -34,7 +34,7 @@ import pytest
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.channels import pas
-from jaxlean.models.neuron.nmodl import load_mod
+from jaxlean.models.neuron.nmodl import Random, load_mod, random_parameters
 from jaxlean.models.neuron.simulation.cable import Cell, simulate
 from tests.models.neuron.neuron_reference import run_fixture_script
 
@@ -71,9 +71,11 @@ def _setup(mechanism, info: dict, spec: dict, weight=None):
               "cm": spec["cm"], "g_pas": spec["pas"]["g"], "e_pas": spec["pas"]["e"]}
     for key, value in {**info.get("params", {}), **info.get("pointers", {})}.items():
         params[f"{key}_{mechanism.name}"] = jnp.asarray([float(value)])
-    if "random" in info:  # jaxlean's stream: its own draws, keyed by the seed
-        params[f"{info['random']['pointer']}_{mechanism.name}"] = jnp.asarray(
-            [float(info["random"]["seed"])])
+    if "random" in info:  # the Random the hoc gives setRNG: new Random(seed).negexp(1)
+        random = info["random"]
+        kind, *arguments = random["distribution"]
+        made = getattr(Random(random["seed"]), kind)(*arguments)
+        params.update(random_parameters(mechanism, random["pointer"], [made]))
     spikes = {}
     if "weight" in info:
         params[mechanism.weight] = jnp.asarray([info["weight"] if weight is None else weight])
@@ -153,6 +155,27 @@ def test_the_events_move_the_voltage():
             for key in fixture["files"][path]["record"]:
                 x = traces[f"{path}:{key}"]
                 assert x.max() - x.min() > 1e-3 * np.abs(x).max() > 0, (path, key)
+
+
+def test_the_random_synapses_draws_decide_their_traces():
+    """The Blue Brain synapses' comparison covers their draws: in NEURON's run (its rising
+    conductance state, which the fixture records and the matching test compares) some
+    events release and some do not, and another seed (other draws) moves jaxlean's trace
+    away from NEURON's."""
+    fixture, traces = _fixture()
+    cell, every = fixture["cell"], fixture["every"]
+    for path, info in fixture["files"].items():
+        if "random" not in info:
+            continue
+        (state,) = info["record"]
+        b = traces[f"{path}:{state}"]
+        # the kept sample before each event's step, and the one after it
+        before = [int(np.ceil(t / cell["dt"] - 0.5)) // every for t in info["events"]]
+        released = [bool(b[k + 1] > b[k]) for k in before]
+        assert 0 < sum(released) < len(released), (path, released)
+        other = {**info, "random": {**info["random"], "seed": info["random"]["seed"] + 1}}
+        v_other = _run(_load(path), other, cell)["v"][::every]
+        assert np.abs(v_other - traces[f"{path}:v"]).max() > 0.1, path
 
 
 def test_gradient_of_the_weight_matches_central_differences():

@@ -13,9 +13,9 @@ area`` uA/cm2, at BREAKPOINT's ``t = (n + 1/2) dt``).
   refused, as NEURON refuses a pointer never set; the gradient through it matches central
   differences;
 * a POINTER to a NEURON ``Random`` drawn from in Blue Brain's VERBATIM idiom
-  (``ProbUDFsyn2.mod``) draws from jaxlean's own uniform stream: the release fraction
-  matches the release probability, the draws are fixed by the seed and the event count,
-  and C that differs from the idiom stays refused.
+  (``ProbUDFsyn2.mod``) draws NEURON's values of the instance's ``Random``, one per draw
+  the C code makes (none in the right side of a false ``&&``), and C that differs from
+  the idiom stays refused.
 
 The corpus files themselves are checked against NEURON in ``test_modeldb_points.py``.
 """
@@ -32,7 +32,7 @@ import pytest
 
 from jaxlean.errors import ConfigError
 from jaxlean.models.neuron.mechanisms.channels import pas
-from jaxlean.models.neuron.nmodl import load_mod
+from jaxlean.models.neuron.nmodl import Random, load_mod, random_parameters
 from jaxlean.models.neuron.simulation.cable import Cell, simulate
 
 PROB = Path(__file__).parent / "corpus" / "249463" / "almog" / "ProbUDFsyn2.mod"
@@ -149,28 +149,57 @@ def test_a_pointer_must_be_given_and_its_gradient_matches_central_differences():
     np.testing.assert_allclose(np.asarray(grad), np.asarray(numeric), rtol=1e-6)
 
 
-def test_a_random_pointer_draws_from_a_uniform_stream_keyed_by_seed_and_event():
-    mechanism = load_mod(PROB)
-    n = 4000  # instances, one event each: release with probability Use (Fac 0, Dep 1 us)
+def _prob_synapses(text: str, n: int):
+    """``n`` instances of ``ProbUDFsyn2`` (from ``text``), instance ``k`` with NEURON's
+    ``Random(k + 1).negexp(1)``, release probability 0.3 at each event (Fac 0, Dep 1 us);
+    their states after INITIAL and a jitted ``deliver(states, t, flag)``."""
+    mechanism = load_mod(text)
+    randoms = [Random(k + 1).negexp(1) for k in range(n)]
+    v = jnp.full((n,), -65.0)
+    p = {name: jnp.full((n,), d) for name, (d, _) in mechanism.parameters.items()
+         if not np.isnan(d)}
+    p.update(random_parameters(mechanism, "rng", randoms))
+    p.update({"Use_ProbUDFsyn2": jnp.full((n,), 0.3), "Fac_ProbUDFsyn2": jnp.zeros(n),
+              "Dep_ProbUDFsyn2": jnp.full((n,), 1e-3), mechanism.weight: jnp.ones(n)})
+    states = {**mechanism.initial(v, p, {"celsius": 34.0, "dt": 0.025}), "celsius": 34.0}
+    args = mechanism.initial_args(states, v, p)
+
+    @jax.jit
+    def deliver(states, t, flag):
+        return mechanism.deliver(states, args, jnp.full((n,), t), jnp.full((n,), flag),
+                                 v, p)[0]
+
+    return randoms, states, deliver
+
+
+def test_a_random_pointer_draws_neurons_values_one_per_draw_made():
+    """Each event draws the next value of the instance's NEURON Random (negexp(1) here, as
+    the published hoc sets it) and releases where it is below the release probability."""
+    n = 64
     with jax.enable_x64():
-        v = jnp.full((n,), -65.0)
-        p = {name: jnp.full((n,), 0.0 if np.isnan(d) else d)
-             for name, (d, _) in mechanism.parameters.items()}
-        p.update({"Use_ProbUDFsyn2": jnp.full((n,), 0.3), "Fac_ProbUDFsyn2": jnp.zeros(n),
-                  "Dep_ProbUDFsyn2": jnp.full((n,), 1e-3), "rng_ProbUDFsyn2": jnp.arange(n) * 1.0,
-                  mechanism.weight: jnp.ones(n)})
-        states = {**mechanism.initial(v, p, {"celsius": 34.0, "dt": 0.025}), "celsius": 34.0}
-        args = mechanism.initial_args(states, v, p)
+        randoms, states, deliver = _prob_synapses(PROB.read_text(), n)
+        first = deliver(states, 21.0, 0.0)
+        second = deliver(first, 41.0, 0.0)
+        draws = np.stack([r.picks(2) for r in randoms])  # what NEURON's erand() returns
+        picks = [np.asarray(x["rng_ProbUDFsyn2.picks"]) for x in (states, first, second)]
+        released = [np.asarray(first["B_ProbUDFsyn2"]) > 0,
+                    np.asarray(second["B_ProbUDFsyn2"] - first["B_ProbUDFsyn2"]) > 0]
+    assert [x.tolist() for x in picks] == [[0.0] * n, [1.0] * n, [2.0] * n]
+    for k in range(2):
+        assert (released[k] == (draws[:, k] < 0.3)).all(), k
+    assert 0 < released[0].sum() < n and (released[0] != released[1]).any()
 
-        @jax.jit
-        def released(count):
-            new, _, _ = mechanism.deliver(states, args, jnp.full((n,), 21.0), jnp.zeros(n),
-                                          v, p, jnp.full((n,), count, jnp.int32))
-            return new["B_ProbUDFsyn2"] > 0
 
-        first, again, second = (np.asarray(released(c)) for c in (0, 0, 1))
-    assert abs(first.mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / n)
-    assert (first == again).all() and (first != second).any()
+def test_a_draw_c_would_not_make_is_not_made():
+    """``flag == 1 && erand() < Pr``: as in C, ``erand()`` runs only where the left side
+    holds, so the stream moves only there."""
+    text = PROB.read_text().replace("if (erand() < Pr)", "if (flag == 1 && erand() < Pr)")
+    assert text != PROB.read_text()
+    with jax.enable_x64():
+        _, states, deliver = _prob_synapses(text, 2)
+        skipped, drawn = (deliver(states, 21.0, flag) for flag in (0.0, 1.0))
+        counts = [np.asarray(x["rng_ProbUDFsyn2.picks"]).tolist() for x in (skipped, drawn)]
+    assert counts == [[0.0, 0.0], [1.0, 1.0]]
 
 
 def test_random_draws_outside_the_idiom_or_net_receive_are_refused():
