@@ -23,7 +23,7 @@ def _mlp_loss(model, x, y):
 def _data():
     """16 random rows of 3 features and a target (NumPy-made: no eager compile)."""
     x = np.random.default_rng(1).standard_normal((16, 3)).astype(np.float32)
-    return jnp.asarray(x), jnp.asarray(np.sin(x).sum(-1, keepdims=True))
+    return jax.device_put(x), jax.device_put(np.sin(x).sum(-1, keepdims=True))
 
 
 def _is_bias(path) -> bool:
