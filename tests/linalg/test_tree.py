@@ -64,7 +64,8 @@ def dominant_system(parents, seed, dtype, batch=()):
     degree = np.bincount(parents[parents >= 0], minlength=n) + 1
     diag = (degree + 1.0) * rng.choice([-1, 1], (*batch, n)) * rng.uniform(1, 2, (*batch, n))
     b = rng.normal(size=(*batch, n))
-    return tuple(jnp.asarray(a, dtype) for a in (lower, diag, upper, b))
+    # converted in NumPy and put on the device: jnp.asarray compiles a program per shape
+    return tuple(jax.device_put(np.asarray(a, dtype)) for a in (lower, diag, upper, b))
 
 
 def tree_system(parents, seed, dtype, batch=()):
@@ -115,7 +116,7 @@ def test_matches_dense_on_named_shapes(shape, dtype, tol, schedule):
         tree, args = tree_system(parents, 0, dtype)
         x = tree_solve(tree, *args, schedule=schedule)
         assert x.dtype == dtype
-        np.testing.assert_allclose(x, dense_solve(jnp.asarray(parents), *args), rtol=tol, atol=tol)
+        np.testing.assert_allclose(x, dense_solve(parents, *args), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
@@ -125,10 +126,10 @@ def test_random_forests_values_and_gradients(schedule, parents, seed):
     with jax.enable_x64():
         tree, args = tree_system(parents, seed, jnp.float64)
         tangents = dominant_system(parents, seed + 2, jnp.float64)
-        weights = jnp.asarray(np.random.default_rng(seed + 1).normal(size=parents.size))
+        weights = jax.device_put(np.random.default_rng(seed + 1).normal(size=parents.size))
         ours = value_grad_jvp(lambda *a: tree_solve(tree, *a, schedule=schedule),
                               weights, args, tangents)
-        want = dense_value_grad_jvp(jnp.asarray(parents), weights, args, tangents)
+        want = dense_value_grad_jvp(parents, weights, args, tangents)
         for got, ref in zip(jax.tree.leaves(ours), jax.tree.leaves(want), strict=True):
             np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
 
@@ -139,7 +140,7 @@ def test_float32_gradients_match_dense(schedule):
     tree, args = tree_system(parents, 3, jnp.float32)
     weights = jnp.linspace(-1, 1, parents.size)
     ours = value_grad_jvp(lambda *a: tree_solve(tree, *a, schedule=schedule), weights, args, args)
-    want = dense_value_grad_jvp(jnp.asarray(parents), weights, args, args)
+    want = dense_value_grad_jvp(parents, weights, args, args)
     for got, ref in zip(jax.tree.leaves(ours), jax.tree.leaves(want), strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
 
@@ -151,11 +152,11 @@ def test_vmap_over_rhs_and_matrices_under_jit(schedule):
         tree, (lower, diag, upper, b) = tree_system(parents, 4, jnp.float64, batch=(3,))
         solve = jax.jit(jax.vmap(lambda lo, d, up, rhs: tree_solve(tree, lo, d, up, rhs,
                                                                    schedule=schedule)))
-        want = dense_solve(jnp.asarray(parents), lower, diag, upper, b)
+        want = dense_solve(parents, lower, diag, upper, b)
         np.testing.assert_allclose(solve(lower, diag, upper, b), want, rtol=1e-12)
         one_matrix = jax.jit(jax.vmap(lambda rhs: tree_solve(  # one compile, not one per op
             tree, lower[0], diag[0], upper[0], rhs, schedule=schedule)))(b)
-        want = dense_solve(jnp.asarray(parents), lower[0], diag[0], upper[0], b)
+        want = dense_solve(parents, lower[0], diag[0], upper[0], b)
         np.testing.assert_allclose(one_matrix, want, rtol=1e-12)
 
 
@@ -164,7 +165,7 @@ def test_batched_entries_and_several_right_hand_sides(schedule):
     with jax.enable_x64():
         parents = binary(9)
         tree, (lower, diag, upper, _) = tree_system(parents, 5, jnp.float64, batch=(2,))
-        b = jnp.asarray(np.random.default_rng(6).normal(size=(2, 9, 4)))
+        b = jax.device_put(np.random.default_rng(6).normal(size=(2, 9, 4)))
         x = jax.jit(lambda *a: tree_solve(tree, *a, schedule=schedule))(lower, diag, upper, b)
         want = jax.jit(lambda *a: jnp.linalg.solve(dense(jnp.asarray(parents), *a[:3]), a[3]))(
             lower, diag, upper, b)  # jitted: one compile each, not one per op

@@ -16,7 +16,8 @@ def system(m, seed, dtype, batch=(), k=None):
     dl, du = rng.uniform(-1, 1, (2, *batch, m))
     d = rng.choice([-1, 1], (*batch, m)) * rng.uniform(2.5, 4, (*batch, m))
     b = rng.normal(size=(*batch, m) if k is None else (*batch, m, k))
-    return tuple(jnp.asarray(a, dtype) for a in (dl, d, du, b))
+    # converted in NumPy and put on the device: jnp.asarray compiles a program per shape
+    return tuple(jax.device_put(np.asarray(a, dtype)) for a in (dl, d, du, b))
 
 
 def dense(dl, d, du):

@@ -1,27 +1,33 @@
 """fit() against a plain Python training loop: same steps, early stopping, errors."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
-from jaxlean._random import normal
 from jaxlean.errors import ConfigError, DataError, NonFiniteError, StructureError
 from jaxlean.train.fit import fit, make_train_fn
 
 
-def regression_data(key, n=24, features=3):
-    kx, kw, kn = jax.random.split(key, 3)
-    x = normal(kx, (n, features))
-    w = normal(kw, (features,))
-    return {"x": x, "y": jnp.tanh(x @ w) + 0.05 * normal(kn, (n,))}, w
+def regression_data(seed, n=24, features=3):
+    """Random inputs, a random linear map through tanh, and noise (NumPy-made: no eager
+    compile)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, features)).astype(np.float32)
+    w = rng.standard_normal(features).astype(np.float32)
+    y = np.tanh(x @ w) + 0.05 * rng.standard_normal(n).astype(np.float32)
+    return {"x": jax.device_put(x), "y": jax.device_put(y.astype(np.float32))}, w
 
 
-def mlp_params(key, features=3, hidden=8):
-    k1, k2 = jax.random.split(key)
-    return {"l1": {"w": normal(k1, (features, hidden)) / 2, "b": jnp.zeros(hidden)},
-            "l2": {"w": normal(k2, (hidden,)) / 3, "b": jnp.zeros((), jnp.bfloat16)}}
+def mlp_params(seed, features=3, hidden=8):
+    rng = np.random.default_rng(seed)
+    w1 = rng.standard_normal((features, hidden)).astype(np.float32) / 2
+    w2 = rng.standard_normal(hidden).astype(np.float32) / 3
+    return {"l1": {"w": jax.device_put(w1), "b": jax.device_put(np.zeros(hidden, np.float32))},
+            "l2": {"w": jax.device_put(w2), "b": jax.device_put(np.zeros((), jnp.bfloat16))}}
 
 
 def mlp_loss(params, batch):
@@ -44,11 +50,12 @@ def reference_training(loss_fn, params, data, tx, *, epochs, batch_size, key, tr
         return optax.apply_updates(params, updates), state, loss
 
     losses = []
+    arrays = {name: np.asarray(value) for name, value in data.items()}  # batches cut in NumPy
     for epoch in range(epochs):
-        order = jax.random.permutation(jax.random.fold_in(key, epoch), n)
+        order = np.asarray(jax.random.permutation(jax.random.fold_in(key, epoch), n))
         for i in range(n // batch_size):
             index = order[i * batch_size:(i + 1) * batch_size]
-            batch = {name: value[index] for name, value in data.items()}
+            batch = {name: value[index] for name, value in arrays.items()}
             params, state, loss = step(params, state, batch)
             losses.append(float(loss))
     return params, np.array(losses)
@@ -63,14 +70,20 @@ def assert_params_close(got, want, rtol=1e-5):
                                    rtol=tol, atol=tol, err_msg=jax.tree_util.keystr(path))
 
 
+@functools.cache
+def _loop_problem():
+    """The problem of the step-by-step test and its Python loop's result, computed once for
+    both of its parametrizations."""
+    data, _ = regression_data(0)
+    params, key = mlp_params(1), jax.random.key(2)
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(3e-2))
+    want = reference_training(mlp_loss, params, data, tx, epochs=2, batch_size=8, key=key)
+    return data, params, key, tx, want
+
+
 @pytest.mark.parametrize("pack", [True, False], ids=["packed", "unpacked"])
 def test_matches_python_loop_step_by_step(pack):
-    kd, kp, ks = jax.random.split(jax.random.key(0), 3)
-    data, _ = regression_data(kd)
-    params = mlp_params(kp)
-    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(3e-2))
-    want_params, want_losses = reference_training(mlp_loss, params, data, tx, epochs=2,
-                                                  batch_size=8, key=ks)
+    data, params, ks, tx, (want_params, want_losses) = _loop_problem()
     seen = {}
     fn, args = make_train_fn(mlp_loss, params, data, tx, epochs=2, batch_size=8, key=ks,
                              log_every=1, pack=pack,
@@ -85,9 +98,8 @@ def test_matches_python_loop_step_by_step(pack):
 
 
 def test_fit_reduces_loss_and_keeps_frozen_leaves():
-    kd, kp, ks = jax.random.split(jax.random.key(1), 3)
-    data, _ = regression_data(kd, n=128)
-    params = mlp_params(kp)
+    data, _ = regression_data(3, n=128)
+    params, ks = mlp_params(4), jax.random.key(5)
     frozen = {"l1": {"w": True, "b": False}, "l2": True}
     trained, history = fit(mlp_loss, params, data, optax.adam(3e-2), epochs=30, batch_size=16,
                            key=ks, progress=False, trainable=frozen)
@@ -124,8 +136,8 @@ def test_early_stopping_restores_best_params():
 
 
 def test_progress_bar_reports_loss(capsys):
-    data, _ = regression_data(jax.random.key(3), n=16)
-    params = mlp_params(jax.random.key(4))
+    data, _ = regression_data(6, n=16)
+    params = mlp_params(7)
     fit(mlp_loss, params, data, optax.adam(1e-2), epochs=2, batch_size=8, key=jax.random.key(5),
         val_data=data, log_every=1)
     assert "loss" in capsys.readouterr().err

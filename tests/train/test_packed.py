@@ -9,7 +9,6 @@ import numpy as np
 import optax
 import pytest
 
-from jaxlean._random import normal
 from jaxlean.errors import StructureError
 from jaxlean.train.packed import PackedLayout, packed
 
@@ -24,14 +23,24 @@ TRANSFORMS = {
 }
 
 
-def random_params(key, dtypes=(jnp.float32, jnp.bfloat16)):
-    """A nested pytree (dict, list, tuple) of random leaves of mixed shapes and dtypes."""
+def random_params(seed, dtypes=(jnp.float32, jnp.bfloat16)):
+    """A nested pytree (dict, list, tuple) of random leaves of mixed shapes and dtypes
+    (NumPy-made: no eager compile per shape)."""
+    rng = np.random.default_rng(seed)
     shapes = [(3, 4), (5,), (), (2, 3, 2), (7,), (4, 1)]
-    keys = jax.random.split(key, len(shapes))
-    leaves = [normal(k, s, jnp.float32).astype(dtypes[i % len(dtypes)])
-              for i, (k, s) in enumerate(zip(keys, shapes, strict=True))]
+    leaves = [jax.device_put(np.asarray(rng.standard_normal(s), np.float32)
+                          .astype(dtypes[i % len(dtypes)])) for i, s in enumerate(shapes)]
     return {"enc": {"w": leaves[0], "b": leaves[1]}, "scale": leaves[2],
             "blocks": [leaves[3], (leaves[4], leaves[5])]}
+
+
+def random_grads(params, seed, n=4):
+    """``n`` random gradients shaped and typed like ``params``, three times a standard
+    normal (NumPy-made)."""
+    rng = np.random.default_rng(seed)
+    return [jax.tree.map(lambda x: jax.device_put(
+        (3 * np.asarray(rng.standard_normal(x.shape), np.float32)).astype(x.dtype)), params)
+        for _ in range(n)]
 
 
 FROZEN = {"enc": {"w": True, "b": False}, "scale": True, "blocks": [True, (False, True)]}
@@ -44,9 +53,10 @@ def reference_steps(tx, params, grads_seq, trainable):
                                                             strict=True)]
     theta = select(params)
     state = tx.init(theta)
+    update = jax.jit(tx.update)  # one compile, not one per eager operation and shape
     outs = []
     for grads in grads_seq:
-        updates, state = tx.update(select(grads), state, theta)
+        updates, state = update(select(grads), state, theta)
         theta = optax.apply_updates(theta, updates)
         leaves = [t if f else p for t, p, f in zip(theta, jax.tree.leaves(params), flags,
                                                     strict=True)]
@@ -83,12 +93,9 @@ def assert_trees_close(a, b, f32_tol=1e-6):
 @pytest.mark.parametrize("name", list(TRANSFORMS))
 @pytest.mark.parametrize("trainable", [None, FROZEN], ids=["all", "frozen"])
 def test_packed_matches_plain_optax_step_by_step(name, trainable):
-    key_params, key_grads = jax.random.split(jax.random.key(0))
-    params = random_params(key_params)
+    params = random_params(0)
     mask = trainable or jax.tree.map(lambda _: True, params)
-    grads_seq = [jax.tree.map(lambda x, k=k: normal(k, x.shape).astype(x.dtype) * 3,
-                              params)
-                 for k in jax.random.split(key_grads, 4)]
+    grads_seq = random_grads(params, 1)
     expected = reference_steps(TRANSFORMS[name](), params, grads_seq, mask)
     got = packed_steps(TRANSFORMS[name](), params, grads_seq, mask)
     # The global norm sums bf16 leaves in bf16: one sum over the bf16 buffer rounds
@@ -103,9 +110,9 @@ def test_packed_matches_plain_optax_step_by_step(name, trainable):
 
 def test_float64_leaves_stay_float64_and_match():
     with jax.enable_x64():
-        params = random_params(jax.random.key(1), dtypes=(jnp.float64, jnp.float32, jnp.bfloat16))
-        grads_seq = [jax.tree.map(lambda x, i=i: jnp.cos(x.astype(jnp.float32) * i).astype(x.dtype),
-                                  params) for i in range(1, 4)]
+        params = random_params(1, dtypes=(jnp.float64, jnp.float32, jnp.bfloat16))
+        grads_seq = [jax.tree.map(lambda x, i=i: jax.device_put(
+            np.cos(np.asarray(x, np.float32) * i).astype(x.dtype)), params) for i in range(1, 4)]
         mask = jax.tree.map(lambda _: True, params)
         tx = TRANSFORMS["adamw"]
         for e, g in zip(reference_steps(tx(), params, grads_seq, mask),
@@ -119,9 +126,10 @@ def test_float64_leaves_stay_float64_and_match():
 
 def test_state_is_a_few_buffers_with_original_dtypes():
     def count(n_leaves):
-        params = {f"l{i}": jnp.ones((i + 1,), jnp.bfloat16 if i % 2 else jnp.float32)
+        params = {f"l{i}": jax.device_put(np.ones((i + 1,), jnp.bfloat16 if i % 2 else np.float32))
                   for i in range(n_leaves)}
-        state = packed(optax.adam(1e-3)).init(params)
+        # the state's shapes and dtypes, traced as init makes them (no compile per shape)
+        state = jax.eval_shape(packed(optax.adam(1e-3)).init, params)
         return jax.tree.leaves(state)
 
     small, large = count(4), count(40)
@@ -131,7 +139,7 @@ def test_state_is_a_few_buffers_with_original_dtypes():
 
 
 def test_frozen_leaves_have_no_state_and_predicate_form_agrees():
-    params = random_params(jax.random.key(2))
+    params = random_params(2)
     n_trainable = sum(x.size for x, f in zip(jax.tree.leaves(params), jax.tree.leaves(FROZEN),
                                              strict=True) if f)
     state = packed(optax.adam(1e-3), FROZEN).init(params)
@@ -162,14 +170,14 @@ def test_prefix_mask_and_integer_leaves_are_frozen():
 
 
 def test_clipping_sees_the_same_global_norm():
-    params = random_params(jax.random.key(3), dtypes=(jnp.float32,))
+    params = random_params(3, dtypes=(jnp.float32,))
     buffers = PackedLayout.plan(params).pack(params)
     np.testing.assert_allclose(optax.tree.norm(buffers), optax.tree.norm(params), rtol=1e-6)
     outer = optax.chain(optax.clip_by_global_norm(0.1), packed(optax.adam(1e-2)))
     inner = packed(optax.chain(optax.clip_by_global_norm(0.1), optax.adam(1e-2)))
-    grads = jax.tree.map(lambda x: 10 * x, params)
-    u_outer, _ = outer.update(grads, outer.init(params), params)
-    u_inner, _ = inner.update(grads, inner.init(params), params)
+    grads = jax.tree.map(lambda x: jax.device_put(10 * np.asarray(x)), params)
+    u_outer, _ = jax.jit(outer.update)(grads, outer.init(params), params)
+    u_inner, _ = jax.jit(inner.update)(grads, inner.init(params), params)
     assert_trees_close(u_outer, u_inner)
 
 

@@ -31,15 +31,18 @@ SHAPES = {"w": (4, 3), "b": (5,), "s": (), "m": (2, 3, 2), "v": (3, 4)}
 
 def tree(dtypes):
     rng = np.random.default_rng(0)
-    return {k: jnp.asarray(rng.standard_normal(s) * (1 + i), dtypes[i % len(dtypes)])
+    # made in NumPy and put on the device: jnp.asarray compiles a program per shape and dtype
+    return {k: jax.device_put(np.asarray(rng.standard_normal(s) * (1 + i), dtypes[i % len(dtypes)]))
             for i, (k, s) in enumerate(SHAPES.items())}
 
 
 def grad_seq(params):
     rng = np.random.default_rng(1)
-    grads = {k: jnp.asarray(rng.standard_normal((STEPS, *x.shape)) * 10.0 ** (i % 3 - 1),
-                            x.dtype) for i, (k, x) in enumerate(params.items())}
-    values = jnp.asarray(np.r_[np.linspace(1, 0.5, 10), np.full(STEPS - 10, 0.6)], jnp.float32)
+    grads = {k: jax.device_put(np.asarray(
+        rng.standard_normal((STEPS, *x.shape)) * 10.0 ** (i % 3 - 1), x.dtype))
+        for i, (k, x) in enumerate(params.items())}
+    values = jax.device_put(np.asarray(np.r_[np.linspace(1, 0.5, 10), np.full(STEPS - 10, 0.6)],
+                                       np.float32))
     return grads, values
 
 

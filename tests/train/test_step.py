@@ -11,7 +11,6 @@ import numpy as np
 import optax
 import pytest
 
-from jaxlean._random import normal
 from jaxlean.errors import ConfigError
 from jaxlean.train.packed import packed
 from jaxlean.train.step import make_train_step
@@ -22,8 +21,9 @@ def _mlp_loss(model, x, y):
 
 
 def _data():
-    x = normal(jax.random.key(1), (16, 3))
-    return x, jnp.sin(x).sum(-1, keepdims=True)
+    """16 random rows of 3 features and a target (NumPy-made: no eager compile)."""
+    x = np.random.default_rng(1).standard_normal((16, 3)).astype(np.float32)
+    return jax.device_put(x), jax.device_put(np.sin(x).sum(-1, keepdims=True))
 
 
 def _is_bias(path) -> bool:
@@ -96,13 +96,37 @@ def _tiny_lm():
     return Transformer(config, key=jax.random.key(0))
 
 
+def _tokens(seed: int) -> np.ndarray:
+    """A random [2, 9] batch of token ids below the tiny model's vocabulary of 32 (NumPy:
+    made and sliced without an eager compile)."""
+    return np.random.default_rng(seed).integers(0, 32, (2, 9), dtype=np.int32)
+
+
+def _everything(path) -> bool:
+    return True
+
+
+_ADAM_STEPS: dict = {}
+
+
+def _adam_step(trainable):
+    """``(make_train_step(loss, adam, trainable=trainable), adam)``, one per ``trainable``:
+    the tests of the tiny LoRA model that run the very same step share its compile."""
+    from jaxlean.models.lm.transformer import loss
+
+    if trainable not in _ADAM_STEPS:
+        tx = optax.adam(1e-2)
+        _ADAM_STEPS[trainable] = make_train_step(loss, tx, trainable=trainable), tx
+    return _ADAM_STEPS[trainable]
+
+
 def test_ref_and_policy_sharing_the_base_survive_three_steps():
     from jaxlean.models.lm.lora import add_lora, is_lora_path
     from jaxlean.models.lm.transformer import loss
 
     ref = _tiny_lm()
     policy = add_lora(ref, rank=2, key=jax.random.key(1))
-    tokens = jax.random.randint(jax.random.key(2), (2, 9), 0, 32)
+    tokens = _tokens(2)
     x, y = tokens[:, :-1], tokens[:, 1:]
     ref_values = [np.asarray(leaf) for leaf in jax.tree.leaves(ref)]
     tx = packed(optax.adam(1e-2), trainable=is_lora_path)
@@ -155,17 +179,16 @@ def test_full_fine_tune_keeps_the_model_passed_in_and_consumes_the_state():
     assert all(leaf.is_deleted() for leaf in jax.tree.leaves(first_state))
 
 
-@pytest.mark.parametrize("trainable", [None, lambda path: True], ids=["adapters", "everything"])
+@pytest.mark.parametrize("trainable", [None, _everything], ids=["adapters", "everything"])
 def test_reference_model_sharing_leaves_via_add_lora_stays_alive(trainable):
     from jaxlean.models.lm.lora import add_lora
-    from jaxlean.models.lm.transformer import loss
 
     ref = _tiny_lm()
     policy = add_lora(ref, rank=2, key=jax.random.key(1))   # shares ref's Linear objects
     values = _values(ref)
-    tokens = jax.random.randint(jax.random.key(2), (2, 9), 0, 32)
-    tx = optax.adam(1e-2)
-    step, state = make_train_step(loss, tx, trainable=trainable), tx.init(policy)
+    tokens = _tokens(2)
+    step, tx = _adam_step(trainable)
+    state = tx.init(policy)
     for _ in range(3):
         policy, state, _ = step(policy, state, tokens[:, :-1], targets=tokens[:, 1:])
     _alive_and_equal(ref, values)
@@ -221,15 +244,14 @@ def _base_and_adapters(model) -> tuple[list, list]:
     return base, adapters
 
 
-@pytest.mark.parametrize("trainable", [None, lambda path: True], ids=["default", "everything"])
+@pytest.mark.parametrize("trainable", [None, _everything], ids=["default", "everything"])
 def test_a_model_with_adapters_trains_only_them_by_default(trainable):
     from jaxlean.models.lm.lora import add_lora
-    from jaxlean.models.lm.transformer import loss
 
     model = add_lora(_tiny_lm(), rank=2, key=jax.random.key(1))
-    tokens = jax.random.randint(jax.random.key(2), (2, 9), 0, 32)
-    tx = optax.adam(1e-2)                                      # plain optax: no selection
-    step, state, trained = make_train_step(loss, tx, trainable=trainable), tx.init(model), model
+    tokens = _tokens(2)
+    step, tx = _adam_step(trainable)                           # plain optax: no selection
+    state, trained = tx.init(model), model
     for _ in range(2):
         trained, state, _ = step(trained, state, tokens[:, :-1], targets=tokens[:, 1:])
     (base, adapters), (base_after, adapters_after) = map(_base_and_adapters, (model, trained))
@@ -239,8 +261,9 @@ def test_a_model_with_adapters_trains_only_them_by_default(trainable):
 
 
 def _oov_batch():
-    tokens = jax.random.randint(jax.random.key(2), (2, 9), 0, 32)
-    return tokens.at[0, 3].set(40)                              # vocab_size is 32
+    tokens = _tokens(2)
+    tokens[0, 3] = 40                                           # vocab_size is 32
+    return tokens
 
 
 def test_a_non_finite_step_is_skipped_and_reported():
@@ -250,7 +273,7 @@ def test_a_non_finite_step_is_skipped_and_reported():
     model = add_lora(_tiny_lm(), rank=2, key=jax.random.key(1))
     tx = optax.adam(1e-2)
     step, state = make_train_step(loss, tx, metrics=True), tx.init(model)
-    good = jax.random.randint(jax.random.key(3), (2, 9), 0, 32)
+    good = _tokens(3)
     model, state, _ = step(model, state, good[:, :-1], targets=good[:, 1:])
     before, state_before = _values(model), [np.array(x, copy=True) for x in jax.tree.leaves(state)]
     b_before = np.array(model.layers.mlp.up_proj.lora.b)
