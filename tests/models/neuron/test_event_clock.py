@@ -60,9 +60,10 @@ def test_half_steps_go_to_the_later_step_and_neurons_round_off_is_kept():
     want = {replayed(dt, k, 100.0125) for k in spikes}
     assert want == {4000, 4001}
     size = 4003
-    with jax.enable_x64():
-        got = {int(exact_offset(jnp.asarray(ring(dt, k, size)), jnp.asarray(k),
-                                jnp.asarray(100.0125), dt)) for k in spikes}
+    with jax.enable_x64():   # one program for every spike, not eager operations
+        offset = jax.jit(exact_offset, static_argnums=3)
+        got = {int(offset(ring(dt, k, size), np.asarray(k), np.asarray(100.0125), dt))
+               for k in spikes}
     assert got == want
 
 

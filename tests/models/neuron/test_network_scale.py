@@ -93,9 +93,9 @@ def _program_ops(n_hidden: int, stacked: bool) -> tuple[int, int]:
 
 
 def test_the_stacked_program_does_not_grow_with_the_number_of_cells():
-    small, large = _program_ops(4, True), _program_ops(12, True)
+    small, large = _program_ops(4, True), _program_ops(8, True)
     assert small == large                            # the same operations, the same leaves
-    assert _program_ops(12, False)[0] > _program_ops(4, False)[0]   # the per-cell list grows
+    assert _program_ops(8, False)[0] > _program_ops(4, False)[0]   # the per-cell list grows
 
 
 def test_bad_stacked_params_name_the_type_and_cell():
@@ -135,7 +135,7 @@ def test_vmap_over_stimuli_runs_each_stimulus_as_alone():
 
     with jax.enable_x64():
         params = net.stacked_params()
-        amplitudes = jnp.asarray([0.0, 0.2, 0.5])
+        amplitudes = np.asarray([0.0, 0.2, 0.5])  # NumPy: no eager operation to compile
         batched = np.asarray(jax.jit(jax.vmap(run))(amplitudes))
         alone = [np.asarray(run(amplitude)) for amplitude in amplitudes]
     for k in range(3):
@@ -191,8 +191,8 @@ def test_the_gradient_of_a_batch_is_the_mean_of_each_stimulus_gradient():
         return simulate_network(net, p, stim, 0.05, 2.0, record=[(2, 0), (5, 3)],
                                 progress=False)["v"].mean()
 
-    amplitudes = jnp.asarray([0.1, 0.3])
+    amplitudes = np.asarray([0.1, 0.3], np.float32)  # NumPy: no eager operation to compile
     batch = jax.jit(jax.grad(lambda g: jax.vmap(lambda a: run(g, a))(amplitudes).mean()))(g0)
     each_grad = jax.jit(jax.grad(run))  # one program for every amplitude
-    each = [each_grad(g0, a) for a in amplitudes]
+    each = [np.asarray(each_grad(g0, a)) for a in amplitudes]
     np.testing.assert_allclose(batch, (each[0] + each[1]) / 2, rtol=1e-4, atol=1e-6)

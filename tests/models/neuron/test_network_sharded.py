@@ -48,12 +48,12 @@ MNIST = textwrap.dedent("""
     grad_one = jax.jit(jax.value_and_grad(one, has_aux=True)).lower(gS).compile()
     grad_split = jax.jit(jax.value_and_grad(split, has_aux=True)).lower(gS).compile()
     ((_, a), ga), ((_, b), gb) = grad_one(gS), grad_split(gS)
-    a, b = np.asarray(a), np.asarray(b)
+    a, b, ga, gb = np.asarray(a), np.asarray(b), np.asarray(ga), np.asarray(gb)  # host checks
     assert a.shape == b.shape == (41, 29) and a.max() > 0, (a.shape, b.shape, a.max())
     v_error = float(np.max(np.abs(a - b)) / np.max(np.abs(a)))
-    grad_error = float(jnp.max(jnp.abs(ga - gb)) / jnp.max(jnp.abs(ga)))
+    grad_error = float(np.max(np.abs(ga - gb)) / np.max(np.abs(ga)))
     assert v_error <= 1e-6 and grad_error <= 1e-6, (v_error, grad_error)
-    assert float(jnp.max(jnp.abs(ga))) > 0
+    assert float(np.max(np.abs(ga))) > 0
     ratio = memory(grad_split)["temp"] / memory(grad_one)["temp"]
     assert ratio <= 0.2, ratio
     print(json.dumps({"v_rel": v_error, "grad_rel": grad_error, "temp_ratio": ratio,
@@ -78,11 +78,12 @@ NETCON = textwrap.dedent("""
         out = simulate_network_sharded(net, params, stimuli, dt, t_max, mesh(devices),
                                        record=sites, detect=sites[::-1])
         v = np.asarray(out["v"])
-        for row, (cell, _) in enumerate(sites[::-1]):  # detectors in the order asked
-            count = int(out["spike_count"][row])
-            assert np.allclose(np.asarray(out["spikes"][row, :count]),
-                               crossings(v[:, cell], 10.0, dt)), (name, cell)
-        assert name != "half5" or int(np.sum(out["spike_count"])) >= 5
+        spikes, counts = np.asarray(out["spikes"]), np.asarray(out["spike_count"])  # on the host:
+        for row, (cell, _) in enumerate(sites[::-1]):  # no eager slice per count; detectors
+            count = int(counts[row])                    # in the order asked
+            assert np.allclose(spikes[row, :count], crossings(v[:, cell], 10.0, dt)), (name,
+                                                                                       cell)
+        assert name != "half5" or int(np.sum(counts)) >= 5
         rows = round(t_max / dt) // every + 1
         assert np.abs(v[::every] - fixture["v"][:rows, :len(sites)]).max() < 1e-3, name
         worst = 0.0

@@ -117,7 +117,7 @@ def network(t_max: float = 20.0) -> tuple[Network, list[Stimulus]]:
 
 def test_continuing_a_run_keeps_the_events_in_flight():
     net, stimuli = network()
-    current = stimuli[0].current
+    current = np.asarray(stimuli[0].current)  # sliced on the host: no eager slice to compile
     with jax.enable_x64():
         whole = simulate_network(net, net.params(), stimuli, DT, 20.0, record=[0, 2, 3],
                                  progress=False)
@@ -144,8 +144,9 @@ def test_gradient_through_weights_matches_finite_differences():
         return jnp.mean((v[:, 1] + 65.0) ** 2) + jnp.mean(v[:, 0])
 
     def nudged(p, name, key, h):
+        shifted = np.asarray(p["synapses"][name][key]) + h   # NumPy: no eager add
         return {**p, "synapses": {**p["synapses"], name: {**p["synapses"][name],
-                                                          key: p["synapses"][name][key] + h}}}
+                                                          key: shifted}}}
 
     with jax.enable_x64():
         p = net.params()
@@ -172,7 +173,7 @@ def test_jit_and_vmap_over_weights():
                                                            "weight": w}}}
         return simulate_network(net, q, stimuli, DT, 8.0, record=[2], progress=False)["v"][:, 0]
 
-    weights = jnp.array([[0.0], [0.004]])
+    weights = np.array([[0.0], [0.004]], np.float32)  # NumPy: no eager operation
     batched = np.asarray(jax.jit(jax.vmap(run))(weights))
     one = np.asarray(run(weights[1]))
     np.testing.assert_allclose(batched[1], one, atol=1e-4)
