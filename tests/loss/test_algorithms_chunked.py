@@ -10,7 +10,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean._random import normal
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss.advantages import (
     group_advantages,
@@ -24,19 +23,29 @@ from jaxlean.loss.preference import dpo_loss, dpo_objective, sequence_logprobs
 B, T, H, V = 4, 9, 16, 200
 
 
-@functools.cache  # one set of arrays (and one compile of the ops making them) per seed
+@functools.cache  # one set of arrays per seed, made with NumPy (no eager JAX op, each a compile)
 def _data(seed=0):
-    k = jax.random.split(jax.random.key(seed), 7)
-    hidden = normal(k[0], (B, T, H))
-    head = normal(k[1], (H, V)) * 0.5
-    targets = jax.random.randint(k[2], (B, T), 0, V)
-    logp = jnp.take_along_axis(jax.nn.log_softmax(hidden @ head), targets[..., None], -1)[..., 0]
-    old = logp + 0.3 * normal(k[3], (B, T))
-    ref = logp + 0.2 * normal(k[4], (B, T))
-    advantages = normal(k[5], (B,))
-    lengths = jax.random.randint(k[6], (B,), 1, T + 1).at[0].set(T)
-    mask = (jnp.arange(T)[None] < lengths[:, None]).astype(jnp.float32)
-    return hidden, head, targets, old, ref, advantages, mask
+    rng = np.random.default_rng(seed)
+    hidden = rng.normal(size=(B, T, H)).astype(np.float32)
+    head = (rng.normal(size=(H, V)) * 0.5).astype(np.float32)
+    targets = rng.integers(0, V, (B, T)).astype(np.int32)
+    logp = _numpy_logprobs(hidden, head, targets)
+    old = logp + 0.3 * rng.normal(size=(B, T))
+    ref = logp + 0.2 * rng.normal(size=(B, T))
+    advantages = rng.normal(size=(B,))
+    lengths = rng.integers(1, T + 1, (B,))
+    lengths[0] = T
+    mask = (np.arange(T)[None] < lengths[:, None]).astype(np.float32)
+    return tuple(jnp.asarray(x, jnp.float32 if x.dtype == np.float64 else x.dtype)
+                 for x in (hidden, head, targets, old, ref, advantages, mask))
+
+
+def _numpy_logprobs(hidden, head, tokens, temperature=1.0):
+    """log_softmax(hidden @ head / temperature) at ``tokens``, in NumPy (float64)."""
+    z = np.asarray(hidden, np.float64) @ np.asarray(head, np.float64) / temperature
+    z -= z.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return np.take_along_axis(logp, tokens[..., None], -1)[..., 0]
 
 
 def _naive_logprobs(hidden, head, targets):
