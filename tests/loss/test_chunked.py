@@ -10,20 +10,24 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean._random import normal
 from jaxlean.errors import ConfigError, DataError, JaxleanError, StructureError
 from jaxlean.loss.chunked import cross_entropy, token_logprobs, token_stats
 
 BATCH, T, H, V = 2, 13, 16, 300  # 26 tokens: ragged for every chunk size used below
 
 
-@functools.cache  # one set of arrays (and one compile of the ops making them) per dtype
+def _normal(seed, shape, dtype=jnp.float32):
+    """Standard normal numbers made with NumPy (an eager jax.random op is a compile)."""
+    return jnp.asarray(np.random.default_rng(seed).normal(size=shape), dtype)
+
+
+@functools.cache  # one set of arrays per dtype, made with NumPy (no eager op, each a compile)
 def _data(dtype=jnp.float32, seed=0):
-    k = jax.random.split(jax.random.key(seed), 4)
-    hidden = normal(k[0], (BATCH, T, H)).astype(dtype)
-    head = (normal(k[1], (H, V)) * 0.5).astype(dtype)
-    targets = jax.random.randint(k[2], (BATCH, T), 0, V)
-    weights = normal(k[3], (2, BATCH, T))  # cotangents for the two outputs
+    rng = np.random.default_rng(seed)
+    hidden = jnp.asarray(rng.normal(size=(BATCH, T, H)), dtype)
+    head = jnp.asarray(0.5 * rng.normal(size=(H, V)), dtype)
+    targets = jnp.asarray(rng.integers(0, V, (BATCH, T)), jnp.int32)
+    weights = jnp.asarray(rng.normal(size=(2, BATCH, T)), jnp.float32)  # the two cotangents
     return hidden, head, targets, weights
 
 
@@ -68,7 +72,7 @@ def _token_stats_objective(w_top, w):
 @functools.cache  # one compiled reference per temperature, shared by the chunkings
 def _token_stats_reference(temperature):
     hidden, head, targets, w = _data()
-    scalar = _token_stats_objective(normal(jax.random.key(5), (BATCH, T, 3)), w)
+    scalar = _token_stats_objective(_normal(5, (BATCH, T, 3)), w)
 
     def ref(hidden, head):
         lp, ent, lse, top, ids = _ref_matrix(hidden, head, targets, temperature=temperature,
@@ -81,7 +85,7 @@ def _token_stats_reference(temperature):
 @functools.cache  # every chunking at one temperature in one program: one compile each
 def _token_stats_chunked(temperature):
     hidden, head, targets, w = _data()
-    scalar = _token_stats_objective(normal(jax.random.key(5), (BATCH, T, 3)), w)
+    scalar = _token_stats_objective(_normal(5, (BATCH, T, 3)), w)
 
     def each(chunking, hidden, head):
         def ours(hidden, head):
@@ -196,10 +200,10 @@ class LoRAHead(eqx.Module):
 
 def _lora_head(dtype=jnp.float32):
     _, head, _, _ = _data(dtype)
-    k = jax.random.split(jax.random.key(1), 3)
-    return LoRAHead(head, (normal(k[0], (H, 4)) * 0.3).astype(dtype),
-                    (normal(k[1], (4, V)) * 0.3).astype(dtype),
-                    normal(k[2], (V,)).astype(dtype))
+    rng = np.random.default_rng(1)
+    return LoRAHead(head, jnp.asarray(0.3 * rng.normal(size=(H, 4)), dtype),
+                    jnp.asarray(0.3 * rng.normal(size=(4, V)), dtype),
+                    jnp.asarray(rng.normal(size=(V,)), dtype))
 
 
 def test_equinox_module_head_gradients_reach_its_params():
@@ -267,7 +271,7 @@ def test_bf16_callable_head():
 @pytest.mark.parametrize(("reduction", "z_loss"), [("mean", 0.0), ("sum", 1e-2), ("none", 1e-2)])
 def test_cross_entropy_mask_reduction_z_loss(reduction, z_loss):
     hidden, head, targets, w = _data()
-    mask = jax.random.bernoulli(jax.random.key(7), 0.6, (BATCH, T))
+    mask = jnp.asarray(np.random.default_rng(7).random((BATCH, T)) < 0.6)
     targets = jnp.where(mask, targets, -100)  # ignored positions may hold any id
 
     def ref(hidden, head):
@@ -296,7 +300,7 @@ def test_cross_entropy_mask_reduction_z_loss(reduction, z_loss):
 @pytest.mark.parametrize("head_kind", ["matrix", "callable"])
 def test_label_smoothing_matches_full_logits(head_kind):
     hidden, head, targets, _ = _data()
-    mask = jax.random.bernoulli(jax.random.key(8), 0.7, (BATCH, T))
+    mask = jnp.asarray(np.random.default_rng(8).random((BATCH, T)) < 0.7)
     eps = 0.2
     make = (lambda W: W) if head_kind == "matrix" else (
         lambda W: (lambda chunk: 3.0 * jnp.tanh(chunk @ W / 3.0)))
@@ -325,7 +329,7 @@ def test_label_smoothing_matches_full_logits(head_kind):
 
 def test_cross_entropy_float_weights_and_empty_mask():
     hidden, head, targets, _ = _data()
-    weights = jnp.abs(normal(jax.random.key(3), (BATCH, T)))
+    weights = jnp.asarray(np.abs(np.random.default_rng(3).normal(size=(BATCH, T))), jnp.float32)
     empty = jnp.zeros((BATCH, T), bool)
 
     def losses(hidden, head):  # one program: one compile, not one per eager op

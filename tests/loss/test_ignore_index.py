@@ -8,23 +8,27 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean._random import normal
 from jaxlean.errors import ConfigError, DataError
 from jaxlean.loss.chunked import VocabParallel, cross_entropy, token_logprobs, token_stats
 from jaxlean.loss.distill import distill_loss
 from jaxlean.loss.policy import policy_gradient_loss
 
 B, T, H, V = 2, 5, 8, 16
-K = jax.random.split(jax.random.key(0), 6)
-HIDDEN = normal(K[0], (B, T, H))
-HEAD = normal(K[1], (H, V)) * 0.5
-TARGETS = jax.random.randint(K[2], (B, T), 0, V)
-IGNORED = jnp.zeros((B, T), bool).at[0, :2].set(True).at[1, 4].set(True)
-LABELS = jnp.where(IGNORED, -100, TARGETS)
-KEEP = (~IGNORED).astype(jnp.float32)
-OLD = -2.8 + 0.3 * normal(K[3], (B, T))
-ADV = normal(K[4], (B,))
-TEACHER = normal(K[5], (B, T, H))
+# NumPy inputs: no eager JAX op (each a compile) to make them
+_RNG = np.random.default_rng(0)
+_normal = lambda *shape: jnp.asarray(_RNG.normal(size=shape), jnp.float32)
+HIDDEN = _normal(B, T, H)
+HEAD = _normal(H, V) * 0.5
+_TARGETS = _RNG.integers(0, V, (B, T)).astype(np.int32)
+_IGNORED = np.zeros((B, T), bool)
+_IGNORED[0, :2] = _IGNORED[1, 4] = True
+TARGETS, IGNORED = jnp.asarray(_TARGETS), jnp.asarray(_IGNORED)
+_LABELS = np.where(_IGNORED, -100, _TARGETS).astype(np.int32)
+LABELS = jnp.asarray(_LABELS)
+KEEP = jnp.asarray((~_IGNORED).astype(np.float32))
+OLD = -2.8 + 0.3 * _normal(B, T)
+ADV = _normal(B)
+TEACHER = _normal(B, T, H)
 VP = VocabParallel(jax.make_mesh((1,), ("vocab",)), "vocab")
 
 
@@ -89,7 +93,9 @@ def test_ignored_targets_equal_the_masked_computation(name):
                                    atol=1e-6)
     # any other id outside [0, V): an error naming it eagerly, NaN (never finite) under jit
     for bad in (V, -1, 1000):
-        targets = LABELS.at[1, 2].set(bad)
+        targets = _LABELS.copy()
+        targets[1, 2] = bad
+        targets = jnp.asarray(targets)
         with pytest.raises(DataError, match=rf" {bad} at index \(1, 2\) is outside the "
                                             rf"vocabulary \[0, {V}\) and is not ignore_index"):
             loss(HIDDEN, HEAD, targets)

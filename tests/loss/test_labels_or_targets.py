@@ -76,15 +76,22 @@ LOSSES = {
 def test_labels_equal_the_shifted_targets_gradients_included(name):
     loss = LOSSES[name]
     grad = jax.value_and_grad(loss, (0, 1))
-    by_labels, g_labels = grad(HIDDEN, HEAD, {"labels": LABELS}, PER_LABEL)
-    by_targets, g_targets = grad(HIDDEN, HEAD, {"targets": TARGETS}, PER_TARGET)
+
+    @jax.jit  # the three calls in one program (eagerly, one compile per operation)
+    def run(h, w, labels, targets, per_label, per_target):
+        return (grad(h, w, {"labels": labels}, per_label),
+                grad(h, w, {"targets": targets}, per_target),
+                loss(h, w, {"targets": labels}, per_label))
+
+    (by_labels, g_labels), (by_targets, g_targets), misread = run(
+        HIDDEN, HEAD, LABELS, TARGETS, PER_LABEL, PER_TARGET)
     assert np.isfinite(by_targets) and by_targets != 0
     np.testing.assert_allclose(by_labels, by_targets, rtol=1e-6, atol=1e-7)
     for a, b in zip(g_labels, g_targets, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
         assert np.any(np.asarray(b) != 0)
     # the unshifted labels taken as targets are another loss: the shift is not a no-op
-    assert not np.isclose(loss(HIDDEN, HEAD, {"targets": LABELS}, PER_LABEL), by_targets)
+    assert not np.isclose(misread, by_targets)
 
 
 POSITIONAL = {
@@ -143,8 +150,9 @@ def test_distill_loss_takes_shifted_targets_and_refuses_labels():
     with pytest.raises(ConfigError, match="'labels' is now called 'targets': ids already "
                                           "shifted"):
         distill_loss(HIDDEN, HEAD, teacher, HEAD, labels=LABELS)
-    by_targets = distill_loss(HIDDEN, HEAD, teacher, HEAD, targets=TARGETS)
-    by_mask = distill_loss(HIDDEN, HEAD, teacher, HEAD, mask=TARGETS != -100)
+    by_targets, by_mask = jax.jit(lambda h, w, t: (  # one program, not one per operation
+        distill_loss(h, w, t, w, targets=TARGETS),
+        distill_loss(h, w, t, w, mask=TARGETS != -100)))(HIDDEN, HEAD, teacher)
     np.testing.assert_allclose(by_targets, by_mask, rtol=1e-6)
 
 
@@ -159,7 +167,7 @@ def test_a_per_token_array_that_only_broadcasts_against_labels_is_refused():
     with pytest.raises(StructureError, match=r"old_logprobs must be \[4, 4\]"):
         policy_gradient_loss(h, HEAD, labels=square, old_logprobs=np.zeros(B, np.float32),
                              advantages=np.ones(B, np.float32))
-    loss = policy_gradient_loss(h, HEAD, labels=square,
-                                old_logprobs=np.full((B, B), -3.0, np.float32),
-                                advantages=jnp.asarray([1.0, -0.5, 0.3, 2.0])).loss
+    loss = jax.jit(lambda h, w: policy_gradient_loss(  # one program, not one per operation
+        h, w, labels=square, old_logprobs=np.full((B, B), -3.0, np.float32),
+        advantages=np.asarray([1.0, -0.5, 0.3, 2.0], np.float32)).loss)(h, HEAD)
     assert np.isfinite(float(loss))

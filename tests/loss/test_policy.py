@@ -17,19 +17,28 @@ from jaxlean.loss.policy import kl_estimate, policy_gradient_loss
 B, T, H, V = 3, 9, 16, 200
 
 
-@functools.cache  # one set of arrays (and one compile of the ops making them)
+@functools.cache  # one set of arrays, made with NumPy (no eager JAX op, each a compile)
 def _data():
-    k = jax.random.split(jax.random.key(0), 7)
-    hidden = normal(k[0], (B, T, H))
-    head = normal(k[1], (H, V)) * 0.5
-    tokens = jax.random.randint(k[2], (B, T), 0, V)
-    logp = jnp.take_along_axis(jax.nn.log_softmax(hidden @ head / 0.9), tokens[..., None],
-                               -1)[..., 0]
-    old = logp + 0.3 * normal(k[3], (B, T))  # ratios well inside and outside the clip
-    ref = logp + 0.2 * normal(k[4], (B, T))
-    advantages = normal(k[5], (B,))
-    mask = jax.random.bernoulli(k[6], 0.7, (B, T)).at[:, 0].set(True)
-    return hidden, head, tokens, old, ref, advantages, mask
+    rng = np.random.default_rng(0)
+    hidden = rng.normal(size=(B, T, H)).astype(np.float32)
+    head = (rng.normal(size=(H, V)) * 0.5).astype(np.float32)
+    tokens = rng.integers(0, V, (B, T)).astype(np.int32)
+    logp = _numpy_logprobs(hidden, head, tokens, 0.9)
+    old = logp + 0.3 * rng.normal(size=(B, T))  # ratios well inside and outside the clip
+    ref = logp + 0.2 * rng.normal(size=(B, T))
+    advantages = rng.normal(size=(B,))
+    mask = rng.random((B, T)) < 0.7
+    mask[:, 0] = True
+    return tuple(jnp.asarray(x, jnp.float32 if x.dtype == np.float64 else x.dtype)
+                 for x in (hidden, head, tokens, old, ref, advantages, mask))
+
+
+def _numpy_logprobs(hidden, head, tokens, temperature=1.0):
+    """log_softmax(hidden @ head / temperature) at ``tokens``, in NumPy (float64)."""
+    z = np.asarray(hidden, np.float64) @ np.asarray(head, np.float64) / temperature
+    z -= z.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return np.take_along_axis(logp, tokens[..., None], -1)[..., 0]
 
 
 def _reference(hidden, head, tokens, old, ref, adv, mask, *, clip_eps, clip_high, kl_coef,

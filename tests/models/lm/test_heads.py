@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlean._random import normal
 from jaxlean.models.lm.heads import distill, policy_loss, token_stats
 from jaxlean.models.lm.lora import LoRA, add_lora
 from jaxlean.models.lm.transformer import Transformer, TransformerConfig
@@ -39,14 +38,18 @@ def models():
 
 @pytest.fixture(scope="module")
 def batch():
-    keys = jax.random.split(jax.random.key(4), 4)
-    tokens = jax.random.randint(keys[0], (3, 9), 0, SIZES["vocab_size"])
-    targets = jnp.roll(tokens, -1, axis=1)
-    mask = jnp.ones(tokens.shape).at[:, :2].set(0).at[0, -3:].set(0)
-    old = -3.9 + 0.3 * normal(keys[1], tokens.shape)
-    ref = -3.9 + 0.3 * normal(keys[2], tokens.shape)
-    advantages = normal(keys[3], (3,))
-    return tokens, targets, mask, old, ref, advantages
+    # NumPy inputs: no eager JAX op (each a compile) to make them
+    rng = np.random.default_rng(4)
+    tokens = rng.integers(0, SIZES["vocab_size"], (3, 9)).astype(np.int32)
+    targets = np.roll(tokens, -1, axis=1)
+    mask = np.ones(tokens.shape, np.float32)
+    mask[:, :2] = 0
+    mask[0, -3:] = 0
+    old = -3.9 + 0.3 * rng.normal(size=tokens.shape)
+    ref = -3.9 + 0.3 * rng.normal(size=tokens.shape)
+    advantages = rng.normal(size=(3,))
+    return tuple(jnp.asarray(x, jnp.float32 if x.dtype == np.float64 else x.dtype)
+                 for x in (tokens, targets, mask, old, ref, advantages))
 
 
 def full_logprobs(model, tokens, adapter_ids=None):
@@ -56,15 +59,18 @@ def full_logprobs(model, tokens, adapter_ids=None):
 def test_token_stats_equal_full_logits(models, batch):
     student, _ = models
     tokens, targets = batch[:2]
-    stats = eqx.filter_jit(lambda m: token_stats(m, tokens, targets=targets,
-                                                 adapter_ids=ADAPTER_IDS,
-                                                 top_k=3, chunk_size=7))(student)
-    logp = full_logprobs(student, tokens, ADAPTER_IDS)
-    top, top_ids = jax.lax.top_k(logp, 3)
-    np.testing.assert_allclose(stats.logprobs, jnp.take_along_axis(
-        logp, targets[..., None], -1)[..., 0], rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(stats.entropy, -jnp.sum(jnp.exp(logp) * logp, -1), rtol=1e-4,
-                               atol=1e-5)
+
+    @eqx.filter_jit  # ours and the full-logits reference in one program
+    def run(m):
+        stats = token_stats(m, tokens, targets=targets, adapter_ids=ADAPTER_IDS, top_k=3,
+                            chunk_size=7)
+        logp = full_logprobs(m, tokens, ADAPTER_IDS)
+        return (stats, jnp.take_along_axis(logp, targets[..., None], -1)[..., 0],
+                -jnp.sum(jnp.exp(logp) * logp, -1), jax.lax.top_k(logp, 3))
+
+    stats, picked, entropy, (top, top_ids) = run(student)
+    np.testing.assert_allclose(stats.logprobs, picked, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(stats.entropy, entropy, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(stats.top_logprobs, top, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(stats.top_ids, top_ids)
 
@@ -123,8 +129,8 @@ def test_distill_forward_kl_and_student_gradient_equal_full_logits(models, batch
 
 def test_unknown_option_is_an_error(models, batch):
     student, _ = models
-    with pytest.raises(TypeError, match="topk"):
-        token_stats(student, batch[0], targets=batch[1], topk=3)
+    with pytest.raises(TypeError, match="topk"):  # traced: no eager forward pass before it
+        eqx.filter_jit(lambda m: token_stats(m, batch[0], targets=batch[1], topk=3))(student)
 
 
 def _ignore_cases():
@@ -132,11 +138,15 @@ def _ignore_cases():
     config = TransformerConfig(vocab_size=16, hidden_size=8, intermediate_size=16, num_layers=1,
                                num_heads=2)
     teacher = Transformer(config, key=jax.random.key(7))
-    tokens = jax.random.randint(jax.random.key(8), (2, 5), 0, 16)
-    targets = jnp.roll(tokens, -1, axis=1)
-    ignored = jnp.zeros((2, 5), bool).at[0, :2].set(True)
-    keep = (~ignored).astype(jnp.float32)
+    # NumPy inputs: no eager JAX op (each a compile) to make them
+    tokens = np.random.default_rng(8).integers(0, 16, (2, 5)).astype(np.int32)
+    targets = np.roll(tokens, -1, axis=1)
+    ignored = np.zeros((2, 5), bool)
+    ignored[0, :2] = True
+    keep = jnp.asarray((~ignored).astype(np.float32))
     old, adv = jnp.full((2, 5), -2.7), jnp.array([1.0, -0.5])
+    labels = jnp.asarray(np.where(ignored, -100, targets))
+    tokens, targets, ignored = jnp.asarray(tokens), jnp.asarray(targets), jnp.asarray(ignored)
     cases = {
         "loss": (lambda m, t: loss(m, tokens, targets=t),
                  lambda m: loss(m, tokens, targets=targets, weights=keep)),
@@ -150,7 +160,7 @@ def _ignore_cases():
         "distill": (lambda m, t: distill(m, teacher, tokens, targets=t),
                     lambda m: distill(m, teacher, tokens, mask=keep)),
     }
-    return config, jnp.where(ignored, -100, targets), cases
+    return config, labels, cases
 
 
 @pytest.mark.parametrize("name", ["loss", "token_stats", "policy_loss", "distill"])
@@ -162,7 +172,9 @@ def test_minus_100_labels_and_out_of_range_targets(name):
     both = eqx.filter_jit(lambda m, t: (got(m, t), want(m)))
     value, expected = both(model, labels)
     np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6)
-    bad = labels.at[1, 3].set(16)
+    bad = np.array(labels)
+    bad[1, 3] = 16
+    bad = jnp.asarray(bad)
     assert np.all(np.isnan(both(model, bad)[0][1, 3] if value.ndim else both(model, bad)[0]))
     with pytest.raises(DataError, match=r" 16 at index \(1, 3\) is outside the vocabulary"):
         got(model, bad)

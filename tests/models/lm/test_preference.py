@@ -26,10 +26,12 @@ def setup():
     adapters = [n for n in jax.tree.leaves(policy, is_leaf=is_lora) if is_lora(n)]
     where = lambda m: [n.b for n in jax.tree.leaves(m, is_leaf=is_lora) if is_lora(n)]
     trained = eqx.tree_at(where, policy, [0.3 * jnp.ones_like(a.b) for a in adapters])
-    tokens = jax.random.randint(jax.random.key(2), (4, 8), 0, CONFIG.vocab_size)
-    targets = jnp.roll(tokens, -1, 1).at[:, :3].set(-100).at[:, -1].set(-100)
-    targets = targets.at[1, -3:].set(-100)  # a shorter chosen completion
-    return base, policy, trained, tokens, targets
+    # NumPy inputs: no eager JAX op (each a compile) to make them
+    tokens = np.random.default_rng(2).integers(0, CONFIG.vocab_size, (4, 8)).astype(np.int32)
+    targets = np.roll(tokens, -1, 1)
+    targets[:, :3] = targets[:, -1] = -100
+    targets[1, -3:] = -100  # a shorter chosen completion
+    return base, policy, trained, jnp.asarray(tokens), jnp.asarray(targets)
 
 
 def _full_logprobs(model, tokens, targets):
@@ -44,26 +46,32 @@ def test_base_reference_is_the_base_model(setup):
     assert not any(isinstance(n, LoRA) for n in jax.tree.leaves(stripped, is_leaf=lambda n:
                                                                   isinstance(n, LoRA)))
     assert stripped.embed is trained.embed  # the same arrays, no copy
-    np.testing.assert_allclose(reference_logprobs(stripped, tokens, targets=targets),
-                               _full_logprobs(base, tokens, targets), rtol=1e-5, atol=1e-6)
+    got, want = eqx.filter_jit(lambda s, b: (reference_logprobs(s, tokens, targets=targets),
+                                             _full_logprobs(b, tokens, targets)))(stripped, base)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_fresh_adapters_start_at_log_2(setup):
     _, policy, _, tokens, targets = setup
-    out = dpo_loss(policy, tokens, targets=targets, reference="base")
+    out = eqx.filter_jit(lambda m: dpo_loss(m, tokens, targets=targets, reference="base"))(policy)
     np.testing.assert_allclose(out.loss, np.log(2), rtol=1e-5)
 
 
-@pytest.mark.parametrize("loss_type", ["sigmoid", "ipo"])
-def test_dpo_loss_matches_full_logits_and_trains_only_adapters(setup, loss_type):
+LOSS_TYPES = ["sigmoid", "ipo"]
+
+
+@pytest.fixture(scope="module")
+def dpo_values_and_grads(setup):
+    """Ours and the naive full-logits loss, value and gradients, for every loss type, in one
+    compiled program (the naive one eagerly was one compile per operation)."""
     base, _, trained, tokens, targets = setup
 
-    def ours(model):
+    def ours(model, loss_type):
         return dpo_loss(model, tokens, targets=targets, reference="base", beta=0.2,
                         loss_type=loss_type,
                         chunk_size=5).loss
 
-    def naive(model):
+    def naive(model, loss_type):
         logps = jnp.sum(_full_logprobs(model, tokens, targets), -1)
         ref = jnp.sum(_full_logprobs(base, tokens, targets), -1)
         ratio = logps - jax.lax.stop_gradient(ref)
@@ -72,26 +80,38 @@ def test_dpo_loss_matches_full_logits_and_trains_only_adapters(setup, loss_type)
         n = jnp.sum(targets != -100, -1)
         return jnp.mean((ratio[:2] / n[:2] - ratio[2:] / n[2:] - 1 / 0.4) ** 2)
 
-    value, grads = eqx.filter_jit(eqx.filter_value_and_grad(ours))(trained)
-    want, want_grads = eqx.filter_value_and_grad(naive)(trained)
+    return eqx.filter_jit(lambda m: {t: (eqx.filter_value_and_grad(ours)(m, t),
+                                         eqx.filter_value_and_grad(naive)(m, t))
+                                     for t in LOSS_TYPES})(trained)
+
+
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_dpo_loss_matches_full_logits_and_trains_only_adapters(dpo_values_and_grads, loss_type):
+    (value, grads), (want, want_grads) = dpo_values_and_grads[loss_type]
     np.testing.assert_allclose(value, want, rtol=1e-5)
     for path, g in jax.tree_util.tree_leaves_with_path(grads):
         if is_lora_path(path):  # the adapters learn
-            assert float(jnp.abs(g).max()) > 0, path
+            assert float(np.abs(np.asarray(g)).max()) > 0, path
     for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(want_grads), strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * max(float(jnp.abs(b).max()), 1))
+        np.testing.assert_allclose(a, b, rtol=1e-4,
+                                   atol=1e-5 * max(float(np.abs(np.asarray(b)).max()), 1))
 
 
 def test_reference_model_is_a_constant(setup):
     """A reference that is the policy itself gets no gradient: the same as precomputed."""
     _, _, trained, tokens, targets = setup
-    ref = reference_logprobs(trained, tokens, targets=targets)
-    by_model = eqx.filter_grad(
-        lambda m: dpo_loss(m, tokens, targets=targets, reference=trained).loss)
-    by_logprobs = eqx.filter_grad(
-        lambda m: dpo_loss(m, tokens, targets=targets, ref_logprobs=ref).loss)
-    for a, b in zip(jax.tree.leaves(by_model(trained)), jax.tree.leaves(by_logprobs(trained)),
-                    strict=True):
+
+    @eqx.filter_jit  # both gradients in one program
+    def both(m):
+        ref = reference_logprobs(trained, tokens, targets=targets)
+        by_model = eqx.filter_grad(
+            lambda m: dpo_loss(m, tokens, targets=targets, reference=trained).loss)
+        by_logprobs = eqx.filter_grad(
+            lambda m: dpo_loss(m, tokens, targets=targets, ref_logprobs=ref).loss)
+        return by_model(m), by_logprobs(m)
+
+    with_model, with_logprobs = both(trained)
+    for a, b in zip(jax.tree.leaves(with_model), jax.tree.leaves(with_logprobs), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
 
 

@@ -33,10 +33,11 @@ def model():
 
 @pytest.fixture(scope="module")
 def batch():
-    tokens = jax.random.randint(jax.random.key(1), (2, 7), 0, CONFIG.vocab_size)
-    targets = jnp.roll(tokens, -1, axis=1)
-    mask = jnp.ones(tokens.shape).at[:, -1].set(0)
-    return tokens, targets, mask
+    # NumPy inputs: no eager JAX op (each a compile) to make them
+    tokens = np.random.default_rng(1).integers(0, CONFIG.vocab_size, (2, 7)).astype(np.int32)
+    mask = np.ones(tokens.shape, np.float32)
+    mask[:, -1] = 0
+    return jnp.asarray(tokens), jnp.asarray(np.roll(tokens, -1, axis=1)), jnp.asarray(mask)
 
 
 def unrolled_hidden(model, tokens, mask=None):
@@ -206,8 +207,8 @@ def test_compute_dtype_bfloat16_with_float32_weights():
     config = TransformerConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_layers=1,
                                num_heads=2)
     model = Transformer(config, key=jax.random.key(0))
-    tokens = jax.random.randint(jax.random.key(1), (2, 8), 0, 32)
-    targets, mask = jnp.roll(tokens, -1, axis=1), None
+    tokens = np.random.default_rng(1).integers(0, 32, (2, 8)).astype(np.int32)
+    tokens, targets, mask = jnp.asarray(tokens), jnp.asarray(np.roll(tokens, -1, axis=1)), None
     fast = model.with_options(compute_dtype=jnp.bfloat16)
     assert fast.config.compute_dtype == jnp.bfloat16 and fast.embed is model.embed
 
@@ -231,9 +232,13 @@ def test_attention_mask_is_the_padding_argument(model, batch):
     """Hugging Face's names: input_ids and attention_mask (0/1 or bool); the old keywords
     raise naming the new ones; a mask of another shape is named, not a broadcasting error."""
     tokens, _, _ = batch
-    padding = jnp.ones(tokens.shape, jnp.int32).at[0, :2].set(0)
-    want = model(tokens, attention_mask=padding.astype(bool))
-    np.testing.assert_array_equal(model(input_ids=tokens, attention_mask=padding), want)
+    padding = np.ones(tokens.shape, np.int32)
+    padding[0, :2] = 0
+    padding = jnp.asarray(padding)
+    # both forwards in one program (eagerly, one compile per operation)
+    got, want = eqx.filter_jit(lambda m: (m(input_ids=tokens, attention_mask=padding),
+                                          m(tokens, attention_mask=padding.astype(bool))))(model)
+    np.testing.assert_array_equal(got, want)
     for method in (model, model.last_hidden_state, model.hidden_states):
         with pytest.raises(ConfigError, match="'mask' is now called 'attention_mask'"):
             method(tokens, mask=padding)
@@ -261,17 +266,29 @@ def test_loss_takes_hugging_face_labels_or_shifted_targets(model, batch):
     """labels are shifted inside (-100 ignored), as transformers' causal-LM loss; targets
     are already shifted; weights are the loss weights; nothing ambiguous is positional."""
     tokens, _, _ = batch
-    labels = tokens.at[:, :3].set(-100)             # no loss on a 3-token prompt
-    shifted = jnp.concatenate([labels[:, 1:], jnp.full((2, 1), -100)], axis=1)
-    logits = model(tokens)[:, :-1]
-    logp = jnp.take_along_axis(jax.nn.log_softmax(logits), tokens[:, 1:, None], -1)[..., 0]
-    want = -jnp.mean(logp[:, 2:])                   # predictions of labels 3..6
-    np.testing.assert_allclose(loss(model, tokens, labels=labels), want, rtol=1e-5)
-    np.testing.assert_allclose(loss(model, input_ids=tokens, targets=shifted), want, rtol=1e-5)
+    labels = np.array(tokens)
+    labels[:, :3] = -100                            # no loss on a 3-token prompt
+    shifted = jnp.asarray(np.concatenate([labels[:, 1:], np.full((2, 1), -100)], axis=1))
+    labels = jnp.asarray(labels)
+    weights = np.ones(tokens.shape, np.float32)
+    weights[:, 6] = 3.0
+    weights = jnp.asarray(weights)
+
+    @eqx.filter_jit  # every value in one program (eagerly, one compile per operation)
+    def values(model):
+        logits = model(tokens)[:, :-1]
+        logp = jnp.take_along_axis(jax.nn.log_softmax(logits), tokens[:, 1:, None], -1)[..., 0]
+        return (logp, loss(model, tokens, labels=labels),
+                loss(model, input_ids=tokens, targets=shifted),
+                loss(model, tokens, labels=labels, weights=weights))
+
+    logp, by_labels, by_targets, weighted = (np.asarray(x) for x in values(model))
+    want = -np.mean(logp[:, 2:])                    # predictions of labels 3..6
+    np.testing.assert_allclose(by_labels, want, rtol=1e-5)
+    np.testing.assert_allclose(by_targets, want, rtol=1e-5)
     # weights with labels are per label, shifted with them
-    weights = jnp.ones(tokens.shape).at[:, 6].set(3.0)
     per = -logp[:, 2:]
-    np.testing.assert_allclose(loss(model, tokens, labels=labels, weights=weights),
+    np.testing.assert_allclose(weighted,
                                (per[:, :3].sum() + 3 * per[:, 3].sum()) / (2 * 3 + 2 * 3),
                                rtol=1e-5)
     with pytest.raises(ConfigError,

@@ -52,8 +52,9 @@ def test_the_schedule_warms_up_then_decays_linearly_as_transformers():
     params = {"w": jnp.ones(2)}
     state = tx.init(params)
     rates = []
+    update = jax.jit(tx.update)  # one compile, not one per operation of each update
     for _ in range(6):  # the rate each update used
-        _, state = tx.update({"w": jnp.ones(2)}, state, params)
+        _, state = update({"w": jnp.ones(2)}, state, params)
         rates.append(float(state.hyperparams["learning_rate"]))
     # transformers' get_linear_schedule_with_warmup: step/warmup, then (total-step)/(total-warmup)
     np.testing.assert_allclose(rates, [0.0, 0.5, 1.0, 0.75, 0.5, 0.25], atol=1e-6)

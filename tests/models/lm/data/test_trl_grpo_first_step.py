@@ -64,15 +64,20 @@ def test_first_step_equals_trls(step, model):
                                   scale_rewards=config.scale_rewards)
     np.testing.assert_allclose(advantages, step["advantages"], rtol=1e-5, atol=1e-6)
     batch = rollout_batch(rollout_of(step))
-    # the sampler's log-probs: the policy's own at the first step (TRL's old = current)
-    current = logprobs(model, batch["input_ids"], targets=batch["targets"],
-                       attention_mask=batch["attention_mask"])
-    batch["old_logprobs"] = jax.lax.stop_gradient(current) * batch["mask"]
-    if config.beta:
-        batch["ref_logprobs"] = batch["old_logprobs"]
-    (value, _), grads = eqx.filter_value_and_grad(_loss, has_aux=True)(
-        model, options=loss_options(config), advantages=advantages.astype(jnp.float32),
-        **batch)
+    options = loss_options(config)
+
+    @eqx.filter_jit  # one program, as grpo_train runs it (eagerly, one compile per operation)
+    def first_step(model, advantages, batch):
+        # the sampler's log-probs: the policy's own at the first step (TRL's old = current)
+        current = logprobs(model, batch["input_ids"], targets=batch["targets"],
+                           attention_mask=batch["attention_mask"])
+        batch = dict(batch, old_logprobs=jax.lax.stop_gradient(current) * batch["mask"])
+        if config.beta:
+            batch["ref_logprobs"] = batch["old_logprobs"]
+        return eqx.filter_value_and_grad(_loss, has_aux=True)(
+            model, options=options, advantages=advantages, **batch)
+
+    (value, _), grads = first_step(model, jnp.asarray(advantages, jnp.float32), dict(batch))
     np.testing.assert_allclose(float(value), step["loss"], rtol=0, atol=1e-6)
     ours = dict(hf_tensors(grads))
     for name, want in step["grads"].items():
