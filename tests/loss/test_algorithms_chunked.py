@@ -19,6 +19,7 @@ from jaxlean.loss.advantages import (
 )
 from jaxlean.loss.policy import policy_gradient_loss, policy_objective
 from jaxlean.loss.preference import dpo_loss, dpo_objective, sequence_logprobs
+from tests.loss.numpy_reference import numpy_logprobs
 
 B, T, H, V = 4, 9, 16, 200
 
@@ -29,7 +30,7 @@ def _data(seed=0):
     hidden = rng.normal(size=(B, T, H)).astype(np.float32)
     head = (rng.normal(size=(H, V)) * 0.5).astype(np.float32)
     targets = rng.integers(0, V, (B, T)).astype(np.int32)
-    logp = _numpy_logprobs(hidden, head, targets)
+    logp = numpy_logprobs(hidden, head, targets)
     old = logp + 0.3 * rng.normal(size=(B, T))
     ref = logp + 0.2 * rng.normal(size=(B, T))
     advantages = rng.normal(size=(B,))
@@ -38,14 +39,6 @@ def _data(seed=0):
     mask = (np.arange(T)[None] < lengths[:, None]).astype(np.float32)
     return tuple(jnp.asarray(x, jnp.float32 if x.dtype == np.float64 else x.dtype)
                  for x in (hidden, head, targets, old, ref, advantages, mask))
-
-
-def _numpy_logprobs(hidden, head, tokens, temperature=1.0):
-    """log_softmax(hidden @ head / temperature) at ``tokens``, in NumPy (float64)."""
-    z = np.asarray(hidden, np.float64) @ np.asarray(head, np.float64) / temperature
-    z -= z.max(-1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
-    return np.take_along_axis(logp, tokens[..., None], -1)[..., 0]
 
 
 def _naive_logprobs(hidden, head, targets):

@@ -13,6 +13,7 @@ import pytest
 from jaxlean._random import normal
 from jaxlean.errors import ConfigError, StructureError
 from jaxlean.loss.policy import kl_estimate, policy_gradient_loss
+from tests.loss.numpy_reference import numpy_logprobs
 
 B, T, H, V = 3, 9, 16, 200
 
@@ -23,7 +24,7 @@ def _data():
     hidden = rng.normal(size=(B, T, H)).astype(np.float32)
     head = (rng.normal(size=(H, V)) * 0.5).astype(np.float32)
     tokens = rng.integers(0, V, (B, T)).astype(np.int32)
-    logp = _numpy_logprobs(hidden, head, tokens, 0.9)
+    logp = numpy_logprobs(hidden, head, tokens, 0.9)
     old = logp + 0.3 * rng.normal(size=(B, T))  # ratios well inside and outside the clip
     ref = logp + 0.2 * rng.normal(size=(B, T))
     advantages = rng.normal(size=(B,))
@@ -31,14 +32,6 @@ def _data():
     mask[:, 0] = True
     return tuple(jnp.asarray(x, jnp.float32 if x.dtype == np.float64 else x.dtype)
                  for x in (hidden, head, tokens, old, ref, advantages, mask))
-
-
-def _numpy_logprobs(hidden, head, tokens, temperature=1.0):
-    """log_softmax(hidden @ head / temperature) at ``tokens``, in NumPy (float64)."""
-    z = np.asarray(hidden, np.float64) @ np.asarray(head, np.float64) / temperature
-    z -= z.max(-1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
-    return np.take_along_axis(logp, tokens[..., None], -1)[..., 0]
 
 
 def _reference(hidden, head, tokens, old, ref, adv, mask, *, clip_eps, clip_high, kl_coef,

@@ -190,10 +190,12 @@ def test_a_random_pointer_draws_neurons_values_one_per_draw_made():
     assert 0 < released[0].sum() < n and (released[0] != released[1]).any()
 
 
-def test_a_draw_c_would_not_make_is_not_made():
-    """``flag == 1 && erand() < Pr``: as in C, ``erand()`` runs only where the left side
-    holds, so the stream moves only there."""
-    text = PROB.read_text().replace("if (erand() < Pr)", "if (flag == 1 && erand() < Pr)")
+@pytest.mark.parametrize("guarded", ["if (flag == 1 && erand() < Pr)",
+                                     "if (flag == 1) { Pr = Pr*(erand() < 2) } if (Pr > 0)"])
+def test_a_draw_c_would_not_make_is_not_made(guarded):
+    """As in C, ``erand()`` in the right side of ``&&`` or in an ``if`` branch runs only
+    where the left side or the condition holds, so the stream moves only there."""
+    text = PROB.read_text().replace("if (erand() < Pr)", guarded)
     assert text != PROB.read_text()
     with jax.enable_x64():
         _, states, deliver = _prob_synapses(text, 2)
