@@ -17,7 +17,8 @@ NEURON 9's, bit for bit (a fixture made by NEURON 9.0.2 checks them):
   32-bit hash of ``(high + k, low)`` read as ``u / 2**32``.
 * distributions: ``uniform(low, high)`` gives ``low + (high - low) * x``; ``negexp(mean)``
   gives ``-mean * log(x)``. NEURON's default (``normal(0, 1)``, which caches a second
-  value) and its other distributions are refused by name.
+  value) is refused by name when the Random is used; its other distributions (``normal``,
+  ``poisson``, ``erlang``, ...) have no method here.
 * choosing a distribution draws one value, as in NEURON (hoc's ``r.negexp(1)`` returns
   it): the first value a run draws is then the stream's second. :meth:`Random.picks`
   gives the next values (hoc's ``r.repick()``), :attr:`Random.position` how far along the
