@@ -36,6 +36,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "JAXLEAN_TEST_XLA_CACHE"
 OUTPUT_KEY = "jaxlean_xla_cache"
+REPORT_ENV = "JAXLEAN_TEST_XLA_CACHE_REPORT"
 CHILD = Path(__file__).with_name("xla_cache_child.py")
 MAX_BYTES = 2 * 10**9  # least recently used entries beyond this go at the start of a run
 FIELDS = ("compiles", "compile_s", "requests", "hits", "uncacheable", "saved_s")
@@ -130,6 +131,7 @@ class SuiteCache:
 _SUITE: SuiteCache | None = None
 _TOTALS = Counts()
 _WORKERS: list[str] = []
+_lock = threading.Lock()
 _ENTRIES_AT_START: list[int] = []
 
 
@@ -154,7 +156,7 @@ def configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _suite_xla_cache():
+def _suite_xla_cache(request):
     """Count each test's compiles on the suite's cache; put the store back after a test
     that replaced it (such a test's compiles are not counted)."""
     if _SUITE is None:
@@ -162,13 +164,26 @@ def _suite_xla_cache():
         return
     before = _SUITE.in_use()
     _SUITE.account(counted=before)  # module fixtures' compiles, since the last test
+    start = dataclasses.asdict(_SUITE.counts)
     yield
     after = _SUITE.in_use()
     _SUITE.account(counted=before and after)
+    _report(request.node.nodeid, start, dataclasses.asdict(_SUITE.counts))
     if not (before and after):
         _SUITE.counts.own_cache_tests += 1
     if not after:
         _SUITE.install()
+
+
+def _report(nodeid: str, start: dict, end: dict) -> None:
+    """With ``$JAXLEAN_TEST_XLA_CACHE_REPORT`` set to a path, append one JSON line per test:
+    its compiles, their seconds, hits and misses (where a run's compile time goes)."""
+    path = os.environ.get(REPORT_ENV)
+    if not path:
+        return
+    delta = {f: round(end[f] - start[f], 3) for f in FIELDS}
+    with _lock, open(path, "a") as out:
+        out.write(json.dumps({"test": nodeid, "pid": os.getpid(), **delta}) + "\n")
 
 
 def child_command(command: list[str], env: dict[str, str],
