@@ -12,6 +12,7 @@ case's mechanisms, a hyperpolarising then a depolarising step, dt 0.025 ms). Flo
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -31,6 +32,13 @@ MODS, FIXTURE = HERE / "migliore", HERE / "fixtures" / "migliore.npz"
 SCRIPT = HERE.parents[3] / "scripts" / "make_migliore_fixtures.py"
 VOLTAGE_TOLERANCE = 1e-6  # mV
 CASES = ["nax", "kap", "kad", "kmb", "hd", "calcium", "all"]
+
+
+@functools.cache
+def mechanisms_of(mods: Path) -> dict:
+    """``load_mod_dir(mods)`` once per session (translating a folder takes seconds); the
+    cases only read it."""
+    return load_mod_dir(mods)
 
 
 def run_case(case: dict, mechanisms: dict) -> dict:
@@ -56,7 +64,7 @@ def run_case(case: dict, mechanisms: dict) -> dict:
 def compare(fixture, name: str, mods: Path = MODS) -> float:
     case = json.loads(str(fixture["cases"]))[name]
     with jax.enable_x64():
-        out = run_case(case, load_mod_dir(mods))
+        out = run_case(case, mechanisms_of(mods))
     every = int(fixture["every"])
     reference = fixture[f"{name}/v"]
     assert np.ptp(reference) > 15.0  # the steps move the cell
