@@ -43,10 +43,11 @@ def soma(*files: Path, compartments=None) -> Cell:
 def check_gradient(loss, keys: list[str]) -> np.ndarray:
     """``jax.grad`` of ``loss(s)`` at ``s = 1`` against central differences; returns the
     relative errors."""
-    ones = jnp.ones(len(keys))
-    grad = np.asarray(jax.jit(jax.grad(loss))(ones))
-    shifts = jnp.concatenate([ones + STEP * jnp.eye(ones.size), ones - STEP * jnp.eye(ones.size)])
-    values = np.asarray(jax.jit(jax.vmap(loss))(shifts))
+    value_and_grad = jax.jit(jax.value_and_grad(loss))  # one program: the gradient and
+    ones = np.ones(len(keys))                           # every shifted loss (NumPy inputs:
+    grad = np.asarray(value_and_grad(ones)[1])          # no eager operation to compile)
+    shifts = np.concatenate([ones + STEP * np.eye(ones.size), ones - STEP * np.eye(ones.size)])
+    values = np.array([float(value_and_grad(shift)[0]) for shift in shifts])
     fd = (values[: ones.size] - values[ones.size:]) / (2 * STEP)
     assert np.all(np.abs(fd) > 1e-8 * np.abs(fd).max()), dict(zip(keys, fd, strict=True))
     error = np.abs(grad - fd) / np.abs(fd)
