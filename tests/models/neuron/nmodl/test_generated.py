@@ -9,6 +9,8 @@ forms are compared with each other.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -19,10 +21,18 @@ from jaxlean.models.neuron.nmodl.parser import parse
 from tests.models.neuron.nmodl.test_neuron_parity import CASES, FIXTURES, MODS, assert_matches
 
 
+@functools.cache
+def compact_mechanisms() -> dict:
+    """``load_mod_dir(MODS)``, loaded once per session (the cases only read it)."""
+    return load_mod_dir(MODS)
+
+
+@functools.cache
 def generated_mechanisms() -> dict:
-    """``load_mod_dir(MODS)`` with every density mechanism in the general form."""
+    """``load_mod_dir(MODS)`` with every density mechanism in the general form (translated
+    once per session)."""
     out = {}
-    compact = load_mod_dir(MODS)
+    compact = compact_mechanisms()
     for path in sorted(MODS.glob("*.mod"), key=lambda p: p.name.encode()):
         model = parse(path.read_text(), str(path))
         out[model.suffix] = (compact[model.suffix] if model.point
@@ -38,6 +48,6 @@ def test_the_general_form_matches_neuron_and_the_compact_form(name):
     assert sum(isinstance(m, GeneratedMechanism) for m in mechanisms.values()) >= 14
     with jax.enable_x64():
         general = assert_matches(fixture, mechanisms)
-        compact = assert_matches(fixture)
+        compact = assert_matches(fixture, compact_mechanisms())
     np.testing.assert_allclose(np.asarray(general["v"]), np.asarray(compact["v"]), rtol=0,
                                atol=1e-9)
