@@ -15,16 +15,15 @@ import jax
 import numpy as np
 import pytest
 
-from jaxlean.models.neuron.nmodl import load_mod_dir
 from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism, generate
 from jaxlean.models.neuron.nmodl.parser import parse
-from tests.models.neuron.nmodl.test_neuron_parity import CASES, FIXTURES, MODS, assert_matches
-
-
-@functools.cache
-def compact_mechanisms() -> dict:
-    """``load_mod_dir(MODS)``, loaded once per session (the cases only read it)."""
-    return load_mod_dir(MODS)
+from tests.models.neuron.nmodl.test_neuron_parity import (
+    CASES,
+    FIXTURES,
+    MODS,
+    assert_matches,
+    mods_mechanisms,
+)
 
 
 @functools.cache
@@ -32,7 +31,7 @@ def generated_mechanisms() -> dict:
     """``load_mod_dir(MODS)`` with every density mechanism in the general form (translated
     once per session)."""
     out = {}
-    compact = compact_mechanisms()
+    compact = mods_mechanisms()
     for path in sorted(MODS.glob("*.mod"), key=lambda p: p.name.encode()):
         model = parse(path.read_text(), str(path))
         out[model.suffix] = (compact[model.suffix] if model.point
@@ -48,6 +47,6 @@ def test_the_general_form_matches_neuron_and_the_compact_form(name):
     assert sum(isinstance(m, GeneratedMechanism) for m in mechanisms.values()) >= 14
     with jax.enable_x64():
         general = assert_matches(fixture, mechanisms)
-        compact = assert_matches(fixture, compact_mechanisms())
+        compact = assert_matches(fixture)
     np.testing.assert_allclose(np.asarray(general["v"]), np.asarray(compact["v"]), rtol=0,
                                atol=1e-9)
