@@ -84,23 +84,24 @@ PLACEMENT_AND_GRADIENTS = textwrap.dedent("""
 """)
 
 ONE_TRACE = textwrap.dedent("""
-    # 3. the scanned layer stack is one trace; the remat policy still applies
-    def equations(layers, remat):
+    # 3. the scanned layer stack is one trace; the remat policy still applies. Each
+    # gradient is traced once: its jaxpr is counted, and 8 layers' are compiled for memory
+    def traced(layers, remat):
         m = shard_model(Transformer(config(layers), key=jax.random.key(1)), mesh, RULES)
         m = m.with_options(remat=remat)
-        jaxpr = jax.make_jaxpr(lambda m: eqx.filter_grad(loss)(m, stokens, targets=stargets))(m)
-        return len(str(jaxpr).splitlines()), "checkpoint" in str(jaxpr) or "remat" in str(jaxpr)
-    deep = equations(8, "full")
-    assert equations(2, "full") == deep, "jaxpr grows with depth"
-    assert deep[1] and not equations(8, None)[1]
+        return jax.jit(lambda m, t: eqx.filter_grad(loss)(m, t, targets=t)).trace(m, stokens)
 
-    def temp_bytes(layers, remat):
-        m = shard_model(Transformer(config(layers), key=jax.random.key(1)), mesh, RULES)
-        m = m.with_options(remat=remat)
-        fn = jax.jit(lambda m, t: eqx.filter_grad(loss)(m, t, targets=t))
-        return fn.lower(m, stokens).compile().memory_analysis().temp_size_in_bytes
-    assert temp_bytes(8, "full") < 0.5 * temp_bytes(8, None), (temp_bytes(8, "full"),
-                                                                 temp_bytes(8, None))
+    def equations(program):
+        jaxpr = str(program.jaxpr)
+        return len(jaxpr.splitlines()), "checkpoint" in jaxpr or "remat" in jaxpr
+    deep, deep_none = traced(8, "full"), traced(8, None)
+    assert equations(traced(2, "full")) == equations(deep), "jaxpr grows with depth"
+    assert equations(deep)[1] and not equations(deep_none)[1]
+
+    def temp_bytes(program):
+        return program.lower().compile().memory_analysis().temp_size_in_bytes
+    full, none = temp_bytes(deep), temp_bytes(deep_none)
+    assert full < 0.5 * none, (full, none)
     print("ok")
 """)
 
