@@ -223,7 +223,7 @@ def test_equinox_module_head_gradients_reach_its_params():
     ref_grads = jax.jit(jax.grad(ref, (0, 1)))(module, hidden)
     for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads), strict=True):
         _close(a, b, 1e-5)
-    assert float(jnp.max(jnp.abs(grads[0].a))) > 0  # the LoRA factors do get gradients
+    assert np.max(np.abs(np.asarray(grads[0].a))) > 0  # the LoRA factors do get gradients
 
 
 def test_closure_head_gradients_reach_closed_over_arrays():

@@ -106,7 +106,7 @@ def test_scanned_plan_matches_node_by_node_values_and_gradients(remat):
     assert isinstance(grad_s, Graph) and grad_s.chains[0].weight.shape == (12, 4, 4)
     for name in looped.plan.nodes:
         _close(grad_s.node(name), grad_l.node(name))
-    assert float(jnp.abs(grad_s.node("block0").weight).sum()) > 0
+    assert np.abs(np.asarray(grad_s.node("block0").weight)).sum() > 0
 
 
 def test_chain_stops_at_a_different_shape_and_at_fan_out():

@@ -77,7 +77,7 @@ def test_equal_weights_would_not_be_exact(model, batch, full_batch):
     """The test above can fail: averaging the micro-batches' means is another update."""
     full, _ = full_batch
     equal, _ = _run(model, batch, micro_batches=4, loss_weight=lambda *a, **k: 1.0)
-    gap = max(float(jnp.max(jnp.abs(a - b)))
+    gap = max(np.max(np.abs(np.asarray(a) - np.asarray(b)))
               for a, b in zip(jax.tree.leaves(equal), jax.tree.leaves(full), strict=True))
     assert gap > 1e-4
 
@@ -85,7 +85,7 @@ def test_equal_weights_would_not_be_exact(model, batch, full_batch):
 def test_packed_rows_with_segment_ids(model, batch):
     """Segment ends carry no target: loss_tokens counts what loss averages over."""
     ids, labels, attention = batch
-    segments = jnp.where(attention, 1 + (jnp.arange(10) >= 5), 0)
+    segments = np.where(attention, 1 + (np.arange(10) >= 5), 0)  # NumPy: no eager programs
     tx = optax.sgd(0.5)
     steps = [make_train_step(loss, tx, donate=False, **options)
              for options in ({}, dict(micro_batches=4, loss_weight=loss_tokens))]
@@ -115,10 +115,13 @@ def _grpo_loss(model, tokens, targets, old, advantages, *, mask):
 
 def test_aux_scalars_are_weighted_and_rows_rejoined(model, batch):
     ids, _, attention = batch
-    targets = jnp.roll(ids, -1, axis=1)
-    mask = attention.at[:, -1].set(False).astype(jnp.float32)
-    old = -3.6 + 0.1 * jnp.sin(jnp.arange(ids.size, dtype=jnp.float32)).reshape(ids.shape)
-    advantages = jnp.linspace(-1.0, 1.0, ids.shape[0])
+    # made in NumPy: eager jnp operations would each compile a program
+    targets = np.roll(ids, -1, axis=1)
+    mask = np.asarray(attention).copy()
+    mask[:, -1] = False
+    mask = mask.astype(np.float32)
+    old = -3.6 + 0.1 * np.sin(np.arange(ids.size, dtype=np.float32)).reshape(ids.shape)
+    advantages = np.linspace(-1.0, 1.0, ids.shape[0], dtype=np.float32)
     tx = optax.sgd(0.5)
     outs = []
     for options in ({}, dict(micro_batches=4, loss_weight=lambda *a, mask: mask.sum())):
@@ -169,11 +172,19 @@ def test_split_takes_strided_rows_and_join_undoes_it():
     np.testing.assert_array_equal(join_micro_batches(parts["x"]), x)
 
 
-@pytest.mark.parametrize("k", [2, 4])
-def test_logprobs_in_micro_batches_equal_the_whole_batch(model, batch, k):
+@pytest.fixture(scope="module")
+def whole_logprobs(model, batch):
+    """Targets and the whole batch's logprobs, one program for both parametrizations below."""
     ids, _, attention = batch
-    targets = jnp.roll(ids, -1, axis=1).at[:, -1].set(-100)
-    whole = logprobs(model, ids, targets=targets, attention_mask=attention)
+    targets = np.roll(ids, -1, axis=1)
+    targets[:, -1] = -100
+    return targets, jax.jit(logprobs)(model, ids, targets=targets, attention_mask=attention)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_logprobs_in_micro_batches_equal_the_whole_batch(model, batch, whole_logprobs, k):
+    ids, _, attention = batch
+    targets, whole = whole_logprobs
     micro = jax.jit(functools.partial(logprobs, micro_batches=k))(
         model, ids, targets=targets, attention_mask=attention)
     np.testing.assert_allclose(micro, whole, rtol=0, atol=1e-6)

@@ -115,17 +115,19 @@ def test_compiles_once_per_bucket(stream):
 def test_padded_rollouts_equal_unpadded_greedy_decoding(model, stream):
     """Each row against argmax / log-softmax of one full forward of its own unpadded tokens."""
     prompts, limits, calls, _, _ = stream
-    for k, call in enumerate(calls):  # lists and left/right padding all end up left-aligned
+    # the outputs read in NumPy: an eager slice or sum of a jax array compiles a program
+    arrays = [{name: np.asarray(getattr(call, name))
+               for name in ("prompt", "prompt_mask", "tokens", "logprobs")} for call in calls]
+    for k, call in enumerate(arrays):  # lists and left/right padding all end up left-aligned
         for j in range(2):
             prompt = prompts[2 * k + j]
-            np.testing.assert_array_equal(call.prompt[j, -len(prompt):], prompt)
-            assert int(call.prompt_mask[j].sum()) == len(prompt)
-            assert bool(call.prompt_mask[j, -len(prompt)])
+            np.testing.assert_array_equal(call["prompt"][j, -len(prompt):], prompt)
+            assert int(call["prompt_mask"][j].sum()) == len(prompt)
+            assert bool(call["prompt_mask"][j, -len(prompt)])
     # One row of each prompt bucket, against its own unpadded forward pass.
-    wide = next(k for k, call in enumerate(calls) if call.prompt.shape[1] == 16)
-    rows = [(2 * k + j, calls[k], j) for k, j in [(0, 0), (wide, 1)]]
-    seqs = [jnp.asarray(np.concatenate([prompts[i], np.asarray(call.tokens[j, :limits[i]])]))
-            for i, call, j in rows]
+    wide = next(k for k, call in enumerate(arrays) if call["prompt"].shape[1] == 16)
+    rows = [(2 * k + j, arrays[k], j) for k, j in [(0, 0), (wide, 1)]]
+    seqs = [np.concatenate([prompts[i], call["tokens"][j, :limits[i]]]) for i, call, j in rows]
     adapter = jnp.asarray([j for _, _, j in rows])
 
     @eqx.filter_jit
@@ -139,12 +141,12 @@ def test_padded_rollouts_equal_unpadded_greedy_decoding(model, stream):
     for (i, call, j), seq, (argmax, logp) in zip(rows, seqs, reference(model, seqs),
                                                  strict=True):
         n, start = int(limits[i]), len(prompts[i]) - 1
-        np.testing.assert_array_equal(call.tokens[j, :n], argmax[start:start + n])
-        want = np.take_along_axis(np.asarray(logp[start:start + n]),
-                                  np.asarray(seq[start + 1:])[:, None], 1)[:, 0]
-        np.testing.assert_allclose(call.logprobs[j, :n], want, rtol=1e-4, atol=1e-4)
-        assert (np.asarray(call.tokens[j, n:]) == 0).all()  # pad_id after the end
-        assert (np.asarray(call.logprobs[j, n:]) == 0).all()
+        np.testing.assert_array_equal(call["tokens"][j, :n], np.asarray(argmax)[start:start + n])
+        want = np.take_along_axis(np.asarray(logp)[start:start + n],
+                                  seq[start + 1:, None], 1)[:, 0]
+        np.testing.assert_allclose(call["logprobs"][j, :n], want, rtol=1e-4, atol=1e-4)
+        assert (call["tokens"][j, n:] == 0).all()  # pad_id after the end
+        assert (call["logprobs"][j, n:] == 0).all()
 
 
 @pytest.fixture(scope="module")

@@ -210,12 +210,28 @@ def _compiles() -> dict[str, int]:
     return {name: f.compiles for name, f in cache_stats().functions.items() if f.compiles}
 
 
-def test_grpo_train_resumes_where_it_stopped_with_the_programs_it_ran(setup, tmp_path):
+@pytest.fixture(scope="module")
+def grpo_checkpoint(setup, tmp_path_factory):
+    """The output directory of a 1-step GRPO run, made once for the two resume tests below
+    (each resumes in its own copy)."""
+    tokenizer, model = setup
+    directory = tmp_path_factory.mktemp("grpo_1_step")
+    _grpo(model, tokenizer, 1, output_dir=str(directory))
+    return directory
+
+
+def _copy(checkpoint, tmp_path):
+    import shutil
+    return shutil.copytree(checkpoint, tmp_path / "run")
+
+
+def test_grpo_train_resumes_where_it_stopped_with_the_programs_it_ran(setup, grpo_checkpoint,
+                                                                      tmp_path):
     tokenizer, model = setup
     whole = _grpo(model, tokenizer, 2)
-    _grpo(model, tokenizer, 1, output_dir=str(tmp_path))
+    output_dir = _copy(grpo_checkpoint, tmp_path)  # a 1-step run's checkpoint
     cache_stats(reset=True)
-    resumed = _grpo(model, tokenizer, 2, output_dir=str(tmp_path), resume_from_checkpoint=True)
+    resumed = _grpo(model, tokenizer, 2, output_dir=str(output_dir), resume_from_checkpoint=True)
     assert [r["step"] for r in resumed.history] == [2]
     for a, b in zip(jax.tree.leaves(whole.model), jax.tree.leaves(resumed.model), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -242,7 +258,7 @@ print(json.dumps({"total": stats.to_dict(), "active": stats.active}))
 
 
 def test_a_fresh_process_on_the_same_cache_resumes_grpo_compiling_nothing(
-        setup, tokenizer_dir, tmp_path):
+        tokenizer_dir, grpo_checkpoint, tmp_path):
     """The run of the test above, resumed in a new process on this process's persistent
     compilation cache: every program it compiles is loaded from the cache (a hit), none
     is compiled by XLA, none is written, none is refused (host callbacks)."""
@@ -254,13 +270,13 @@ def test_a_fresh_process_on_the_same_cache_resumes_grpo_compiling_nothing(
     if xla_cache._SUITE is None or not xla_cache._SUITE.in_use():
         pytest.skip("the suite runs without a persistent compilation cache "
                     f"(${xla_cache.ENV}=off)")
-    tokenizer, model = setup
-    _grpo(model, tokenizer, 1, output_dir=str(tmp_path))  # its programs are in the cache
+    # a 1-step run in this process: its programs are in the cache
+    output_dir = _copy(grpo_checkpoint, tmp_path)
     script = tmp_path / "resume.py"
     script.write_text(_FRESH_PROCESS)
     counts = tmp_path / "counts.json"
     command, env = xla_cache.child_command(
-        [sys.executable, str(script), str(tokenizer_dir), str(tmp_path)], child_env(ROOT),
+        [sys.executable, str(script), str(tokenizer_dir), str(output_dir)], child_env(ROOT),
         counts)
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
