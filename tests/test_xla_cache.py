@@ -3,6 +3,7 @@ small programs stored, a program compiled again loaded, a child's counts added."
 
 import dataclasses
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -74,3 +75,17 @@ def test_turning_the_cache_off_is_honoured():
     assert cache_stats().hits == after.hits  # the switch back took effect too:
     program().lower(x).compile()
     assert cache_stats().hits == after.hits + 1
+
+
+def test_the_report_appends_one_line_per_test_with_its_own_counts(tmp_path):
+    """``$JAXLEAN_TEST_XLA_CACHE_REPORT``'s lines: the differences of the counts over each
+    test, appended (two workers share the file), marked when not counted."""
+    path = str(tmp_path / "report.jsonl")
+    zero = dict.fromkeys(xla_cache.FIELDS, 0)
+    xla_cache._report(path, "a.py::one", zero, {**zero, "compiles": 3, "compile_s": 0.5},
+                      counted=True)
+    xla_cache._report(path, "a.py::two", {**zero, "compiles": 3}, {**zero, "compiles": 3},
+                      counted=False)
+    lines = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    assert [(r["test"], r["compiles"], r["compile_s"], r["counted"]) for r in lines] == [
+        ("a.py::one", 3, 0.5, True), ("a.py::two", 0, 0, False)]

@@ -131,7 +131,6 @@ class SuiteCache:
 _SUITE: SuiteCache | None = None
 _TOTALS = Counts()
 _WORKERS: list[str] = []
-_lock = threading.Lock()
 _ENTRIES_AT_START: list[int] = []
 
 
@@ -164,26 +163,30 @@ def _suite_xla_cache(request):
         return
     before = _SUITE.in_use()
     _SUITE.account(counted=before)  # module fixtures' compiles, since the last test
-    start = dataclasses.asdict(_SUITE.counts)
+    report = os.environ.get(REPORT_ENV)
+    start = dataclasses.asdict(_SUITE.counts) if report else None
     yield
     after = _SUITE.in_use()
     _SUITE.account(counted=before and after)
-    _report(request.node.nodeid, start, dataclasses.asdict(_SUITE.counts))
+    if report:
+        _report(report, request.node.nodeid, start, dataclasses.asdict(_SUITE.counts),
+                counted=before and after)
     if not (before and after):
         _SUITE.counts.own_cache_tests += 1
     if not after:
         _SUITE.install()
 
 
-def _report(nodeid: str, start: dict, end: dict) -> None:
-    """With ``$JAXLEAN_TEST_XLA_CACHE_REPORT`` set to a path, append one JSON line per test:
-    its compiles, their seconds, hits and misses (where a run's compile time goes)."""
-    path = os.environ.get(REPORT_ENV)
-    if not path:
-        return
+def _report(path: str, nodeid: str, start: dict, end: dict, counted: bool) -> None:
+    """Append one JSON line for a test to ``path`` (``$JAXLEAN_TEST_XLA_CACHE_REPORT``): its
+    compiles, their seconds, hits and misses, where a run's compile time goes. Compiles of
+    module fixtures are in no test's line; ``counted`` is false for a test that used a cache
+    of its own (its figures are then zeros). Each line is one short append, so the xdist
+    workers can share the file."""
     delta = {f: round(end[f] - start[f], 3) for f in FIELDS}
-    with _lock, open(path, "a") as out:
-        out.write(json.dumps({"test": nodeid, "pid": os.getpid(), **delta}) + "\n")
+    with open(path, "a") as out:
+        out.write(json.dumps({"test": nodeid, "pid": os.getpid(), "counted": counted,
+                              **delta}) + "\n")
 
 
 def child_command(command: list[str], env: dict[str, str],

@@ -5,6 +5,7 @@ rollout and its step once, with no device_put by the caller."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -221,7 +222,6 @@ def grpo_checkpoint(setup, tmp_path_factory):
 
 
 def _copy(checkpoint, tmp_path):
-    import shutil
     return shutil.copytree(checkpoint, tmp_path / "run")
 
 

@@ -17,13 +17,8 @@ import pytest
 
 from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism, generate
 from jaxlean.models.neuron.nmodl.parser import parse
-from tests.models.neuron.nmodl.test_neuron_parity import (
-    CASES,
-    FIXTURES,
-    MODS,
-    assert_matches,
-    mods_mechanisms,
-)
+from tests.models.neuron.nmodl.loaded import loaded_mod_dir
+from tests.models.neuron.nmodl.test_neuron_parity import CASES, FIXTURES, MODS, assert_matches
 
 
 @functools.cache
@@ -31,7 +26,7 @@ def generated_mechanisms() -> dict:
     """``load_mod_dir(MODS)`` with every density mechanism in the general form (translated
     once per session)."""
     out = {}
-    compact = mods_mechanisms()
+    compact = loaded_mod_dir(MODS)
     for path in sorted(MODS.glob("*.mod"), key=lambda p: p.name.encode()):
         model = parse(path.read_text(), str(path))
         out[model.suffix] = (compact[model.suffix] if model.point

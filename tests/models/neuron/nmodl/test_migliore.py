@@ -12,7 +12,6 @@ case's mechanisms, a hyperpolarising then a depolarising step, dt 0.025 ms). Flo
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -26,19 +25,13 @@ from jaxlean.models.neuron.nmodl.generated import GeneratedMechanism
 from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 from tests.conftest import needs_nrnivmodl
 from tests.models.neuron.neuron_reference import run_fixture_script
+from tests.models.neuron.nmodl.loaded import loaded_mod_dir
 
 HERE = Path(__file__).parent
 MODS, FIXTURE = HERE / "migliore", HERE / "fixtures" / "migliore.npz"
 SCRIPT = HERE.parents[3] / "scripts" / "make_migliore_fixtures.py"
 VOLTAGE_TOLERANCE = 1e-6  # mV
 CASES = ["nax", "kap", "kad", "kmb", "hd", "calcium", "all"]
-
-
-@functools.cache
-def mechanisms_of(mods: Path) -> dict:
-    """``load_mod_dir(mods)`` once per session (translating a folder takes seconds); the
-    cases only read it."""
-    return load_mod_dir(mods)
 
 
 def run_case(case: dict, mechanisms: dict) -> dict:
@@ -64,7 +57,7 @@ def run_case(case: dict, mechanisms: dict) -> dict:
 def compare(fixture, name: str, mods: Path = MODS) -> float:
     case = json.loads(str(fixture["cases"]))[name]
     with jax.enable_x64():
-        out = run_case(case, mechanisms_of(mods))
+        out = run_case(case, loaded_mod_dir(mods))
     every = int(fixture["every"])
     reference = fixture[f"{name}/v"]
     assert np.ptp(reference) > 15.0  # the steps move the cell

@@ -10,7 +10,6 @@ one mechanism is read by those after it). Float64. Live against NEURON when it i
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from jaxlean.models.neuron.nmodl import load_mod_dir
 from jaxlean.models.neuron.simulation.cable import Cell, Stimulus, simulate, step_current
 from tests.conftest import needs_nrnivmodl
 from tests.models.neuron.neuron_reference import run_fixture_script
+from tests.models.neuron.nmodl.loaded import loaded_mod_dir
 
 HERE = Path(__file__).parent
 MODS, FIXTURES = HERE / "mods", HERE / "fixtures"
@@ -32,16 +32,10 @@ SITES = [0, 3, 5]  # the soma, dendrite segments 2 and 4
 VOLTAGE_TOLERANCE = 1e-7  # mV (measured: at most 1e-9)
 
 
-@functools.cache
-def mods_mechanisms() -> dict:
-    """``load_mod_dir(MODS)`` once per session (the cases only read it)."""
-    return load_mod_dir(MODS)
-
-
 def jaxlean_run(case: dict, mechanisms: dict | None = None) -> dict:
     """The case simulated by jaxlean with the translated mechanisms (``load_mod_dir``'s
     unless given)."""
-    mechanisms = mods_mechanisms() if mechanisms is None else mechanisms
+    mechanisms = loaded_mod_dir(MODS) if mechanisms is None else mechanisms
     n = case["dend_nseg"]
     cell = Cell.from_parents(np.arange(n + 1) - 1, [case["soma_L"]] + [case["dend_L"] / n] * n,
                              [case["soma_diam"] / 2] + [case["dend_diam"] / 2] * n,
