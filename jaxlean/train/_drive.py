@@ -53,6 +53,16 @@ class Run:
             return self.run(carry, position, order, np.int32(stop_step), self.program.frozen,
                             self.data, self.val_data, self.key)
 
+    def lower_first(self) -> Any:
+        """The loop lowered (traced and lowered, not compiled) for the first call of a run
+        from its start, as :func:`train` makes that call: same arguments, placements and
+        signature, so compiling it is that call's compile."""
+        carry = self.program.init(self.program.theta, self.program.opt_state)
+        carry, position, order = self.settle(carry, *self.program.start())
+        with paused_gc():
+            return self.run.lower(carry, position, order, np.int32(0), self.program.frozen,
+                                  self.data, self.val_data, self.key)
+
     def compile(self, carry: Carry) -> None:
         """Compile the loop for ``carry``'s shapes and placements (no run; ``carry`` is a
         restored one's, committed to ``carry.train_hist``'s device, as :meth:`settle` puts

@@ -41,6 +41,7 @@ from jaxlean.compile.quick import (
 )
 from jaxlean.errors import NonFiniteError
 from jaxlean.train._drive import Run, check_checkpoint_every, checkpointing, describe, train
+from jaxlean.train._first_compile import build_first
 from jaxlean.train._gc import paused as paused_gc
 from jaxlean.train._groups import Trainable
 from jaxlean.train._layout import PackedLayout
@@ -186,6 +187,10 @@ def fit(
     or the params' structure and trained leaves raises, naming it and both values
     (``loss_fn`` is not compared). A run is not saved past a non-finite loss.
 
+    Without ``checkpoint``, the loop compiles in a thread while packed's probe runs: built
+    as if the probe decided the buffers, kept only if it does, built again on its decisions
+    if not (:mod:`jaxlean.train._first_compile`).
+
     Python's automatic garbage collection is paused while ``fit`` traces and compiles
     (its passes over the objects tracing leaves cost a small model's first epoch several
     percent; :mod:`jaxlean.train._gc`) and runs again after.
@@ -234,21 +239,30 @@ def fit(
     check_checkpoint_every(checkpoint_every)
     bar = ProgressBar(progress, epochs * (size // batch_size)
                       if isinstance(batch_size, int) and batch_size > 0 else 0)
-    with paused_gc():  # the optimizer's init and packed's probe trace and compile here
+
+    def build_loop() -> Run:
         program = build(loss_fn, params, data, tx, epochs=epochs, batch_size=batch_size,
                         val_data=val_data, patience=patience, log_every=log_every,
                         trainable=trainable, pack=pack, on_step=None, on_epoch=None)
-    quick_compile = resolve_quick_compile(quick_compile, epochs * program.steps_per_epoch,
-                                          checkpoint is not None, jax.default_backend())
-    loop = Run(program, jax.jit(program.run, donate_argnums=2, compiler_options=
-                                quick_compile_options() if quick_compile else None),
-               epochs, patience, data, val_data, key)
-    with checkpointing(checkpoint) as checkpointer, bar:
-        run_info = None if checkpointer is None else describe(loop, params, tx, batch_size,
-                                                              pack, quick_compile)
-        out, resumed_epoch = train(loop, bar, checkpointer, checkpoint_every, run_info,
-                                   report=bool(progress))
-    history = _history(out, epochs, program.steps_per_epoch, val_data is not None,
+        quick = resolve_quick_compile(quick_compile, epochs * program.steps_per_epoch,
+                                      checkpoint is not None, jax.default_backend())
+        return Run(program, jax.jit(program.run, donate_argnums=2, compiler_options=
+                                    quick_compile_options() if quick else None),
+                   epochs, patience, data, val_data, key)
+
+    with bar:
+        # The optimizer's init and packed's probe trace and compile here; without a
+        # checkpoint to resume, the loop compiles here too, while the probe runs.
+        with paused_gc():
+            loop = build_loop() if checkpoint is not None else build_first(build_loop)
+        quick = resolve_quick_compile(quick_compile, epochs * loop.program.steps_per_epoch,
+                                      checkpoint is not None, jax.default_backend())
+        with checkpointing(checkpoint) as checkpointer:
+            run_info = None if checkpointer is None else describe(loop, params, tx, batch_size,
+                                                                  pack, quick)
+            out, resumed_epoch = train(loop, bar, checkpointer, checkpoint_every, run_info,
+                                       report=bool(progress))
+    history = _history(out, epochs, loop.program.steps_per_epoch, val_data is not None,
                        resumed_epoch)
     return PackedLayout.plan(params).restore_static(out.params), history
 
