@@ -44,24 +44,33 @@ class Run:
     data: Any
     val_data: Any
     key: jax.Array
+    quick_compile: bool  # compiled with :func:`~jaxlean.compile.quick.quick_compile_options`
+
+    def _arguments(self, carry: Carry, position: Position, order: jax.Array,
+                   stop_step: int) -> tuple:
+        """Every argument of one call of the loop, as each call passes them."""
+        return (carry, position, order, np.int32(stop_step), self.program.frozen, self.data,
+                self.val_data, self.key)
 
     def __call__(self, carry: Carry, position: Position, order: jax.Array, stop_step: int
                  ) -> tuple[Carry, Position, jax.Array]:
         """Dispatch one call of the loop (the first traces and compiles it: without
         automatic garbage collection, :mod:`jaxlean.train._gc`)."""
         with paused_gc():
-            return self.run(carry, position, order, np.int32(stop_step), self.program.frozen,
-                            self.data, self.val_data, self.key)
+            return self.run(*self._arguments(carry, position, order, stop_step))
+
+    def begin(self, carry: Carry) -> tuple[Carry, Position, jax.Array]:
+        """``carry`` with the position and order of an epoch's start, placed as the first
+        call takes them (:meth:`settle`)."""
+        return self.settle(carry, *self.program.start())
 
     def lower_first(self) -> Any:
         """The loop lowered (traced and lowered, not compiled) for the first call of a run
-        from its start, as :func:`train` makes that call: same arguments, placements and
-        signature, so compiling it is that call's compile."""
+        from its start, as :func:`train` makes that call (:meth:`begin`), so compiling it is
+        that call's compile."""
         carry = self.program.init(self.program.theta, self.program.opt_state)
-        carry, position, order = self.settle(carry, *self.program.start())
         with paused_gc():
-            return self.run.lower(carry, position, order, np.int32(0), self.program.frozen,
-                                  self.data, self.val_data, self.key)
+            return self.run.lower(*self._arguments(*self.begin(carry), 0))
 
     def compile(self, carry: Carry) -> None:
         """Compile the loop for ``carry``'s shapes and placements (no run; ``carry`` is a
@@ -69,8 +78,7 @@ class Run:
         the position then)."""
         position, order = jax.device_put(self.program.start(), carry.train_hist.sharding)
         with paused_gc():
-            self.run.lower(carry, position, order, np.int32(0), self.program.frozen, self.data,
-                           self.val_data, self.key).compile()
+            self.run.lower(*self._arguments(carry, position, order, 0)).compile()
 
     def settle(self, carry: Carry, position: Position, order: jax.Array
                ) -> tuple[Carry, Position, jax.Array]:
@@ -171,7 +179,6 @@ def train(loop: Run, bar: ProgressBar, checkpointer: Checkpointer | None,
     program, epochs = loop.program, loop.epochs
     steps_per_epoch = program.steps_per_epoch
     carry = program.init(program.theta, program.opt_state)
-    position, order = program.start()
     resumed_epoch = None
     if checkpointer is not None:
         carry = restore(checkpointer, carry, run_info, epochs, loop.compile)
@@ -179,7 +186,7 @@ def train(loop: Run, bar: ProgressBar, checkpointer: Checkpointer | None,
     if resumed_epoch is not None:
         bar.resume(resumed_epoch * steps_per_epoch,
                    f"resumed from {checkpointer.directory} at epoch {resumed_epoch}")
-    carry, position, order = loop.settle(carry, position, order)
+    carry, position, order = loop.begin(carry)
     chunks = Chunks(program.log_every) if report else None
     calls: deque[_Call] = deque()
     step, total = int(carry.epoch) * steps_per_epoch, epochs * steps_per_epoch
@@ -214,10 +221,9 @@ def train(loop: Run, bar: ProgressBar, checkpointer: Checkpointer | None,
     return out, resumed_epoch
 
 
-def describe(loop: Run, params: Any, tx: Any, batch_size: int, pack: bool,
-             quick_compile: bool) -> dict:
+def describe(loop: Run, params: Any, tx: Any, batch_size: int, pack: bool) -> dict:
     """:func:`~jaxlean.train._resume.describe_run` of this call (the checkpoints' metadata)."""
     return describe_run(params=params, data=loop.data, val_data=loop.val_data, tx=tx,
                         epochs=loop.epochs, batch_size=batch_size, patience=loop.patience,
                         key=loop.key, pack=pack, layout=loop.program.layout,
-                        quick_compile=quick_compile)
+                        quick_compile=loop.quick_compile)

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import jax
+
 from jaxlean.train._drive import Run
 from jaxlean.train._packed_decisions import assumed_on_buffers, confirm
 
@@ -26,17 +28,23 @@ __all__ = ["build_first"]
 
 
 class _Compiling:
-    """``lowered.compile()`` in a daemon thread; :meth:`wait` joins it. An error stays in the
-    thread: the first call compiles the same program again and raises it there."""
+    """``lowered.compile()`` in a daemon thread; :meth:`wait` joins it.
+
+    JAX reads some compile options (optimisation levels, the partitioner) from its
+    configuration when it compiles, and a context manager sets those for its own thread
+    only: the thread compiles only if it sees the caller's whole configuration
+    (``jax.config.values``), else it leaves the compile to the first call. An error stays
+    in the thread: the first call compiles the same program again and raises it there."""
 
     def __init__(self, lowered: Any):
-        self._lowered = lowered
+        self._lowered, self._config = lowered, jax.config.values
         self._thread = threading.Thread(target=self._compile, name="fit compile", daemon=True)
         self._thread.start()
 
     def _compile(self) -> None:
         with contextlib.suppress(Exception):  # raised again by the first call, in the caller
-            self._lowered.compile()
+            if jax.config.values == self._config:
+                self._lowered.compile()
 
     def wait(self) -> None:
         self._thread.join()

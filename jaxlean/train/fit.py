@@ -189,7 +189,8 @@ def fit(
 
     Without ``checkpoint``, the loop compiles in a thread while packed's probe runs: built
     as if the probe decided the buffers, kept only if it does, built again on its decisions
-    if not (:mod:`jaxlean.train._first_compile`).
+    if not (:mod:`jaxlean.train._first_compile`). Under a JAX context manager (it configures
+    the calling thread only) the loop compiles in the calling thread, after the probe.
 
     Python's automatic garbage collection is paused while ``fit`` traces and compiles
     (its passes over the objects tracing leaves cost a small model's first epoch several
@@ -248,18 +249,16 @@ def fit(
                                       checkpoint is not None, jax.default_backend())
         return Run(program, jax.jit(program.run, donate_argnums=2, compiler_options=
                                     quick_compile_options() if quick else None),
-                   epochs, patience, data, val_data, key)
+                   epochs, patience, data, val_data, key, quick)
 
     with bar:
         # The optimizer's init and packed's probe trace and compile here; without a
         # checkpoint to resume, the loop compiles here too, while the probe runs.
         with paused_gc():
             loop = build_loop() if checkpoint is not None else build_first(build_loop)
-        quick = resolve_quick_compile(quick_compile, epochs * loop.program.steps_per_epoch,
-                                      checkpoint is not None, jax.default_backend())
         with checkpointing(checkpoint) as checkpointer:
             run_info = None if checkpointer is None else describe(loop, params, tx, batch_size,
-                                                                  pack, quick)
+                                                                  pack)
             out, resumed_epoch = train(loop, bar, checkpointer, checkpoint_every, run_info,
                                        report=bool(progress))
     history = _history(out, epochs, loop.program.steps_per_epoch, val_data is not None,

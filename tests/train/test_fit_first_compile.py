@@ -66,6 +66,17 @@ def test_the_loop_compiles_once_while_the_probe_runs_and_trains_as_when_decided(
     assert not np.allclose(first[0]["w"], params["w"])  # it trained
 
 
+def test_under_a_thread_local_configuration_the_caller_compiles_the_loop():
+    """A JAX context manager configures only its own thread, and JAX reads some compile
+    options from the configuration when it compiles: fit's thread then leaves the one
+    compile to the caller, who compiles under the configuration it set."""
+    loss, params, data = _problem(3)
+    with jax.default_matmul_precision("highest"):
+        _, threads = _fit_logged(loss, params, data, optax.adam(3e-2), epochs=1, batch_size=8,
+                                 key=jax.random.key(3), progress=False)
+    assert len(threads) == 1 and threads[0] != "fit compile", threads
+
+
 def test_a_probe_that_decides_views_builds_the_loop_again_on_them():
     """A global-norm clip mixes elements: it runs on per-leaf views. The loop assumed on the
     buffers is dropped and built on the views: the run of a fit whose probe decided before,
