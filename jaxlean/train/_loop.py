@@ -294,7 +294,8 @@ def run_epoch(spec: LoopSpec, stop_step: Any, frozen: Any, data: Any, val_data: 
     carry, position, order = state
     order = jax.lax.cond(
         position.step == 0,
-        lambda: jax.random.permutation(jax.random.fold_in(key, carry.epoch), spec.size),
+        lambda: jax.random.permutation(jax.random.fold_in(key, carry.epoch), spec.size)
+        .astype(order.dtype),
         lambda: order)
     # With ``pack``, the epoch's loop carries the trainable params as the optimizer
     # state's buffers too: a handful of arrays, unpacked only where the loss reads them.

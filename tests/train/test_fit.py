@@ -97,6 +97,30 @@ def test_matches_python_loop_step_by_step(pack):
     assert int(out.epochs_run) == 2 and int(out.bad_step) == -1
 
 
+def test_float64_params_train_under_x64_as_the_python_loop():
+    """A neuron modeller's setting: ``jax_enable_x64`` on, float64 params and data. The
+    epoch's order is drawn in the loop as int64 there; it must not clash with the loop's
+    int32 placeholder, and the params stay float64, packed or not."""
+    rng = np.random.default_rng(8)
+    with jax.enable_x64():
+        data = {"x": jax.device_put(rng.standard_normal((24, 3))),
+                "y": jax.device_put(rng.standard_normal(24))}
+        params = {"w": jax.device_put(rng.standard_normal(3)), "b": jnp.zeros(())}
+        loss = lambda p, b: jnp.mean((jnp.tanh(b["x"] @ p["w"] + p["b"]) - b["y"]) ** 2)
+        tx, key = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(3e-2)), jax.random.key(9)
+        want, want_losses = reference_training(loss, params, data, tx, epochs=2, batch_size=8,
+                                               key=key)
+        for pack in (True, False):
+            got, history = fit(loss, params, data, tx, epochs=2, batch_size=8, key=key,
+                               pack=pack, progress=False)
+            for name in params:
+                assert got[name].dtype == jnp.float64, (pack, name)
+                np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-14,
+                                           err_msg=f"pack={pack} {name}")
+            np.testing.assert_allclose(history.train_loss, want_losses.reshape(2, 3).mean(1),
+                                       rtol=1e-6)
+
+
 def test_fit_reduces_loss_and_keeps_frozen_leaves():
     data, _ = regression_data(3, n=128)
     params, ks = mlp_params(4), jax.random.key(5)
