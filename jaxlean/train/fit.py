@@ -60,8 +60,11 @@ class History:
     """Per-epoch losses of a :func:`fit` run, trimmed to the epochs actually run.
 
     Attributes:
-        train_loss: mean minibatch loss of each epoch (losses before each update).
-        val_loss: validation loss after each epoch, or None without ``val_data``.
+        train_loss: mean minibatch loss of each epoch (losses before each update),
+            float32 whatever the loss's dtype (float64 under ``jax_enable_x64`` too;
+            the params train in their own dtypes).
+        val_loss: validation loss after each epoch (float32, as ``patience`` compares it),
+            or None without ``val_data``.
         best_epoch: epoch whose params were returned when ``patience`` is set.
         stopped_early: whether early stopping ended the run before ``epochs``.
         steps_per_epoch: minibatches per epoch (the last partial batch is dropped).
