@@ -12,7 +12,13 @@ compile carries their load, the CPU time much less. Prints one JSON line; the
 figures in BENCHMARKS.md ("l5pc: the gradient's first call") are such lines.
 
     PYTHONPATH=. python scripts/l5pc_first_call.py [t_max_ms] [--cell bench|bluepyopt]
-        [--remat JSON] [--gradient-out FILE.npy]
+        [--remat JSON] [--gradient-out FILE.npy] [--cache DIR] [--at SCALE]
+
+``--cache DIR`` runs on jaxlean's persistent compilation cache in ``DIR``
+(:func:`jaxlean.compile.enable_compilation_cache` with its defaults) instead of none:
+run it twice to time a modeller's rerun, whose first call loads what the first process
+compiled; ``--at`` moves the point the gradient is taken at (every parameter scaled by
+SCALE, default 1.01: edited values, the same program).
 
 ``--gradient-out`` saves the gradient, to compare two builds or XLA options bit for bit.
 """
@@ -82,8 +88,14 @@ def main() -> None:
     parser.add_argument("--remat", default=None,
                         help='simulate\'s remat as JSON: "sqrt", "segments", [20000]')
     parser.add_argument("--gradient-out", default=None)
+    parser.add_argument("--cache", default=None, help="persistent compilation cache directory")
+    parser.add_argument("--at", type=float, default=1.01, help="scale of every parameter")
     args = parser.parse_args()
-    jax.config.update("jax_enable_compilation_cache", False)
+    if args.cache is None:
+        jax.config.update("jax_enable_compilation_cache", False)
+    else:
+        from jaxlean.compile import cache_stats, enable_compilation_cache
+        enable_compilation_cache(args.cache)
     remat = {} if args.remat is None else {"remat": json.loads(args.remat)}
     with jax.enable_x64(True):
         build = _bench_cell if args.cell == "bench" else _bluepyopt_cell
@@ -96,16 +108,16 @@ def main() -> None:
 
         jax.clear_caches()
         w0, c0 = _now()
-        lowered = jax.jit(jax.grad(loss)).trace(ones * 1.01).lower()
+        lowered = jax.jit(jax.grad(loss)).trace(ones * args.at).lower()
         w1, c1 = _now()
         executable = lowered.compile()
         w2, c2 = _now()
-        gradient = jax.block_until_ready(executable(ones * 1.01))
+        gradient = jax.block_until_ready(executable(ones * args.at))
         w3, c3 = _now()
         later = []
         for _ in range(3):
             a, b = _now()
-            jax.block_until_ready(executable(ones * 1.01))
+            jax.block_until_ready(executable(ones * args.at))
             e, f = _now()
             later.append((e - a, f - b))
         later_wall = sorted(x[0] for x in later)[1]
@@ -120,7 +132,9 @@ def main() -> None:
         "first_over_later_wall": (w3 - w0) / later_wall,
         "first_over_later_cpu": (c3 - c0) / later_cpu,
         "temp_mb": executable.memory_analysis().temp_size_in_bytes / 1e6,
-        "load_average": os.getloadavg()}))
+        "load_average": os.getloadavg(),
+        **({} if args.cache is None else
+           {"cache_hits": cache_stats().hits, "cache_requests": cache_stats().requests})}))
     if args.gradient_out:
         np.save(args.gradient_out, np.asarray(gradient))
 
