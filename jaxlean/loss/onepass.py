@@ -198,6 +198,13 @@ def _perturbed(tree) -> bool:
         tree, is_leaf=lambda x: isinstance(x, jax.custom_derivatives.CustomVJPPrimal)))
 
 
+def _summed(values: jax.Array, total: jax.Array) -> jax.Array:
+    """The sum of a chunk's per-token values in the running total's dtype (the plan's): data
+    in a wider dtype (float64 advantages under ``jax_enable_x64``) must not widen the loop's
+    carry."""
+    return jnp.sum(values).astype(total.dtype)
+
+
 def _values(tree):
     return jax.tree.map(lambda x: x.value, tree,
                         is_leaf=lambda x: isinstance(x, jax.custom_derivatives.CustomVJPPrimal))
@@ -228,7 +235,7 @@ def stats_loss(head: HeadOps, plan: Plan, phi: PerToken):
             outs = finish(block_stats(scaled, t, 0, None, plan))
             stats = Stats(outs.target, outs.lse, outs.entropy, outs.total)
             if not grads:
-                return (total + jnp.sum(phi(stats, d, f)), acc), (stats, None, None)
+                return (total + _summed(phi(stats, d, f), total), acc), (stats, None, None)
             values, vjp = jax.vjp(lambda s, dd: phi(s, dd, f), stats, d)
             g_stats, g_data = vjp(jnp.ones_like(values))
             dh = None
@@ -237,7 +244,7 @@ def stats_loss(head: HeadOps, plan: Plan, phi: PerToken):
                          top_ids=None)
                 dl = logits_cotangent(scaled, t, 0, None, outs, g, plan) * plan.inv_temperature
                 acc, dh = pullback(dl, acc)
-            return (total + jnp.sum(values), acc), (stats, dh, g_data if need_data else None)
+            return (total + _summed(values, total), acc), (stats, dh, g_data if need_data else None)
 
         like = jax.tree.leaves((ops, hidden, data))
         acc = head.grad_init(ops, *like) if need_ops else None
@@ -360,7 +367,8 @@ def divergence_loss(student: HeadOps, teacher: HeadOps, plan: Plan, f: Pointwise
                                                         for j in range(top_k)])
             if not grads:
                 div = jnp.sum(f(a, b, sel), -1)
-                return (total + jnp.sum(phi(div, d, fx)), acc_s, acc_t), (div, None, None, None)
+                total = total + _summed(phi(div, d, fx), total)
+                return (total, acc_s, acc_t), (div, None, None, None)
             values, vjp_f = jax.vjp(lambda a, b: f(a, b, sel), a, b)
             fa, fb = vjp_f(jnp.ones_like(values))
             div = jnp.sum(values, -1)
@@ -373,7 +381,7 @@ def divergence_loss(student: HeadOps, teacher: HeadOps, plan: Plan, f: Pointwise
             if pull_t is not None:
                 dl = g[:, None] * (fb - jnp.exp(b) * jnp.sum(fb, -1, keepdims=True)) * inv_t
                 acc_t, dht = pull_t(dl, acc_t)
-            return ((total + jnp.sum(per_token), acc_s, acc_t),
+            return ((total + _summed(per_token, total), acc_s, acc_t),
                     (div, dhs, dht, g_data if need_data else None))
 
         like = jax.tree.leaves((ops_s, hs, ops_t, ht, data))

@@ -54,7 +54,7 @@ def _pad(x: Array, axis: int, length: int) -> Array:
 def _scores(q_i: Array, k_j: Array, visible: Array) -> Array:
     """``[B, Kh, G, q_tile, k_tile]`` float32 scores, ``-inf`` where not visible."""
     s = jnp.einsum("bkgqd,bksd->bkgqs", q_i, k_j, preferred_element_type=_F32)
-    s = s / np.sqrt(q_i.shape[-1])
+    s = s / float(np.sqrt(q_i.shape[-1]))  # a Python float: float32 under x64 too
     return jnp.where(visible[:, None, None], s, -jnp.inf)
 
 
@@ -64,6 +64,7 @@ def _key_block(x: Array, start: Array, tile: int, layer: Array | None) -> Array:
     if layer is None:
         return jax.lax.dynamic_slice_in_dim(x, start, tile, axis=2)
     zero = jnp.zeros((), jnp.int32)
+    layer, start = (jnp.asarray(i, jnp.int32) for i in (layer, start))  # one index type
     block = jax.lax.dynamic_slice(x, (layer, zero, zero, start, zero),
                                   (1, x.shape[1], x.shape[2], tile, x.shape[4]))
     return block[0]
@@ -114,7 +115,7 @@ def _backward(q, k, v, mask: AttentionMask, out, lse, d_out, q_tile: int, k_tile
     q_blocks, k_blocks = q.shape[3] // q_tile, k.shape[2] // k_tile
     delta = jnp.sum(d_out.astype(_F32) * out.astype(_F32), axis=-1)
     lse = jnp.where(jnp.isneginf(lse), 0.0, lse)  # such rows' scores are all -inf: p = 0
-    scale = 1.0 / np.sqrt(q.shape[-1])
+    scale = float(1.0 / np.sqrt(q.shape[-1]))
 
     def key_block(j, grads):
         dq, dk, dv = grads

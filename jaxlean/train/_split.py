@@ -19,6 +19,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 
@@ -32,7 +33,7 @@ def split(buffer: jax.Array, starts: Sequence[int], shapes: Sequence[tuple[int, 
     """
     per = 1 if buffer.ndim == 1 else buffer.shape[1] * buffer.shape[2]
     counts = [math.prod(shape) // per for shape in shapes]
-    offsets: list[Any] = list(starts)
+    offsets: list[Any] = [np.int32(start) for start in starts]  # int32 under x64 too
     repeats = Counter(shapes)
     shared = [i for i, shape in enumerate(shapes) if repeats[shape] > 1]
     if shared and buffer.size:
@@ -40,7 +41,7 @@ def split(buffer: jax.Array, starts: Sequence[int], shapes: Sequence[tuple[int, 
         constants = lambda: tuple(jnp.int32(starts[i]) for i in shared)
         for i, offset in zip(shared, lax.cond(first != first, constants, constants), strict=True):
             offsets[i] = offset
-    zeros = (0,) * (buffer.ndim - 1)
+    zeros = (np.int32(0),) * (buffer.ndim - 1)  # one index type (Python ints are int64 under x64)
     return tuple(lax.dynamic_slice(buffer, (offset, *zeros), (count, *buffer.shape[1:]))
                  .reshape(shape)
                  for offset, count, shape in zip(offsets, counts, shapes, strict=True))

@@ -84,8 +84,17 @@ def test_head_products_as_full_logits_and_none_for_a_frozen_head():
     assert _count_dots(jax.grad(jsd, (0, 1)), hidden, head) == 4  # 3 student + 1 teacher
 
 
-@pytest.mark.parametrize("dtype, how", [(jnp.float32, BLOCKS)], ids=["f32-blocks"])
-def test_policy_loss_gradients_reach_every_input(dtype, how, monkeypatch):
+@pytest.mark.parametrize("dtype, how, x64", [(jnp.float32, BLOCKS, False),
+                                             (jnp.float32, BLOCKS, True)],
+                         ids=["f32-blocks", "f32-blocks-x64"])
+def test_policy_loss_gradients_reach_every_input(dtype, how, x64, monkeypatch):
+    """``x64``: under ``jax_enable_x64`` the old logprobs and advantages are float64 and
+    must not widen the chunk loop's float32 total."""
+    with jax.enable_x64(x64):
+        _policy_loss_gradients_reach_every_input(dtype, how, monkeypatch)
+
+
+def _policy_loss_gradients_reach_every_input(dtype, how, monkeypatch):
     _products(how, monkeypatch)
     hidden, head, tokens, weights, (k1, k2) = _data(dtype)
     old = -np.log(V) + normal(k1, (B, T))

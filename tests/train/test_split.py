@@ -35,11 +35,15 @@ def test_flat_blocks_equal_slices_values_and_gradients(dtype):
         np.asarray(jax.jit(jax.grad(lambda b: loss(sliced(b))))(buffer)))
 
 
-def test_matrix_buffer_blocks_are_stacks_of_matrices():
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+def test_matrix_buffer_blocks_are_stacks_of_matrices(x64):
+    """Also under ``jax_enable_x64``, where a Python int index is int64 beside the int32
+    runtime offsets (one index type is required)."""
     shapes = [(2, 3, 4), (3, 4), (2, 3, 4), (1, 3, 4)]
     starts, total = _blocks(shapes, per=12)
-    buffer = jax.random.normal(jax.random.key(1), (total, 3, 4))
-    out = jax.jit(lambda b: split(b, starts, shapes))(buffer)
+    with jax.enable_x64(x64):
+        buffer = jax.device_put(np.random.default_rng(1).standard_normal((total, 3, 4)))
+        out = jax.jit(lambda b: split(b, starts, shapes))(buffer)
     for got, start, shape in zip(out, starts, shapes, strict=True):
         count = int(np.prod(shape)) // 12
         np.testing.assert_array_equal(np.asarray(got),

@@ -108,6 +108,17 @@ def test_any_tiles_give_the_same_attention(q_tile, k_tile):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+def test_float32_attention_under_x64_equals_dense_attention():
+    """Under ``jax_enable_x64`` (a global setting of many scientific users) float32 flash
+    attention keeps its loops' carries float32 and equals dense attention, values and
+    gradients."""
+    with jax.enable_x64():
+        [(got, want)] = _as_numpy(_flash_and_dense((_inputs(4, 2),),
+                                                   MASKS["segments, padding, window"]()))
+    for name, a, b in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
 def test_queries_after_a_prefix_of_keys():
     """``q_offset``: 11 queries at slots 30..40 over 41 keys (a prompt continued)."""
     q, k, v, weights = _inputs(4, 2, length=11, kv_length=41)

@@ -94,10 +94,17 @@ def test_cache_in_compute_dtype():
     assert cache.keys.shape == (2, 2, 2, 8, 8)  # [layers, B, kv_heads, slots, head_dim]
 
 
-@pytest.mark.parametrize("window", [None, 3])
-def test_flash_attention_cached_equals_dense_on_one_layer(window):
+@pytest.mark.parametrize("window, x64", [(None, False), (3, False), (3, True)],
+                         ids=["full", "window", "window-x64"])
+def test_flash_attention_cached_equals_dense_on_one_layer(window, x64):
     """Random queries at a traced slot offset over layer 1 of a [L, B, Kh, S, d] cache with
-    padded slots, against dense softmax attention on that layer alone (float32)."""
+    padded slots, against dense softmax attention on that layer alone (float32). ``x64``:
+    under ``jax_enable_x64`` (layer and offset int64, the loops' indices int32)."""
+    with jax.enable_x64(x64):
+        _flash_attention_cached_equals_dense_on_one_layer(window)
+
+
+def _flash_attention_cached_equals_dense_on_one_layer(window):
     rng = np.random.default_rng(5)
     layers, batch, kv_heads, slots, dim, heads, length = 3, 2, 2, 24, 8, 4, 5
     keys, values = (jnp.asarray(rng.normal(size=(layers, batch, kv_heads, slots, dim)),
