@@ -64,7 +64,8 @@ def _key_block(x: Array, start: Array, tile: int, layer: Array | None) -> Array:
     if layer is None:
         return jax.lax.dynamic_slice_in_dim(x, start, tile, axis=2)
     zero = jnp.zeros((), jnp.int32)
-    layer, start = (jnp.asarray(i, jnp.int32) for i in (layer, start))  # one index type
+    layer, start = (i if getattr(i, "dtype", None) == jnp.int32 else jnp.asarray(i, jnp.int32)
+                    for i in (layer, start))  # one index type (int64 under x64 otherwise)
     block = jax.lax.dynamic_slice(x, (layer, zero, zero, start, zero),
                                   (1, x.shape[1], x.shape[2], tile, x.shape[4]))
     return block[0]
