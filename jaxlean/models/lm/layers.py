@@ -77,7 +77,7 @@ def attend(q: Array, k: Array, v: Array, mask: Array) -> Array:
     groups = heads // k.shape[2]
     q = q.reshape(batch, length, k.shape[2], groups, dim)
     scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32)
-    scores = scores / np.sqrt(dim)
+    scores = scores / float(np.sqrt(dim))  # a Python float: float32 scores under x64 too
     scores = jnp.where(mask[:, None, None], scores, jnp.finfo(jnp.float32).min)
     probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
     out = jnp.einsum("bkgts,bskd->btkgd", probs, v)

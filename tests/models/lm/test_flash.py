@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -117,6 +118,20 @@ def test_float32_attention_under_x64_equals_dense_attention():
                                                    MASKS["segments, padding, window"]()))
     for name, a, b in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_float32_attention_under_x64_has_no_float64_array():
+    """Dense and flash attention of float32 inputs compute in float32 under
+    ``jax_enable_x64`` too (a NumPy float64 scale would widen their scores and softmax);
+    Python scalars stay weakly typed float64 constants until they meet float32 arrays."""
+    with jax.enable_x64():
+        q, k, v, _ = _inputs(4, 2)
+        mask = MASKS["causal"]()
+        dense = jax.jit(attend).lower(q, k, v, mask.dense(T, T)).as_text()
+        flash = jax.jit(jax.grad(lambda q, k, v: flash_attention(q, k, v, mask).sum(),
+                                 (0, 1, 2))).lower(q, k, v).as_text()
+    for name, text in (("dense", dense), ("flash", flash)):
+        assert not re.findall(r"tensor<[\dx]+xf64>", text), name
 
 
 def test_queries_after_a_prefix_of_keys():
