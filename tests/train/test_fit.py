@@ -117,6 +117,7 @@ def test_float64_params_train_under_x64_as_the_python_loop():
                 assert got[name].dtype == jnp.float64, (pack, name)
                 np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-14,
                                            err_msg=f"pack={pack} {name}")
+            assert history.train_loss.dtype == np.float32  # History's losses, as documented
             np.testing.assert_allclose(history.train_loss, want_losses.reshape(2, 3).mean(1),
                                        rtol=1e-6)
 
